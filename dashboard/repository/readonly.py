@@ -1,0 +1,86 @@
+"""Open a foreign ``state.db`` strictly read-only.
+
+A user's Hermes home belongs to their agent. Recall opens its ``state.db`` with a
+``mode=ro`` URI and ``query_only``, never runs DDL and never sets a pragma that
+writes (not even ``journal_mode``: a DELETE-mode file stays DELETE-mode).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from dashboard.repository.errors import StoreUnavailableError
+
+BUSY_TIMEOUT_S = 5.0
+IO_RETRIES = 3
+IO_RETRY_SLEEP_S = 0.05
+
+_SQLITE_IOERR = 10
+_SQLITE_CORRUPT = 11
+_SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+def readonly_uri(path: str | Path) -> str:
+    """The ``file:`` URI opening ``path`` read-only (spaces, ``?`` and ``#`` escaped)."""
+    return f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+
+
+def open_readonly(
+    path: str | Path, *, timeout: float = BUSY_TIMEOUT_S, io_retries: int = IO_RETRIES
+) -> sqlite3.Connection:
+    """Connect read-only and prove the file is a readable SQLite database.
+
+    A transient disk I/O error (network filesystems, a checkpoint in progress)
+    is retried a few times; a missing, corrupt, locked or non-SQLite file raises
+    :class:`StoreUnavailableError` with a reason the web layer can explain.
+    """
+    target = Path(path)
+    if not target.is_file():
+        raise StoreUnavailableError("missing", str(target), "no such file")
+    for attempt in range(io_retries + 1):
+        try:
+            conn = sqlite3.connect(
+                readonly_uri(target), uri=True, timeout=timeout, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise classify(exc, target) from exc
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            conn.close()
+            error = classify(exc, target)
+            if error.reason != "io" or attempt == io_retries:
+                raise error from exc
+        time.sleep(IO_RETRY_SLEEP_S * (attempt + 1))
+    raise AssertionError("unreachable: the last attempt raises")
+
+
+def classify(exc: sqlite3.Error, path: Path) -> StoreUnavailableError:
+    """Turn a sqlite3 error into a reason a person can act on."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    text = str(exc)
+    lowered = text.lower()
+    if (
+        code in (_SQLITE_NOTADB, _SQLITE_CORRUPT)
+        or "not a database" in lowered
+        or "malformed" in lowered
+    ):
+        reason = "corrupt"
+    elif code in (_SQLITE_BUSY, _SQLITE_LOCKED) or "locked" in lowered:
+        reason = "locked"
+    elif code == _SQLITE_IOERR or "disk i/o" in lowered:
+        reason = "io"
+    elif code == _SQLITE_CANTOPEN or "unable to open" in lowered:
+        reason = "missing" if not path.exists() else "readonly"
+    else:
+        reason = "corrupt"
+    return StoreUnavailableError(reason, str(path), text)

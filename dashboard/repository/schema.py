@@ -1,0 +1,236 @@
+"""Recall's own Hermes-compatible ``state.db`` schema and its numbered migrations.
+
+The tables are the seed's final (v11) form, so Hermes tooling and Recall's
+read-only opener see a familiar file. One deliberate difference: both FTS5
+indexes are *external content* over ``messages`` with three columns (content,
+tool_name, tool_calls) rather than inline copies. Measured (PERF_NOTES, and
+``bench/fts_layout_size.py`` here): inline dual indexes store the text twice more
+(+480 MB per index at 1M messages) for the same query speed, and external content
+is what makes the bulk path's ``rebuild`` possible (it re-reads ``messages``).
+The price is the delete rule: the triggers remove old rows with FTS5's
+``'delete'`` command and the old values, never a plain DELETE.
+
+Recall's own version lives in ``state_meta('recall_schema_version')``; the Hermes
+``schema_version`` table says 11, the seed form this file follows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.writecore import WriteCore
+
+HERMES_SCHEMA_VERSION = 11
+VERSION_KEY = "recall_schema_version"
+FTS_TABLES = ("messages_fts", "messages_fts_trigram")
+FTS_COLUMNS = ("content", "tool_name", "tool_calls")
+
+_SESSIONS = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    user_id TEXT,
+    model TEXT,
+    model_config TEXT,
+    system_prompt TEXT,
+    parent_session_id TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER DEFAULT 0,
+    tool_call_count INTEGER DEFAULT 0,
+    input_tokens INTEGER DEFAULT 0,
+    output_tokens INTEGER DEFAULT 0,
+    cache_read_tokens INTEGER DEFAULT 0,
+    cache_write_tokens INTEGER DEFAULT 0,
+    reasoning_tokens INTEGER DEFAULT 0,
+    billing_provider TEXT,
+    billing_base_url TEXT,
+    billing_mode TEXT,
+    estimated_cost_usd REAL,
+    actual_cost_usd REAL,
+    cost_status TEXT,
+    cost_source TEXT,
+    pricing_version TEXT,
+    title TEXT,
+    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)
+)"""
+
+_MESSAGES = """
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_call_id TEXT,
+    tool_calls TEXT,
+    tool_name TEXT,
+    timestamp REAL NOT NULL,
+    token_count INTEGER,
+    finish_reason TEXT,
+    reasoning TEXT,
+    reasoning_content TEXT,
+    reasoning_details TEXT,
+    codex_reasoning_items TEXT,
+    codex_message_items TEXT
+)"""
+
+
+def fts_table_sql(table: str) -> str:
+    """The CREATE statement of one external-content FTS5 index over ``messages``."""
+    tokenize = ", tokenize='trigram'" if table.endswith("_trigram") else ""
+    cols = ", ".join(FTS_COLUMNS)
+    return (
+        f"CREATE VIRTUAL TABLE {table} USING fts5({cols}, "
+        f"content='messages', content_rowid='id'{tokenize})"
+    )
+
+
+def fts_trigger_sql() -> list[str]:
+    """Insert/delete/update triggers keeping both indexes in step with ``messages``."""
+    cols = ", ".join(FTS_COLUMNS)
+    new = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+    old = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
+    insert = "".join(f"INSERT INTO {t}(rowid, {cols}) VALUES (new.id, {new});" for t in FTS_TABLES)
+    # External content: the FTS5 'delete' command with the *old* values. A plain
+    # DELETE leaves stale terms behind and integrity-check reports corruption.
+    delete = "".join(
+        f"INSERT INTO {t}({t}, rowid, {cols}) VALUES ('delete', old.id, {old});" for t in FTS_TABLES
+    )
+    return [
+        f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN {insert} END",
+        f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN {delete} END",
+        f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF {cols} ON messages "
+        f"BEGIN {delete}{insert} END",
+    ]
+
+
+FTS_TRIGGERS = ("messages_fts_insert", "messages_fts_delete", "messages_fts_update")
+
+
+def _v1_seed_form(conn: sqlite3.Connection) -> None:
+    """The seed's v11 tables, indexes, FTS5 indexes and triggers."""
+    for sql in (
+        _SESSIONS,
+        _MESSAGES,
+        "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT)",
+        "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+        "CREATE INDEX idx_sessions_source ON sessions(source)",
+        "CREATE INDEX idx_sessions_parent ON sessions(parent_session_id)",
+        "CREATE INDEX idx_sessions_started ON sessions(started_at DESC)",
+        "CREATE UNIQUE INDEX idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL",
+        "CREATE INDEX idx_messages_session ON messages(session_id, timestamp)",
+        *(fts_table_sql(t) for t in FTS_TABLES),
+        *fts_trigger_sql(),
+    ):
+        conn.execute(sql)
+    conn.execute("INSERT INTO schema_version(version) VALUES (?)", (HERMES_SCHEMA_VERSION,))
+
+
+def _v2_usage_and_activity(conn: sqlite3.Connection) -> None:
+    """Per-model/task usage rows and the activity columns newer Hermes files carry."""
+    conn.execute(
+        """
+        CREATE TABLE session_model_usage (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            model TEXT NOT NULL DEFAULT '',
+            billing_provider TEXT NOT NULL DEFAULT '',
+            billing_base_url TEXT NOT NULL DEFAULT '',
+            billing_mode TEXT NOT NULL DEFAULT '',
+            task TEXT NOT NULL DEFAULT '',
+            api_call_count INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+            estimated_cost_usd REAL,
+            actual_cost_usd REAL,
+            cost_status TEXT,
+            cost_source TEXT,
+            pricing_version TEXT,
+            first_seen REAL,
+            last_seen REAL,
+            PRIMARY KEY (session_id, model, billing_provider, billing_base_url,
+                         billing_mode, task)
+        )"""
+    )
+    conn.execute("ALTER TABLE sessions ADD COLUMN last_activity_at REAL")
+    conn.execute("ALTER TABLE sessions ADD COLUMN api_call_count INTEGER DEFAULT 0")
+    conn.execute(
+        "UPDATE sessions SET last_activity_at = coalesce("
+        "(SELECT max(timestamp) FROM messages m WHERE m.session_id = sessions.id),"
+        " started_at)"
+    )
+    conn.execute("CREATE INDEX idx_usage_last_seen ON session_model_usage(last_seen)")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+MIGRATIONS: Sequence[Migration] = (
+    Migration(1, "seed v11 form", _v1_seed_form),
+    Migration(2, "session_model_usage and activity columns", _v2_usage_and_activity),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """Recall's schema version of an open file; 0 for an empty one."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='state_meta'"
+    ).fetchone()
+    if not has_meta:
+        return 0
+    row = conn.execute("SELECT value FROM state_meta WHERE key=?", (VERSION_KEY,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(core: WriteCore, target: int = LATEST_VERSION) -> list[int]:
+    """Bring ``core``'s file up to ``target``; back it up first if it held data.
+
+    Each migration runs in its own write transaction together with the version
+    bump, so a crash leaves the file at a whole version. Returns the versions
+    applied.
+    """
+    start = current_version(core.conn)
+    if start > LATEST_VERSION:
+        raise RuntimeError(
+            f"{core.path} was written by a newer Recall (schema {start} > {LATEST_VERSION})"
+        )
+    pending = [m for m in MIGRATIONS if start < m.version <= target]
+    if pending and start > 0:
+        backup_before_migration(core, start)
+    for migration in pending:
+
+        def step(conn: sqlite3.Connection, m: Migration = migration) -> None:
+            m.apply(conn)
+            conn.execute(
+                "INSERT INTO state_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (VERSION_KEY, str(m.version)),
+            )
+
+        core.write(step)
+    return [m.version for m in pending]
+
+
+def backup_before_migration(core: WriteCore, version: int) -> Path:
+    """Copy the file (through SQLite's online backup, so the WAL is included)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = core.path.with_name(f"{core.path.name}.v{version}-{stamp}.bak")
+    dest = sqlite3.connect(target)
+    try:
+        core.conn.backup(dest)
+    finally:
+        dest.close()
+    target.chmod(0o600)
+    return target

@@ -1,0 +1,600 @@
+"""Recall's own Hermes-compatible store: the write API an agent or importer uses.
+
+Every method is one transaction through :class:`WriteCore`, so a turn's messages,
+their session counters and the FTS rows land together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dashboard.repository import schema
+from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.repository.writecore import WriteCore
+
+TITLE_MAX_CHARS = 100
+COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+# Cost statuses from strongest to weakest evidence; a session mixing several
+# reports the weakest, so a partly-unknown session is never shown as fully known.
+COST_STATUS_ORDER = ("actual", "included", "estimated", "unknown")
+
+_SESSION_FIELDS = (
+    "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id",
+    "started_at", "billing_provider", "billing_base_url", "billing_mode", "title",
+)  # fmt: skip
+_MESSAGE_COLUMNS = (
+    "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
+    "timestamp", "token_count", "finish_reason", "reasoning",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class NewMessage:
+    """One message to append. ``tool_calls`` may be a list (stored as JSON text)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: str | list[Any] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    token_count: int | None = None
+    timestamp: float | None = None
+
+    def row(self, session_id: str, now: float) -> tuple[Any, ...]:
+        calls = self.tool_calls
+        if isinstance(calls, list):
+            calls = json.dumps(calls, ensure_ascii=False) if calls else None
+        return (
+            session_id, self.role, self.content, self.tool_call_id, calls, self.tool_name,
+            self.timestamp if self.timestamp is not None else now, self.token_count,
+            self.finish_reason, self.reasoning,
+        )  # fmt: skip
+
+    def call_count(self) -> int:
+        if not self.tool_calls:
+            return 0
+        if isinstance(self.tool_calls, list):
+            return len(self.tool_calls)
+        try:
+            parsed = json.loads(self.tool_calls)
+        except ValueError:
+            return 1
+        return len(parsed) if isinstance(parsed, list) else 1
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens and cost of API calls for one (model, provider, task) of a session."""
+
+    model: str = ""
+    billing_provider: str = ""
+    billing_base_url: str = ""
+    billing_mode: str = ""
+    task: str = ""
+    api_calls: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+    cost_status: str = "unknown"
+    cost_source: str = "none"
+    pricing_version: str | None = None
+    at: float | None = None
+
+
+@dataclass(slots=True)
+class ImportSession:
+    """A whole session for the bulk path: the row, its messages and usage."""
+
+    id: str
+    source: str
+    started_at: float
+    messages: list[NewMessage] = field(default_factory=list)
+    usage: list[Usage] = field(default_factory=list)
+    model: str | None = None
+    parent_session_id: str | None = None
+    ended_at: float | None = None
+    end_reason: str | None = None
+    title: str | None = None
+    user_id: str | None = None
+    model_config: str | None = None
+    system_prompt: str | None = None
+    billing_provider: str | None = None
+
+
+def new_session_id(at: float | None = None) -> str:
+    """A Hermes-style id: ``20260722_204335_d62c16``."""
+    stamp = datetime.fromtimestamp(time.time() if at is None else at).strftime("%Y%m%d_%H%M%S")
+    return f"{stamp}_{secrets.token_hex(3)}"
+
+
+def weakest_status(statuses: Iterable[str | None]) -> str | None:
+    """The least certain of several cost statuses (unknown beats estimated beats actual)."""
+    ranked = [s for s in statuses if s in COST_STATUS_ORDER]
+    return max(ranked, key=COST_STATUS_ORDER.index) if ranked else None
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    """Sum two costs where None means "no figure", not zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class SessionStore:
+    """Recall's own ``state.db``: created, migrated and written through the write core."""
+
+    def __init__(self, path: str | os.PathLike[str], **core_options: Any) -> None:
+        self.path = Path(path)
+        self.core = WriteCore(self.path, **core_options)
+        try:
+            schema.migrate(self.core)
+            if self.index_is_stale():
+                self.repair_index()  # a bulk import died half-way: finish it
+        except BaseException:
+            self.core.close()
+            raise
+
+    def close(self) -> None:
+        self.core.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions -------------------------------------------------------------------
+
+    def create_session(
+        self,
+        source: str,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        started_at: float | None = None,
+        **fields: Any,
+    ) -> str:
+        """Create a session and return its id.
+
+        Extra keyword fields: user_id, model_config (dict or JSON text),
+        system_prompt, parent_session_id, billing_provider, billing_base_url,
+        billing_mode, title.
+        """
+        unknown = set(fields) - set(_SESSION_FIELDS)
+        if unknown:
+            raise ValidationError(f"unknown session fields: {', '.join(sorted(unknown))}")
+        if not source:
+            raise ValidationError("a session needs a source (cli, telegram, cron, ...)")
+        at = time.time() if started_at is None else started_at
+        sid = session_id or new_session_id(at)
+        if isinstance(fields.get("model_config"), dict):
+            fields["model_config"] = json.dumps(fields["model_config"])
+        if fields.get("title") is not None:
+            fields["title"] = _clean_title(fields["title"])
+        values = {"id": sid, "source": source, "model": model, "started_at": at, **fields}
+        values["last_activity_at"] = at
+        cols = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+
+        def insert(conn: sqlite3.Connection) -> None:
+            parent = values.get("parent_session_id")
+            if parent and not _exists(conn, parent):
+                raise NotFoundError(f"parent session {parent!r} does not exist")
+            try:
+                conn.execute(
+                    f"INSERT INTO sessions ({cols}) VALUES ({marks})", tuple(values.values())
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(_integrity_reason(exc, sid, values.get("title"))) from exc
+
+        self.core.write(insert)
+        return sid
+
+    def end_session(
+        self, session_id: str, end_reason: str, *, ended_at: float | None = None
+    ) -> None:
+        """Mark a session ended with a reason (``user_exit``, ``compression``, ...)."""
+        at = time.time() if ended_at is None else ended_at
+
+        def end(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=?",
+                (at, end_reason, session_id),
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(f"session {session_id!r} does not exist")
+
+        self.core.write(end)
+
+    def set_title(self, session_id: str, title: str | None) -> str | None:
+        """Set (or clear with None/"") a unique title of at most 100 characters."""
+        clean = _clean_title(title) if title else None
+
+        def update(conn: sqlite3.Connection) -> None:
+            try:
+                cur = conn.execute("UPDATE sessions SET title=? WHERE id=?", (clean, session_id))
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(_integrity_reason(exc, session_id, clean)) from exc
+            if cur.rowcount == 0:
+                raise NotFoundError(f"session {session_id!r} does not exist")
+
+        self.core.write(update)
+        return clean
+
+    def delete_session(self, session_id: str) -> int:
+        """Delete a session and its messages (children are detached); return rows removed."""
+
+        def delete(conn: sqlite3.Connection) -> int:
+            if not _exists(conn, session_id):
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            conn.execute(
+                "UPDATE sessions SET parent_session_id=NULL WHERE parent_session_id=?",
+                (session_id,),
+            )
+            removed = conn.execute("DELETE FROM messages WHERE session_id=?", (session_id,))
+            conn.execute("DELETE FROM session_model_usage WHERE session_id=?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id=?", (session_id,))
+            return removed.rowcount
+
+        return self.core.write(delete)
+
+    # -- messages -------------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
+        """Append one turn's messages in a single transaction; return their ids."""
+        now = time.time()
+        rows = [m.row(session_id, now) for m in messages]
+        calls = sum(m.call_count() for m in messages)
+        last = max((r[6] for r in rows), default=now)
+        sql = (
+            f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
+        )
+
+        def append(conn: sqlite3.Connection) -> list[int]:
+            if not _exists(conn, session_id):
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            ids = [conn.execute(sql, row).lastrowid for row in rows]
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, "
+                "tool_call_count = tool_call_count + ?, "
+                "last_activity_at = max(coalesce(last_activity_at, 0), ?) WHERE id=?",
+                (len(rows), calls, last, session_id),
+            )
+            return [int(i) for i in ids if i is not None]
+
+        return self.core.write(append)
+
+    def update_message(self, message_id: int, content: str) -> None:
+        """Replace a message's content (the FTS triggers re-index it)."""
+
+        def update(conn: sqlite3.Connection) -> None:
+            cur = conn.execute("UPDATE messages SET content=? WHERE id=?", (content, message_id))
+            if cur.rowcount == 0:
+                raise NotFoundError(f"message {message_id} does not exist")
+
+        self.core.write(update)
+
+    def rewind(self, session_id: str, after_message_id: int) -> int:
+        """Delete the messages after ``after_message_id`` (an undo); return how many."""
+
+        def delete(conn: sqlite3.Connection) -> int:
+            if not _exists(conn, session_id):
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            cur = conn.execute(
+                "DELETE FROM messages WHERE session_id=? AND id>?", (session_id, after_message_id)
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = max(0, message_count - ?) WHERE id=?",
+                (cur.rowcount, session_id),
+            )
+            return cur.rowcount
+
+        return self.core.write(delete)
+
+    # -- usage and cost ---------------------------------------------------------------
+
+    def record_usage(self, session_id: str, usage: Usage) -> None:
+        """Add a call's tokens and cost to its (model, provider, task) row and the session.
+
+        A missing estimate stays NULL (a provider-reported actual cost replaces
+        the estimate; it is not zero spend), and ``unknown`` stays unknown.
+        """
+        if usage.cost_status not in COST_STATUS_ORDER:
+            raise ValidationError(f"cost_status must be one of {', '.join(COST_STATUS_ORDER)}")
+        at = time.time() if usage.at is None else usage.at
+        key = (session_id, usage.model, usage.billing_provider, usage.billing_base_url,
+               usage.billing_mode, usage.task)  # fmt: skip
+        tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                  usage.cache_write_tokens, usage.reasoning_tokens)  # fmt: skip
+
+        def record(conn: sqlite3.Connection) -> None:
+            session = conn.execute(
+                "SELECT cost_status FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if session is None:
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            conn.execute(
+                """
+                INSERT INTO session_model_usage (
+                    session_id, model, billing_provider, billing_base_url, billing_mode, task,
+                    api_call_count, input_tokens, output_tokens, cache_read_tokens,
+                    cache_write_tokens, reasoning_tokens, estimated_cost_usd, actual_cost_usd,
+                    cost_status, cost_source, pricing_version, first_seen, last_seen)
+                VALUES (?,?,?,?,?,?, ?,?,?,?,?,?, ?,?,?,?,?, ?,?)
+                ON CONFLICT (session_id, model, billing_provider, billing_base_url,
+                             billing_mode, task) DO UPDATE SET
+                    api_call_count = api_call_count + excluded.api_call_count,
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                    cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+                    reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+                    estimated_cost_usd = CASE WHEN estimated_cost_usd IS NULL
+                        THEN excluded.estimated_cost_usd
+                        ELSE estimated_cost_usd + coalesce(excluded.estimated_cost_usd, 0) END,
+                    actual_cost_usd = CASE WHEN actual_cost_usd IS NULL
+                        THEN excluded.actual_cost_usd
+                        ELSE actual_cost_usd + coalesce(excluded.actual_cost_usd, 0) END,
+                    cost_status = excluded.cost_status,
+                    cost_source = excluded.cost_source,
+                    pricing_version = coalesce(excluded.pricing_version, pricing_version),
+                    last_seen = max(last_seen, excluded.last_seen)
+                """,
+                (*key, usage.api_calls, *tokens, usage.estimated_cost_usd,
+                 usage.actual_cost_usd, usage.cost_status, usage.cost_source,
+                 usage.pricing_version, at, at),
+            )  # fmt: skip
+            status = weakest_status(
+                r[0]
+                for r in conn.execute(
+                    "SELECT cost_status FROM session_model_usage WHERE session_id=?",
+                    (session_id,),
+                )
+            )
+            conn.execute(
+                """
+                UPDATE sessions SET
+                    input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+                    cache_read_tokens = cache_read_tokens + ?,
+                    cache_write_tokens = cache_write_tokens + ?,
+                    reasoning_tokens = reasoning_tokens + ?,
+                    api_call_count = coalesce(api_call_count, 0) + ?,
+                    estimated_cost_usd = CASE WHEN ? IS NULL THEN estimated_cost_usd
+                        ELSE coalesce(estimated_cost_usd, 0) + ? END,
+                    actual_cost_usd = CASE WHEN ? IS NULL THEN actual_cost_usd
+                        ELSE coalesce(actual_cost_usd, 0) + ? END,
+                    cost_status = ?, cost_source = ?,
+                    pricing_version = coalesce(?, pricing_version),
+                    billing_provider = coalesce(billing_provider, nullif(?, ''))
+                WHERE id = ?
+                """,
+                (*tokens, usage.api_calls,
+                 usage.estimated_cost_usd, usage.estimated_cost_usd,
+                 usage.actual_cost_usd, usage.actual_cost_usd,
+                 status, usage.cost_source, usage.pricing_version, usage.billing_provider,
+                 session_id),
+            )  # fmt: skip
+
+        self.core.write(record)
+
+    # -- compaction -----------------------------------------------------------------
+
+    def compress(
+        self,
+        session_id: str,
+        summary: str,
+        *,
+        child_id: str | None = None,
+        at: float | None = None,
+    ) -> str:
+        """End a session by compression and continue it in a child; return the child id.
+
+        The parent gets ``end_reason='compression'`` and ``ended_at``; the child
+        inherits source, model and billing, points back through
+        ``parent_session_id``, and its first message holds the summary.
+        """
+        when = time.time() if at is None else at
+        text = (
+            summary
+            if summary.lstrip().startswith(("[CONTEXT", COMPACTION_MARKER))
+            else (f"{COMPACTION_MARKER}\n{summary}")
+        )
+        new_id = child_id or new_session_id(when)
+
+        def split(conn: sqlite3.Connection) -> str:
+            parent = conn.execute(
+                "SELECT source, user_id, model, model_config, system_prompt, billing_provider,"
+                " billing_base_url, billing_mode, ended_at FROM sessions WHERE id=?",
+                (session_id,),
+            ).fetchone()
+            if parent is None:
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            if parent["ended_at"] is not None:
+                raise ConflictError(f"session {session_id!r} has already ended")
+            conn.execute(
+                "UPDATE sessions SET ended_at=?, end_reason='compression' WHERE id=?",
+                (when, session_id),
+            )
+            try:
+                conn.execute(
+                    "INSERT INTO sessions (id, source, user_id, model, model_config,"
+                    " system_prompt, parent_session_id, started_at, last_activity_at,"
+                    " billing_provider, billing_base_url, billing_mode, message_count)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1)",
+                    (new_id, parent["source"], parent["user_id"], parent["model"],
+                     parent["model_config"], parent["system_prompt"], session_id, when, when,
+                     parent["billing_provider"], parent["billing_base_url"],
+                     parent["billing_mode"]),
+                )  # fmt: skip
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"session {new_id!r} already exists") from exc
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?,?,?,?)",
+                (new_id, "user", text, when),
+            )
+            return new_id
+
+        return self.core.write(split)
+
+    # -- bulk path --------------------------------------------------------------------
+
+    def bulk_import(
+        self, sessions: Iterable[ImportSession], *, batch_messages: int = 20_000
+    ) -> int:
+        """Import many sessions fast: triggers off, plain inserts, FTS ``rebuild``, triggers on.
+
+        ``fts_stale='1'`` is set while the triggers are off, so a crash half-way
+        leaves a file every reader knows not to trust, and :meth:`repair_index`
+        (run on the next open) finishes the job. Returns messages imported.
+        """
+        self.core.write(_drop_fts_triggers)
+        total = 0
+        try:
+            for batch in _batches(sessions, batch_messages):
+                total += self.core.write(lambda conn, b=batch: _insert_batch(conn, b))
+        finally:
+            self.repair_index()
+        return total
+
+    def repair_index(self) -> None:
+        """Rebuild both FTS indexes from ``messages`` and restore the triggers."""
+
+        def rebuild(conn: sqlite3.Connection) -> None:
+            for table in schema.FTS_TABLES:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+            present = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+            }
+            for name, sql in zip(schema.FTS_TRIGGERS, schema.fts_trigger_sql(), strict=True):
+                if name not in present:
+                    conn.execute(sql)
+            conn.execute("DELETE FROM state_meta WHERE key='fts_stale'")
+
+        self.core.write(rebuild)
+
+    def index_is_stale(self) -> bool:
+        row = self.core.conn.execute(
+            "SELECT value FROM state_meta WHERE key='fts_stale'"
+        ).fetchone()
+        return bool(row and row[0] == "1")
+
+
+def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO state_meta(key, value) VALUES ('fts_stale', '1') "
+        "ON CONFLICT(key) DO UPDATE SET value='1'"
+    )
+    for name in schema.FTS_TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+
+
+def _batches(sessions: Iterable[ImportSession], size: int) -> Iterator[list[ImportSession]]:
+    batch: list[ImportSession] = []
+    count = 0
+    for s in sessions:
+        batch.append(s)
+        count += len(s.messages)
+        if count >= size:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
+
+
+def _insert_batch(conn: sqlite3.Connection, batch: list[ImportSession]) -> int:
+    session_rows = []
+    message_rows = []
+    usage_rows = []
+    for s in batch:
+        rows = [m.row(s.id, s.started_at) for m in s.messages]
+        message_rows.extend(rows)
+        u = s.usage
+        est = [x.estimated_cost_usd for x in u if x.estimated_cost_usd is not None]
+        act = [x.actual_cost_usd for x in u if x.actual_cost_usd is not None]
+        last = max((r[6] for r in rows), default=s.started_at)
+        session_rows.append((
+            s.id, s.source, s.user_id, s.model, s.model_config, s.system_prompt,
+            s.parent_session_id, s.started_at, s.ended_at, s.end_reason, len(rows),
+            sum(m.call_count() for m in s.messages),
+            sum(x.input_tokens for x in u), sum(x.output_tokens for x in u),
+            sum(x.cache_read_tokens for x in u), sum(x.cache_write_tokens for x in u),
+            sum(x.reasoning_tokens for x in u),
+            s.billing_provider or (u[0].billing_provider if u else None),
+            sum(est) if est else None, sum(act) if act else None,
+            weakest_status(x.cost_status for x in u), u[0].cost_source if u else None,
+            u[0].pricing_version if u else None, _clean_title(s.title) if s.title else None,
+            last, sum(x.api_calls for x in u),
+        ))  # fmt: skip
+        for x in u:
+            at = x.at if x.at is not None else s.started_at
+            usage_rows.append((
+                s.id, x.model, x.billing_provider, x.billing_base_url, x.billing_mode, x.task,
+                x.api_calls, x.input_tokens, x.output_tokens, x.cache_read_tokens,
+                x.cache_write_tokens, x.reasoning_tokens, x.estimated_cost_usd,
+                x.actual_cost_usd, x.cost_status, x.cost_source, x.pricing_version, at, at,
+            ))  # fmt: skip
+    conn.executemany(
+        "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt,"
+        " parent_session_id, started_at, ended_at, end_reason, message_count, tool_call_count,"
+        " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+        " reasoning_tokens, billing_provider, estimated_cost_usd, actual_cost_usd,"
+        " cost_status, cost_source, pricing_version, title, last_activity_at, api_call_count)"
+        " VALUES (" + ",".join("?" * 26) + ")",
+        session_rows,
+    )
+    conn.executemany(
+        f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})",
+        message_rows,
+    )
+    conn.executemany(
+        "INSERT INTO session_model_usage (session_id, model, billing_provider,"
+        " billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens,"
+        " cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd,"
+        " actual_cost_usd, cost_status, cost_source, pricing_version, first_seen, last_seen)"
+        " VALUES (" + ",".join("?" * 19) + ")",
+        usage_rows,
+    )
+    return len(message_rows)
+
+
+def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
+
+
+def _clean_title(title: str) -> str:
+    clean = " ".join(str(title).split())
+    if not clean:
+        raise ValidationError("a title cannot be blank")
+    if len(clean) > TITLE_MAX_CHARS:
+        raise ValidationError(
+            f"a title is at most {TITLE_MAX_CHARS} characters ({len(clean)} given)"
+        )
+    return clean
+
+
+def _integrity_reason(exc: sqlite3.IntegrityError, session_id: str, title: str | None) -> str:
+    text = str(exc)
+    if "title" in text:
+        return f"another session already has the title {title!r}"
+    if "sessions.id" in text:
+        return f"session {session_id!r} already exists"
+    return text
