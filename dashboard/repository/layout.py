@@ -51,6 +51,14 @@ class Layout:
     fts: dict[str, FtsIndex] = field(default_factory=dict)
     fts_stale: bool = False
     fts_storage_version: str | None = None
+    # Hermes rebuilds its index in the background; rows between the progress
+    # mark and the high-water mark are not indexed yet.
+    fts_rebuilding: bool = False
+
+    @property
+    def index_trusted(self) -> bool:
+        """False when search must fall back to scanning ``messages``."""
+        return not (self.fts_stale or self.fts_rebuilding) and self.word_index is not None
 
     # -- what the rest of the app asks -------------------------------------------------
 
@@ -123,6 +131,7 @@ class Layout:
                 if "messages_fts_cjk" in self.fts else "absent"
             ),
             "fts_stale": self.fts_stale,
+            "fts_rebuilding": self.fts_rebuilding,
             "visible_rows_filter": self.visible_messages_sql(),
             "session_model_usage": self.has_model_usage,
         }  # fmt: skip
@@ -153,6 +162,7 @@ def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:
         fts=fts,
         fts_stale=meta.get("fts_stale") == "1",
         fts_storage_version=meta.get("fts_storage_version"),
+        fts_rebuilding=bool(meta.get("fts_rebuild_high_water")),
     )
 
 

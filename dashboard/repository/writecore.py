@@ -95,7 +95,9 @@ class WriteCore:
         self.conn.execute("PRAGMA foreign_keys=ON")
         if wal:
             self._retry(lambda: self.conn.execute("PRAGMA journal_mode=WAL").fetchone())
-        self.conn.execute("PRAGMA synchronous=NORMAL" if wal else "PRAGMA synchronous=FULL")
+        # FULL, not NORMAL: in WAL mode NORMAL may drop the last commits on power
+        # loss, and an agent's memory must not silently lose a turn.
+        self.conn.execute("PRAGMA synchronous=FULL")
         self._secure_files()
 
     # -- the write path -------------------------------------------------------------

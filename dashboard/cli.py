@@ -1,0 +1,93 @@
+"""The ``recall`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dashboard.repository.errors import RecallError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="recall", description="Look back into an agent's memory.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="build a realistic demo Hermes home")
+    demo.add_argument("--home", required=True, help="folder to create the demo home in")
+    demo.add_argument("--sessions", type=int, default=600)
+    demo.add_argument("--messages", type=int, help="total messages (default: 60 per session)")
+    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--anchor", help="the demo's 'today' as YYYY-MM-DD (default: today)")
+    demo.add_argument("--bulk", action=argparse.BooleanOptionalAction, default=None,
+                      help="force or forbid the bulk import path")  # fmt: skip
+    demo.add_argument("--if-missing", action="store_true", help="do nothing if it exists")
+    demo.set_defaults(run=_demo)
+
+    info = commands.add_parser("info", help="show what a Hermes home's state.db holds")
+    info.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(run=_info)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except RecallError as exc:
+        print(f"recall: {exc}", file=sys.stderr)
+        return 2
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from dashboard.demo.build import build_demo_home
+    from dashboard.repository.home import HermesHome
+
+    home = HermesHome(Path(args.home))
+    if args.if_missing and home.exists():
+        print(f"demo home already at {home.root}")
+        return 0
+    report = build_demo_home(
+        home.root, sessions=args.sessions, messages=args.messages, seed=args.seed,
+        anchor_day=args.anchor, bulk=args.bulk,
+    )  # fmt: skip
+    print(
+        f"built {report.home}: {report.sessions} sessions, {report.messages} messages "
+        f"in {report.seconds:.1f}s ({'bulk path' if report.bulk else 'write API'}); "
+        f"state.db {report.db_bytes / 1e6:.1f} MB for {report.text_bytes / 1e6:.1f} MB of text"
+    )
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from dashboard.repository.home import resolve_home
+    from dashboard.repository.layout import detect_layout
+    from dashboard.repository.overview import store_overview
+    from dashboard.repository.readonly import open_readonly
+
+    home = resolve_home(args.home)
+    conn = open_readonly(home.state_db)
+    try:
+        overview = store_overview(conn, detect_layout(conn, home.state_db))
+    finally:
+        conn.close()
+    overview["home"] = str(home.root)
+    if args.json:
+        print(json.dumps(overview, indent=2, ensure_ascii=False))
+        return 0
+    print(f"home         {home.root}")
+    for key, value in overview["layout"].items():
+        print(f"{key:<13}{value}")
+    print(f"sessions     {overview.get('sessions')}")
+    print(f"messages     {overview.get('messages')}")
+    for key in ("first_activity", "last_activity"):
+        if overview.get(key):
+            when = datetime.fromtimestamp(overview[key], UTC).isoformat(timespec="minutes")
+            print(f"{key.replace('_', ' '):<13}{when}")
+    for name, size in overview["files"].items():
+        print(f"{name:<13}{size / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

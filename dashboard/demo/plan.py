@@ -1,0 +1,402 @@
+"""Plan a demo home: which sessions exist, how they chain, what they cost.
+
+The plan is pure data derived from one seeded ``random.Random`` and an anchor
+time, so the same seed and anchor always give the same home. Text comes from
+:mod:`dashboard.demo.corpus`; this module decides structure: sources, models,
+providers, compaction chains, branches, delegations, resets, a year of
+timestamps, tokens and costs with realistic drift between estimate and bill.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from dashboard.demo.corpus import Corpus, Msg, Topic
+
+from dashboard.repository.store import ImportSession, NewMessage, Usage
+
+DAY = 86_400.0
+YEAR_DAYS = 365
+PRICING_VERSION = "2026-10-snapshot"
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model as billed through one provider, with $/M-token prices."""
+
+    name: str
+    provider: str
+    base_url: str
+    price_in: float | None
+    price_out: float | None
+    price_cache_read: float | None
+    price_cache_write: float | None
+    # How this provider reports cost: "actual" (billed figure, sometimes with an
+    # estimate made beforehand), "estimated" (local price table only),
+    # "included" (subscription) or "unknown" (no price known).
+    reporting: str
+    weight: float
+
+
+MODELS: tuple[Model, ...] = (
+    Model("anthropic/claude-sonnet-4.5", "openrouter", "https://openrouter.ai/api/v1",
+          3.0, 15.0, 0.30, 3.75, "actual", 30),
+    Model("openai/gpt-5", "openrouter", "https://openrouter.ai/api/v1",
+          1.25, 10.0, 0.125, None, "actual", 10),
+    Model("deepseek/deepseek-v3.2", "openrouter", "https://openrouter.ai/api/v1",
+          0.28, 0.42, 0.028, None, "actual", 8),
+    Model("claude-opus-4-1", "anthropic", "https://api.anthropic.com",
+          15.0, 75.0, 1.50, 18.75, "estimated", 8),
+    Model("claude-sonnet-4-5", "anthropic", "https://api.anthropic.com",
+          3.0, 15.0, 0.30, 3.75, "estimated", 18),
+    Model("gpt-5-mini", "openai", "https://api.openai.com/v1",
+          0.25, 2.0, 0.025, None, "estimated", 8),
+    Model("Hermes-4-405B", "nous", "https://inference-api.nousresearch.com/v1",
+          1.0, 3.0, None, None, "included", 8),
+    Model("llama3.3:70b", "custom", "http://127.0.0.1:11434/v1",
+          None, None, None, None, "unknown", 10),
+)  # fmt: skip
+AUX_MODEL = Model("google/gemini-2.5-flash", "openrouter", "https://openrouter.ai/api/v1",
+                  0.30, 2.50, 0.075, None, "actual", 0)  # fmt: skip
+
+SOURCES = (("cli", 44), ("telegram", 20), ("discord", 10), ("tui", 6), ("slack", 4), ("cron", 16))
+COST_SOURCE = {
+    "actual": "provider_generation_api",
+    "estimated": "official_docs_snapshot",
+    "included": "custom_contract",
+    "unknown": "none",
+}
+
+
+@dataclass
+class PlannedSession:
+    """One session of the demo: its stored record plus how it was written."""
+
+    record: ImportSession
+    turns: list[list[NewMessage]]
+    summary: str | None = None  # compaction summary, when this continues a parent
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+def anchor_for(day: str | None) -> float:
+    """The demo's "now": midnight UTC of ``day`` (YYYY-MM-DD), default today."""
+    if day:
+        moment = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    else:
+        moment = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return moment.timestamp()
+
+
+class DemoPlanner:
+    """Yields the sessions of a demo home, parents always before their children."""
+
+    def __init__(self, seed: int, anchor: float, sessions: int, messages: int) -> None:
+        self.rng = random.Random(seed)
+        self.corpus = Corpus(random.Random(seed + 1))
+        self.anchor = anchor
+        self.target_sessions = sessions
+        self.mean_messages = max(4.0, messages / max(1, sessions))
+        self.made = 0
+        self._ids: set[str] = set()
+        self._titles: set[str] = set()
+
+    # -- the stream -------------------------------------------------------------------
+
+    def sessions(self) -> Iterator[PlannedSession]:
+        """All sessions of the home, in an order that satisfies parent links."""
+        while self.made < self.target_sessions:
+            yield from self._conversation()
+
+    def _conversation(self) -> Iterator[PlannedSession]:
+        rng = self.rng
+        source = _weighted(rng, SOURCES)
+        if source == "cron":
+            yield self._cron()
+            return
+        model = _weighted(rng, [(m, m.weight) for m in MODELS])
+        topic = self.corpus.pick_topic(chinese=rng.random() < 0.10)
+        start = self._start_time()
+        roll = rng.random()
+        segments = 1
+        if roll < 0.12:
+            # Long-lived conversations: mostly short chains, a few of 10+ segments.
+            segments = min(12, 2 + int(rng.expovariate(0.45)))
+        remaining = self.target_sessions - self.made
+        segments = max(1, min(segments, remaining))
+        parent: PlannedSession | None = None
+        for seg in range(segments):
+            last = seg == segments - 1
+            session = self._session(
+                source, model, topic, start, parent=parent, segment=seg, last=last
+            )
+            # Offshoots may still change the parent's ending, so decide them first.
+            children = list(self._offshoots(session, topic, model, last))
+            yield session
+            yield from children
+            start = session.record.ended_at or session.record.started_at
+            parent = session
+
+    def _offshoots(
+        self, session: PlannedSession, topic: Topic, model: Model, last: bool
+    ) -> Iterator[PlannedSession]:
+        """Delegations (subagents), a branch or a reset hanging off a session."""
+        rng = self.rng
+        rec = session.record
+        if self.made >= self.target_sessions:
+            return
+        last_at = rec.messages[-1].timestamp if rec.messages else rec.started_at
+        if rng.random() < 0.10:
+            mid = rec.started_at + ((last_at or rec.started_at) - rec.started_at) * rng.uniform(
+                0.2, 0.8
+            )
+            yield self._subagent(rec, topic, model, mid)
+        if not last or self.made >= self.target_sessions:
+            return
+        roll = rng.random()
+        if roll < 0.07:
+            rec.ended_at = rec.ended_at or (last_at or rec.started_at) + rng.uniform(5, 60)
+        if roll < 0.04:
+            # The conversation branched: the parent ends as 'branched' and a sibling
+            # line of work continues with a marker pointing back.
+            rec.end_reason = "branched"
+            yield self._session(
+                rec.source, model, topic, rec.ended_at or rec.started_at,
+                parent=session, segment=0, last=True, lineage=("_branched_from", rec.id),
+            )  # fmt: skip
+        elif roll < 0.07:
+            rec.end_reason = rng.choice(("session_reset", "new_session"))
+            yield self._session(
+                rec.source, model, topic, rec.ended_at or rec.started_at,
+                parent=session, segment=0, last=True, lineage=("_reset_from", rec.id),
+            )  # fmt: skip
+
+    # -- one session ------------------------------------------------------------------
+
+    def _session(
+        self,
+        source: str,
+        model: Model,
+        topic: Topic,
+        start: float,
+        *,
+        parent: PlannedSession | None,
+        segment: int,
+        last: bool,
+        lineage: tuple[str, str] | None = None,
+    ) -> PlannedSession:
+        sid = self._new_id(start)
+        summary = None
+        messages: list[NewMessage] = []
+        continuation = parent is not None and lineage is None
+        if continuation:
+            summary = self.corpus.compaction_summary(topic, segment, older=start < self._cutover())
+            messages.append(NewMessage("user", summary, timestamp=start))
+        turns, clock = self._turns(
+            start, self._message_budget(), lambda i: self.corpus.turn(topic, i)
+        )
+        for turn in turns:
+            messages.extend(turn)
+        ended_at, end_reason = self._ending(clock, last, continuation_next=not last)
+        title = self._title(topic.title, segment if continuation else 0)
+        config: dict[str, object] = {"temperature": 0.7, "max_tokens": 8192}
+        if lineage:
+            config[lineage[0]] = lineage[1]
+        record = ImportSession(
+            id=sid, source=source, started_at=start, model=model.name, title=title,
+            parent_session_id=parent.record.id if parent else None,
+            ended_at=ended_at, end_reason=end_reason, messages=messages,
+            user_id=_user_id(source), model_config=json.dumps(config),
+            system_prompt="You are Hermes, a helpful agent.", billing_provider=model.provider,
+        )  # fmt: skip
+        record.usage = self._usage(model, messages, start, clock, compressed=not last)
+        self.made += 1
+        return PlannedSession(record, turns, summary)
+
+    def _subagent(
+        self, parent: ImportSession, topic: Topic, model: Model, at: float
+    ) -> PlannedSession:
+        sid = self._new_id(at)
+        turns, clock = self._turns(
+            at, max(3, int(self.mean_messages * 0.3)), lambda i: self.corpus.subagent_turn(topic, i)
+        )
+        messages = [m for t in turns for m in t]
+        record = ImportSession(
+            id=sid, source="subagent", started_at=at, model=model.name,
+            parent_session_id=parent.id, ended_at=clock, end_reason="completed",
+            messages=messages, model_config=json.dumps({"_delegate_from": parent.id}),
+            system_prompt="You are a focused sub-agent.", billing_provider=model.provider,
+        )  # fmt: skip
+        record.usage = self._usage(model, messages, at, clock, compressed=False)
+        self.made += 1
+        return PlannedSession(record, turns)
+
+    def _cron(self) -> PlannedSession:
+        start = self._start_time()
+        sid = self._new_id(start)
+        model = MODELS[-3] if self.rng.random() < 0.5 else AUX_MODEL
+        turns, clock = self._turns(
+            start, max(2, int(self.mean_messages * 0.15)), self.corpus.cron_turn
+        )
+        messages = [m for t in turns for m in t]
+        record = ImportSession(
+            id=sid, source="cron", started_at=start, model=model.name,
+            ended_at=clock, end_reason="completed", messages=messages,
+            model_config=json.dumps({"job": "scheduled"}), billing_provider=model.provider,
+        )  # fmt: skip
+        record.usage = self._usage(model, messages, start, clock, compressed=False)
+        self.made += 1
+        return PlannedSession(record, turns)
+
+    def _turns(self, start: float, budget: int, make) -> tuple[list[list[NewMessage]], float]:
+        """Generate turns until ``budget`` messages; timestamps advance realistically."""
+        rng = self.rng
+        turns: list[list[NewMessage]] = []
+        clock = start
+        count = 0
+        index = 0
+        while count < budget:
+            turn = []
+            clock += rng.uniform(20, 600) if index else rng.uniform(1, 5)
+            for msg in make(index):
+                clock += rng.uniform(0.5, 25.0)
+                turn.append(_message(msg, clock))
+            turns.append(turn)
+            count += len(turn)
+            index += 1
+        return turns, clock
+
+    def _message_budget(self) -> int:
+        # Skewed lengths: many short sessions, a tail of long ones, mean ≈ target.
+        return max(2, int(self.rng.expovariate(1.0 / self.mean_messages)))
+
+    def _ending(
+        self, clock: float, last: bool, continuation_next: bool
+    ) -> tuple[float | None, str | None]:
+        if continuation_next:
+            return clock + self.rng.uniform(1, 30), "compression"
+        if clock > self.anchor - DAY * 2 and self.rng.random() < 0.5:
+            return None, None  # still open
+        return clock + self.rng.uniform(5, 900), self.rng.choice(
+            ("user_exit", "user_exit", "idle_timeout", "gateway_restart")
+        )
+
+    # -- tokens and money ---------------------------------------------------------------
+
+    def _usage(
+        self, model: Model, messages: list[NewMessage], start: float, end: float, compressed: bool
+    ) -> list[Usage]:
+        rng = self.rng
+        calls = max(1, sum(1 for m in messages if m.role == "assistant"))
+        chars = sum(len(m.content or "") for m in messages)
+        # Every call re-sends the growing context; most of it is served from cache.
+        context = int(chars / 3.6)
+        input_total = int(context * calls * rng.uniform(0.35, 0.6)) + 1500 * calls
+        cached = model.price_cache_read is not None
+        cache_read = int(input_total * rng.uniform(0.55, 0.85)) if cached else 0
+        cache_write = int(input_total * rng.uniform(0.03, 0.08)) if model.price_cache_write else 0
+        fresh_input = input_total - cache_read - cache_write
+        output = int(sum(len(m.content or "") for m in messages if m.role == "assistant") / 3.8)
+        reasoning = int(output * rng.uniform(0.2, 0.9)) if "gpt-5" in model.name else 0
+        rows = [self._priced(model, "", calls, fresh_input, output + reasoning, cache_read,
+                             cache_write, reasoning, start, end)]  # fmt: skip
+        if compressed:
+            rows.append(self._priced(AUX_MODEL, "compression", 1, context, 900, 0, 0, 0, end, end))
+        if rng.random() < 0.6:
+            rows.append(
+                self._priced(AUX_MODEL, "title_generation", 1, 600, 20, 0, 0, 0, start, start)
+            )
+        return rows
+
+    def _priced(
+        self, model: Model, task: str, calls: int, fresh_in: int, out: int, cache_read: int,
+        cache_write: int, reasoning: int, first: float, last: float,
+    ) -> Usage:  # fmt: skip
+        rng = self.rng
+        estimate = None
+        if model.price_in is not None and model.price_out is not None:
+            estimate = (
+                fresh_in * model.price_in
+                + out * model.price_out
+                + cache_read * (model.price_cache_read or 0)
+                + cache_write * (model.price_cache_write or 0)
+            ) / 1_000_000
+        status, actual = model.reporting, None
+        if status == "actual" and estimate is not None:
+            # The bill disagrees with the local table: routing, cache pricing and
+            # retries. Users report 1.5-5x; most calls drift a little, some a lot.
+            drift = math.exp(rng.gauss(0.35, 0.35))
+            actual = round(estimate * drift, 6)
+            if rng.random() < 0.4:
+                estimate = None  # billed figure arrived; no estimate was recorded
+        elif status == "included":
+            actual = 0.0
+        elif status == "unknown":
+            estimate = None
+        return Usage(
+            model=model.name, billing_provider=model.provider, billing_base_url=model.base_url,
+            billing_mode="api" if status != "included" else "subscription", task=task,
+            api_calls=calls, input_tokens=fresh_in, output_tokens=out,
+            cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+            reasoning_tokens=reasoning,
+            estimated_cost_usd=round(estimate, 6) if estimate is not None else None,
+            actual_cost_usd=actual, cost_status=status, cost_source=COST_SOURCE[status],
+            pricing_version=PRICING_VERSION if estimate is not None else None, at=last,
+        )  # fmt: skip
+
+    # -- ids, titles, times ---------------------------------------------------------------
+
+    def _start_time(self) -> float:
+        # Usage grew over the year: more sessions in recent months.
+        age_days = YEAR_DAYS * (1 - math.sqrt(self.rng.random()))
+        hour = self.rng.choice((9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23, 1))
+        day_start = self.anchor - DAY * math.ceil(age_days)
+        return day_start + hour * 3600 + self.rng.uniform(0, 3500)
+
+    def _cutover(self) -> float:
+        """Before this moment compaction summaries used the older marker."""
+        return self.anchor - DAY * 200
+
+    def _new_id(self, at: float) -> str:
+        stamp = datetime.fromtimestamp(at, UTC).strftime("%Y%m%d_%H%M%S")
+        while True:
+            sid = f"{stamp}_{self.rng.getrandbits(24):06x}"
+            if sid not in self._ids:
+                self._ids.add(sid)
+                return sid
+
+    def _title(self, base: str, segment: int) -> str | None:
+        if self.rng.random() < 0.12:
+            return None  # untitled sessions exist; the UI falls back to a preview
+        title = base if segment == 0 else f"{base} #{segment + 1}"
+        title = title[:100]
+        n = 2
+        candidate = title
+        while candidate in self._titles:
+            suffix = f" ({n})"
+            candidate = title[: 100 - len(suffix)] + suffix
+            n += 1
+        self._titles.add(candidate)
+        return candidate
+
+
+def _message(msg: Msg, at: float) -> NewMessage:
+    return NewMessage(
+        role=msg.role, content=msg.content, tool_calls=msg.tool_calls,
+        tool_call_id=msg.tool_call_id, tool_name=msg.tool_name, reasoning=msg.reasoning,
+        finish_reason=msg.finish_reason, timestamp=at,
+        token_count=int(len(msg.content or "") / 3.8) + 1,
+    )  # fmt: skip
+
+
+def _weighted(rng: random.Random, options):
+    items, weights = zip(*options, strict=True)
+    return rng.choices(items, weights=weights, k=1)[0]
+
+
+def _user_id(source: str) -> str | None:
+    return {"telegram": "tg:48213377", "discord": "dc:771203", "slack": "U04QZ7"}.get(source)

@@ -1,0 +1,185 @@
+"""Foreign homes open read-only in every shape, and their files stay byte-identical."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.content import decode_content
+from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.overview import store_overview
+from dashboard.repository.readonly import open_readonly
+from tests import hermes_shapes as shapes
+
+EMPTY = hashlib.sha256(b"").hexdigest()
+LAYOUT_FORM = {"inline": "inline", "external_messages": "external", "external_views": "views"}
+
+
+def _digests(db: Path) -> dict[str, str | None]:
+    out = {}
+    for suffix in ("", "-wal"):
+        f = Path(f"{db}{suffix}")
+        out[suffix or "db"] = hashlib.sha256(f.read_bytes()).hexdigest() if f.exists() else None
+    return out
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+def test_every_shape_opens_read_only_and_is_left_unchanged(tmp_path: Path, shape: str) -> None:
+    db = shapes.SHAPES[shape](tmp_path / shape / "state.db")
+    facts = shapes.EXPECTED[shape]
+    before = _digests(db)
+    assert (before["-wal"] is not None) == (facts.journal_mode == "wal" and facts.wal_only)
+
+    conn = open_readonly(db)
+    try:
+        layout = detect_layout(conn, db)
+        overview = store_overview(conn, layout)
+        # Reading every message, decoded, through the visible-rows rule.
+        rows = conn.execute(
+            f"SELECT content FROM messages m WHERE {layout.visible_messages_sql('m')}"
+        ).fetchall()
+        texts = [decode_content(r[0]) for r in rows]
+        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+            conn.execute("UPDATE sessions SET title = 'x'")
+    finally:
+        conn.close()
+
+    assert layout.schema_version == facts.schema_version
+    assert layout.journal_mode == facts.journal_mode
+    assert layout.fts_form == LAYOUT_FORM[facts.fts_layout]
+    assert bool(layout.trigram_index) == facts.has_trigram
+    assert ("messages_fts_cjk" in layout.fts) == facts.has_cjk
+    assert layout.fts_stale == facts.fts_stale
+    assert layout.index_trusted == (not facts.fts_stale)
+    assert layout.has_active == layout.has_compacted == layout.has_display_kind == facts.modern
+    assert layout.has_model_usage == facts.modern
+    assert not layout.is_recall_store
+    assert overview["messages"] == facts.visible_messages == len(texts)
+    assert overview["sessions"] == len(shapes.SESSION_IDS)
+    assert not any(t.startswith(shapes.JSON_CONTENT_PREFIX) for t in texts)
+    # The file and its WAL are byte-for-byte what they were. Where no WAL existed,
+    # SQLite's reader may leave an empty one (every reader of a WAL file does):
+    # no page of data is ever written.
+    after = _digests(db)
+    assert after["db"] == before["db"]
+    if before["-wal"] is None:
+        assert after["-wal"] in (None, EMPTY)
+    else:
+        assert after["-wal"] == before["-wal"]
+    # A journal mode we never touched.
+    check = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        assert check.execute("PRAGMA journal_mode").fetchone()[0] == facts.journal_mode
+    finally:
+        check.close()
+
+
+def test_wal_only_rows_are_seen(tmp_path: Path) -> None:
+    db = shapes.build_current_views(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        hits = conn.execute(
+            "SELECT count(*) FROM messages WHERE instr(content, ?) > 0", (shapes.WAL_WORD,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert hits == 2
+
+
+def test_cjk_table_without_its_tokenizer_is_reported_unusable(tmp_path: Path) -> None:
+    db = shapes.build_cjk_without_tokenizer(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        layout = detect_layout(conn, db)
+    finally:
+        conn.close()
+    cjk = layout.fts["messages_fts_cjk"]
+    assert cjk.tokenizer == "cjk_unicode61"
+    assert not cjk.usable and "no such tokenizer" in (cjk.error or "")
+    assert layout.cjk_index is None
+    assert layout.word_index is not None and layout.trigram_index is not None
+    assert layout.summary()["cjk_index"].startswith("unusable")
+
+
+def test_current_form_columns_and_views_are_parsed(tmp_path: Path) -> None:
+    db = shapes.build_current_views(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        layout = detect_layout(conn, db)
+    finally:
+        conn.close()
+    word = layout.fts["messages_fts"]
+    assert word.columns == ("content", "tool_name", "tool_calls")
+    assert word.content == "messages_fts_src" and word.tokenizer == "unicode61"
+    assert layout.fts["messages_fts_trigram"].tokenizer == "trigram"
+    assert layout.fts_storage_version == str(shapes.FTS_STORAGE_VERSION)
+    assert "fts_rebuilding" in layout.summary()
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailableError) as info:
+        open_readonly(tmp_path / "nope" / "state.db")
+    assert info.value.reason == "missing"
+    assert not (tmp_path / "nope").exists()  # nothing created on the way
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    junk = tmp_path / "state.db"
+    junk.write_bytes(b"this is a text file, not SQLite\n" * 200)
+    before = junk.read_bytes()
+    with pytest.raises(StoreUnavailableError) as info:
+        open_readonly(junk)
+    assert info.value.reason == "corrupt"
+    assert junk.read_bytes() == before
+
+
+def test_truncated_database_is_corrupt(tmp_path: Path) -> None:
+    db = shapes.build_seed_inline(tmp_path / "state.db")
+    data = db.read_bytes()
+    db.write_bytes(data[:100] + b"\xff" * 4000)  # header kept, pages destroyed
+    with pytest.raises(StoreUnavailableError) as info:
+        conn = open_readonly(db)
+        try:
+            layout = detect_layout(conn, db)
+            store_overview(conn, layout)
+        finally:
+            conn.close()
+    assert info.value.reason == "corrupt"
+
+
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(10)
+"""
+
+
+def test_exclusively_locked_file_reports_locked(tmp_path: Path) -> None:
+    db = shapes.build_delete_journal(tmp_path / "state.db")
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE, text=True
+    ) as locker:
+        try:
+            assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+            with pytest.raises(StoreUnavailableError) as info:
+                open_readonly(db, timeout=0.2)
+            assert info.value.reason == "locked"
+        finally:
+            locker.kill()
+
+
+def test_error_reasons_are_classified() -> None:
+    from dashboard.repository.readonly import classify
+
+    here = Path(__file__)
+    assert classify(sqlite3.OperationalError("disk I/O error"), here).reason == "io"
+    assert classify(sqlite3.DatabaseError("file is not a database"), here).reason == "corrupt"
+    assert classify(sqlite3.OperationalError("database is locked"), here).reason == "locked"
