@@ -126,7 +126,9 @@ def run(mode: str, writers: int, writes: int, folder: Path) -> dict[str, float]:
     out, reads, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
     start_at = time.time() + 2.0  # let every process start and open its connection
     target = _writer_core if mode == "core" else _writer_baseline
-    procs = [ctx.Process(target=target, args=(path, w, writes, start_at, out)) for w in range(writers)]
+    procs = [
+        ctx.Process(target=target, args=(path, w, writes, start_at, out)) for w in range(writers)
+    ]
     reader = ctx.Process(target=_reader, args=(path, start_at, stop, reads))
     for p in [*procs, reader]:
         p.start()
@@ -188,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio = core["writes_per_s"] / baseline["writes_per_s"]
             print(
                 f"core/baseline throughput={ratio:.2f}x "
-                f"reader_queries core={core['reader_queries']} baseline={baseline['reader_queries']}"
+                f"reader_queries core={core['reader_queries']} "
+                f"baseline={baseline['reader_queries']}"
             )
         print(line(core))
     return 1 if core["lost"] else 0

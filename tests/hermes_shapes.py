@@ -1311,7 +1311,8 @@ def _usage_statements() -> list[Statement]:
         out.append(
             (
                 "INSERT INTO session_model_usage (session_id, model, billing_provider, "
-                "billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens, "
+                "billing_base_url, billing_mode, task, api_call_count, input_tokens, "
+                "output_tokens, "
                 "cache_read_tokens, estimated_cost_usd, actual_cost_usd, cost_status, cost_source, "
                 "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (

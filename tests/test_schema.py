@@ -26,9 +26,19 @@ def test_fresh_store_has_the_seed_tables_and_both_indexes(store: SessionStore) -
     assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 11
     assert schema.current_version(conn) == schema.LATEST_VERSION
     cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
-    for needed in ("billing_provider", "estimated_cost_usd", "actual_cost_usd", "cost_status",
-                   "cost_source", "pricing_version", "title", "parent_session_id",
-                   "cache_read_tokens", "reasoning_tokens", "last_activity_at"):  # fmt: skip
+    for needed in (
+        "billing_provider",
+        "estimated_cost_usd",
+        "actual_cost_usd",
+        "cost_status",
+        "cost_source",
+        "pricing_version",
+        "title",
+        "parent_session_id",
+        "cache_read_tokens",
+        "reasoning_tokens",
+        "last_activity_at",
+    ):
         assert needed in cols
     ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name='messages_fts_trigram'")
     assert "trigram" in ddl.fetchone()[0]
@@ -36,14 +46,30 @@ def test_fresh_store_has_the_seed_tables_and_both_indexes(store: SessionStore) -
 
 def test_both_indexes_cover_content_tool_name_and_tool_calls(store: SessionStore) -> None:
     sid = store.create_session("cli")
-    store.append_messages(sid, [
-        NewMessage("assistant", "checking", tool_calls=[{"id": "c1", "type": "function",
-                   "function": {"name": "terminal", "arguments": '{"command": "uptime"}'}}]),
-        NewMessage("tool", "load average 0.42", tool_name="read_logfile", tool_call_id="c1"),
-    ])  # fmt: skip
+    store.append_messages(
+        sid,
+        [
+            NewMessage(
+                "assistant",
+                "checking",
+                tool_calls=[
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "terminal", "arguments": '{"command": "uptime"}'},
+                    }
+                ],
+            ),
+            NewMessage("tool", "load average 0.42", tool_name="read_logfile", tool_call_id="c1"),
+        ],
+    )
     conn = store.core.conn
-    for table, term in (("messages_fts", "uptime"), ("messages_fts", "read_logfile"),
-                        ("messages_fts_trigram", "ptim"), ("messages_fts_trigram", "logfi")):  # fmt: skip
+    for table, term in (
+        ("messages_fts", "uptime"),
+        ("messages_fts", "read_logfile"),
+        ("messages_fts_trigram", "ptim"),
+        ("messages_fts_trigram", "logfi"),
+    ):
         hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,))
         assert hits.fetchone()[0] == 1, (table, term)
 
@@ -52,11 +78,17 @@ def test_migrating_an_older_file_backs_it_up_first(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     core = WriteCore(path)
     assert schema.migrate(core, target=1) == [1]
-    core.write(lambda c: c.execute(
-        "INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 100.0)"))  # fmt: skip
-    core.write(lambda c: c.execute(
-        "INSERT INTO messages(session_id, role, content, timestamp) "
-        "VALUES ('old', 'user', 'hello from version one', 150.0)"))  # fmt: skip
+    core.write(
+        lambda c: c.execute(
+            "INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 100.0)"
+        )
+    )
+    core.write(
+        lambda c: c.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp) "
+            "VALUES ('old', 'user', 'hello from version one', 150.0)"
+        )
+    )
     core.close()
 
     with SessionStore(path) as store:

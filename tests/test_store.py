@@ -39,16 +39,36 @@ def test_session_ids_look_like_hermes_ids() -> None:
 
 def test_turn_is_appended_in_one_transaction_with_counters(store: SessionStore) -> None:
     sid = store.create_session("telegram", model="claude-sonnet-4", started_at=1000.0)
-    ids = store.append_messages(sid, [
-        NewMessage("user", "why is redis refusing connections?", timestamp=1001.0),
-        NewMessage("assistant", None, finish_reason="tool_calls", timestamp=1002.0, tool_calls=[
-            {"id": "c1", "type": "function",
-             "function": {"name": "terminal", "arguments": '{"command": "redis-cli ping"}'}},
-            {"id": "c2", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "redis.conf"}'}},
-        ]),
-        NewMessage("tool", "ECONNREFUSED", tool_call_id="c1", tool_name="terminal", timestamp=1003.0),
-    ])  # fmt: skip
+    ids = store.append_messages(
+        sid,
+        [
+            NewMessage("user", "why is redis refusing connections?", timestamp=1001.0),
+            NewMessage(
+                "assistant",
+                None,
+                finish_reason="tool_calls",
+                timestamp=1002.0,
+                tool_calls=[
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "terminal",
+                            "arguments": '{"command": "redis-cli ping"}',
+                        },
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "redis.conf"}'},
+                    },
+                ],
+            ),
+            NewMessage(
+                "tool", "ECONNREFUSED", tool_call_id="c1", tool_name="terminal", timestamp=1003.0
+            ),
+        ],
+    )
     assert len(ids) == 3 and ids == sorted(ids)
     row = store.core.conn.execute(
         "SELECT message_count, tool_call_count, last_activity_at FROM sessions WHERE id=?", (sid,)
@@ -94,14 +114,30 @@ def test_titles_are_unique_trimmed_and_bounded(store: SessionStore) -> None:
 
 def test_usage_accumulates_per_model_and_task(store: SessionStore) -> None:
     sid = store.create_session("cli", model="gpt-5")
-    main = Usage(model="gpt-5", billing_provider="openrouter", input_tokens=1000, output_tokens=200,
-                 cache_read_tokens=5000, actual_cost_usd=0.012, cost_status="actual",
-                 cost_source="provider_generation_api")  # fmt: skip
+    main = Usage(
+        model="gpt-5",
+        billing_provider="openrouter",
+        input_tokens=1000,
+        output_tokens=200,
+        cache_read_tokens=5000,
+        actual_cost_usd=0.012,
+        cost_status="actual",
+        cost_source="provider_generation_api",
+    )
     store.record_usage(sid, main)
     store.record_usage(sid, main)
-    store.record_usage(sid, Usage(model="gemini-flash", billing_provider="google", task="compression",
-                                  input_tokens=800, estimated_cost_usd=0.001,
-                                  cost_status="estimated", cost_source="official_docs_snapshot"))  # fmt: skip
+    store.record_usage(
+        sid,
+        Usage(
+            model="gemini-flash",
+            billing_provider="google",
+            task="compression",
+            input_tokens=800,
+            estimated_cost_usd=0.001,
+            cost_status="estimated",
+            cost_source="official_docs_snapshot",
+        ),
+    )
     conn = store.core.conn
     rows = conn.execute(
         "SELECT task, api_call_count, input_tokens, cache_read_tokens, estimated_cost_usd,"
@@ -141,8 +177,9 @@ def test_compress_continues_in_a_child(store: SessionStore) -> None:
     assert tuple(p) == (20.0, "compression")
     c = conn.execute(
         "SELECT parent_session_id, started_at, model, billing_provider, message_count"
-        " FROM sessions WHERE id=?", (child,)
-    ).fetchone()  # fmt: skip
+        " FROM sessions WHERE id=?",
+        (child,),
+    ).fetchone()
     assert tuple(c) == (parent, 20.0, "claude", "anthropic", 1)
     first = conn.execute("SELECT content FROM messages WHERE session_id=?", (child,)).fetchone()[0]
     assert first.startswith(COMPACTION_MARKER) and "pool size" in first
@@ -203,15 +240,39 @@ def test_deleted_words_are_gone_from_both_indexes(store: SessionStore) -> None:
 def _import_sessions(n: int) -> list[ImportSession]:
     out = []
     for i in range(n):
-        out.append(ImportSession(
-            id=f"s{i:03d}", source="cli", started_at=1000.0 + i, model="m", title=f"t{i}",
-            parent_session_id=f"s{i - 1:03d}" if i % 4 else None,
-            messages=[NewMessage("user", f"question {i} about bulkword{i % 7}", timestamp=1000.0 + i),
-                      NewMessage("assistant", "answer", tool_calls=[{"id": "x", "type": "function",
-                                 "function": {"name": "terminal", "arguments": "{}"}}])],
-            usage=[Usage(model="m", billing_provider="p", input_tokens=10, estimated_cost_usd=0.5,
-                         cost_status="estimated")],
-        ))  # fmt: skip
+        out.append(
+            ImportSession(
+                id=f"s{i:03d}",
+                source="cli",
+                started_at=1000.0 + i,
+                model="m",
+                title=f"t{i}",
+                parent_session_id=f"s{i - 1:03d}" if i % 4 else None,
+                messages=[
+                    NewMessage("user", f"question {i} about bulkword{i % 7}", timestamp=1000.0 + i),
+                    NewMessage(
+                        "assistant",
+                        "answer",
+                        tool_calls=[
+                            {
+                                "id": "x",
+                                "type": "function",
+                                "function": {"name": "terminal", "arguments": "{}"},
+                            }
+                        ],
+                    ),
+                ],
+                usage=[
+                    Usage(
+                        model="m",
+                        billing_provider="p",
+                        input_tokens=10,
+                        estimated_cost_usd=0.5,
+                        cost_status="estimated",
+                    )
+                ],
+            )
+        )
     return out
 
 
@@ -226,8 +287,10 @@ def test_bulk_import_rebuilds_indexes_and_restores_triggers(store: SessionStore)
     )
     assert len(_hits(conn, "messages_fts_trigram", "lkword3")) == 7
     _integrity_check(conn)
-    row = conn.execute("SELECT message_count, tool_call_count, estimated_cost_usd, cost_status"
-                       " FROM sessions WHERE id='s010'").fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT message_count, tool_call_count, estimated_cost_usd, cost_status"
+        " FROM sessions WHERE id='s010'"
+    ).fetchone()
     assert tuple(row) == (2, 1, 0.5, "estimated")
     # Triggers are back: a normal append is indexed at once.
     store.append_messages("s000", [NewMessage("user", "afterbulk")])
@@ -247,9 +310,12 @@ def test_interrupted_bulk_import_is_finished_on_next_open(tmp_path: Path) -> Non
     # The finally-block rebuilt the index; simulate a harder crash on top of it.
     store.core.write(lambda c: c.execute("DROP TRIGGER messages_fts_insert"))
     store.core.write(lambda c: c.execute("INSERT INTO state_meta VALUES ('fts_stale', '1')"))
-    store.core.write(lambda c: c.execute(
-        "INSERT INTO messages(session_id, role, content, timestamp) "
-        "VALUES ('s000', 'user', 'unindexedword', 1.0)"))  # fmt: skip
+    store.core.write(
+        lambda c: c.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp) "
+            "VALUES ('s000', 'user', 'unindexedword', 1.0)"
+        )
+    )
     store.close()
     with SessionStore(path) as reopened:
         assert not reopened.index_is_stale()
