@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
-
 from dashboard.repository.store import ImportSession, NewMessage, Usage
 
 DAY = 86_400.0

@@ -539,8 +539,9 @@ def _insert_batch(conn: sqlite3.Connection, batch: list[ImportSession]) -> int:
             sum(x.reasoning_tokens for x in u),
             s.billing_provider or (u[0].billing_provider if u else None),
             sum(est) if est else None, sum(act) if act else None,
-            weakest_status(x.cost_status for x in u), u[0].cost_source if u else None,
-            u[0].pricing_version if u else None, _clean_title(s.title) if s.title else None,
+            weakest_status(x.cost_status for x in u), u[-1].cost_source if u else None,
+            next((x.pricing_version for x in reversed(u) if x.pricing_version), None),
+            _clean_title(s.title) if s.title else None,
             last, sum(x.api_calls for x in u),
         ))  # fmt: skip
         for x in u:
