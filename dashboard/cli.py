@@ -75,17 +75,17 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(overview, indent=2, ensure_ascii=False))
         return 0
-    print(f"home         {home.root}")
+    print(f"{'home':<20}{home.root}")
     for key, value in overview["layout"].items():
-        print(f"{key:<13}{value}")
-    print(f"sessions     {overview.get('sessions')}")
-    print(f"messages     {overview.get('messages')}")
+        print(f"{key:<20}{value}")
+    print(f"{'sessions':<20}{overview.get('sessions')}")
+    print(f"{'messages':<20}{overview.get('messages')}")
     for key in ("first_activity", "last_activity"):
         if overview.get(key):
             when = datetime.fromtimestamp(overview[key], UTC).isoformat(timespec="minutes")
-            print(f"{key.replace('_', ' '):<13}{when}")
+            print(f"{key.replace('_', ' '):<20}{when}")
     for name, size in overview["files"].items():
-        print(f"{name:<13}{size / 1e6:.1f} MB")
+        print(f"{name:<20}{size / 1e6:.1f} MB")
     return 0
 
 

@@ -119,7 +119,12 @@ class _Tally:
     def add(self, plan: PlannedSession) -> PlannedSession:
         msgs = plan.record.messages
         self.messages += len(msgs)
-        self.text_bytes += sum(len((m.content or "").encode()) for m in msgs)
+        self.text_bytes += sum(
+            len((m.content or "").encode())
+            + len((m.reasoning or "").encode())
+            + len(m.tool_calls.encode() if isinstance(m.tool_calls, str) else b"")
+            for m in msgs
+        )
         return plan
 
 

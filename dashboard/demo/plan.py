@@ -99,7 +99,8 @@ class DemoPlanner:
         self.corpus = Corpus(random.Random(seed + 1))
         self.anchor = anchor
         self.target_sessions = sessions
-        self.mean_messages = max(4.0, messages / max(1, sessions))
+        self.target_messages = messages
+        self.messages_made = 0
         self.made = 0
         self._ids: set[str] = set()
         self._titles: set[str] = set()
@@ -214,6 +215,7 @@ class DemoPlanner:
         )  # fmt: skip
         record.usage = self._usage(model, messages, start, clock, compressed=not last)
         self.made += 1
+        self.messages_made += len(record.messages)
         return PlannedSession(record, turns, summary)
 
     def _subagent(
@@ -221,7 +223,7 @@ class DemoPlanner:
     ) -> PlannedSession:
         sid = self._new_id(at)
         turns, clock = self._turns(
-            at, max(3, int(self.mean_messages * 0.3)), lambda i: self.corpus.subagent_turn(topic, i)
+            at, max(3, int(self._mean_messages() * 0.3)), lambda i: self.corpus.subagent_turn(topic, i)
         )
         messages = [m for t in turns for m in t]
         record = ImportSession(
@@ -232,6 +234,7 @@ class DemoPlanner:
         )  # fmt: skip
         record.usage = self._usage(model, messages, at, clock, compressed=False)
         self.made += 1
+        self.messages_made += len(record.messages)
         return PlannedSession(record, turns)
 
     def _cron(self) -> PlannedSession:
@@ -239,7 +242,7 @@ class DemoPlanner:
         sid = self._new_id(start)
         model = MODELS[-3] if self.rng.random() < 0.5 else AUX_MODEL
         turns, clock = self._turns(
-            start, max(2, int(self.mean_messages * 0.15)), self.corpus.cron_turn
+            start, max(2, int(self._mean_messages() * 0.15)), self.corpus.cron_turn
         )
         messages = [m for t in turns for m in t]
         record = ImportSession(
@@ -249,6 +252,7 @@ class DemoPlanner:
         )  # fmt: skip
         record.usage = self._usage(model, messages, start, clock, compressed=False)
         self.made += 1
+        self.messages_made += len(record.messages)
         return PlannedSession(record, turns)
 
     def _turns(self, start: float, budget: int, make) -> tuple[list[list[NewMessage]], float]:
@@ -269,9 +273,14 @@ class DemoPlanner:
             index += 1
         return turns, clock
 
+    def _mean_messages(self) -> float:
+        """Messages per session still to make, so the total lands near the target."""
+        left = max(2, self.target_messages - self.messages_made)
+        return max(4.0, left / max(1, self.target_sessions - self.made))
+
     def _message_budget(self) -> int:
         # Skewed lengths: many short sessions, a tail of long ones, mean ≈ target.
-        return max(2, int(self.rng.expovariate(1.0 / self.mean_messages)))
+        return max(2, int(self.rng.expovariate(1.0 / self._mean_messages())))
 
     def _ending(
         self, clock: float, last: bool, continuation_next: bool
