@@ -1,10 +1,16 @@
 # Recall: `make run` serves the dashboard, `make test` runs every check.
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Both create the virtual environment, install the package and the front-end
+# packages (from the npm registry into static/vendor/) on first use.
+PYTHON   ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+STAMP    := $(VENV)/.installed
+VENDOR   := static/vendor
+VSTAMP   := $(VENDOR)/.installed
+CHROMIUM ?= /usr/bin/chromium
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,16 +18,32 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/recall demo --home .recall-demo --if-missing
-	$(BIN)/recall info --home .recall-demo
+$(VSTAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p $(VENDOR)
+	cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/htmx.min.js
+	cp node_modules/chart.js/dist/chart.umd.min.js $(VENDOR)/chart.umd.min.js
+	touch $(VSTAMP)
 
-test: $(STAMP)
+# Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+$(CHROMIUM):
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y --no-install-recommends chromium
+
+run: $(STAMP) $(VSTAMP)
+	$(BIN)/recall serve
+
+test: $(STAMP) $(VSTAMP) $(CHROMIUM)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# Refresh the README's screenshots from the last browser-test run.
+screenshots: test
+	mkdir -p docs/screenshots
+	cp test-output/screenshots/*.png docs/screenshots/
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache test-output
+	rm -rf $(VENV) $(VENDOR) node_modules .pytest_cache .ruff_cache test-output

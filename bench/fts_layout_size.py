@@ -66,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         external = report.home / "state.db"
         inline = Path(tmp) / "inline.db"
-        conn = sqlite3.connect(inline)
+        conn = sqlite3.connect(inline, isolation_level=None)
         conn.execute("ATTACH DATABASE ? AS src", (f"file:{external}?mode=ro",))
         conn.executescript(INLINE)
         conn.commit()
         conn.execute("DETACH DATABASE src")
         conn.execute("VACUUM")
         conn.close()
-        ext_conn = sqlite3.connect(external)
+        ext_conn = sqlite3.connect(external, isolation_level=None)
         ext_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # bench copy only: measure the file
         ext_conn.execute("DROP TABLE IF EXISTS session_model_usage")
         ext_conn.execute("DELETE FROM sessions")

@@ -1,0 +1,46 @@
+"""Recall: a local dashboard over an agent's memory (Hermes Agent's state.db and USER.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+ROOT = Path(__file__).resolve().parent.parent
+__version__ = "0.1.0"
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the app: defaults, then ``RECALL_*`` environment, then ``config``."""
+    from dashboard.views import register_blueprints
+    from dashboard.web import errors as error_pages
+    from dashboard.web import filters, htmx, reader, security
+
+    app = Flask(
+        __name__,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+    )
+    app.config.from_mapping(
+        HERMES_HOME=None,  # the home whose state.db is shown (read-only)
+        DATA_DIR=None,  # Recall's own files: secret key, recall.db
+        BIND_HOST="127.0.0.1",
+        ALLOWED_HOSTS=[],  # extra Host names accepted besides loopback and BIND_HOST
+        SESSION_COOKIE_SAMESITE="Strict",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_NAME="recall_session",
+        MAX_CONTENT_LENGTH=2 * 1024 * 1024,
+        TEMPLATES_AUTO_RELOAD=False,
+    )
+    app.config.from_prefixed_env("RECALL")
+    if config:
+        app.config.update(config)
+
+    security.init_app(app)
+    filters.init_app(app)
+    htmx.init_app(app)
+    reader.init_app(app)
+    error_pages.init_app(app)
+    register_blueprints(app)
+    return app

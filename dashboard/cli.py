@@ -31,6 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=_info)
 
+    serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
+    serve.add_argument("--home", help="Hermes home (default: $HERMES_HOME, ~/.hermes, or a demo)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8750)
+    serve.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="allow --host to be a non-loopback address")  # fmt: skip
+    serve.set_defaults(run=_serve)
+
     args = parser.parse_args(argv)
     try:
         return args.run(args)
@@ -57,6 +66,15 @@ def _demo(args: argparse.Namespace) -> int:
         f"state.db {report.db_bytes / 1e6:.1f} MB for {report.text_bytes / 1e6:.1f} MB of text"
     )
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from dashboard.serve import serve
+
+    return serve(
+        home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
+        allow_remote=args.allow_remote,
+    )  # fmt: skip
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -6,8 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 
+from dashboard import create_app
 from dashboard.repository.store import SessionStore
+from tests import hermes_shapes
 
 
 @pytest.fixture
@@ -15,3 +19,27 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     """A fresh Recall store (WAL, latest schema) in a temp folder."""
     with SessionStore(tmp_path / "state.db") as s:
         yield s
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path) -> Path:
+    """A Hermes home holding a current-form state.db (with un-checkpointed WAL frames)."""
+    home = tmp_path / "hermes"
+    hermes_shapes.build_current_views(home / "state.db")
+    return home
+
+
+def make_app(home: Path, data_dir: Path, **extra: object) -> Flask:
+    return create_app(
+        {"HERMES_HOME": str(home), "DATA_DIR": str(data_dir), "TESTING": True, **extra}
+    )
+
+
+@pytest.fixture
+def app(hermes_home: Path, tmp_path: Path) -> Flask:
+    return make_app(hermes_home, tmp_path / "data")
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

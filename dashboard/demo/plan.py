@@ -223,7 +223,9 @@ class DemoPlanner:
     ) -> PlannedSession:
         sid = self._new_id(at)
         turns, clock = self._turns(
-            at, max(3, int(self._mean_messages() * 0.3)), lambda i: self.corpus.subagent_turn(topic, i)
+            at,
+            max(3, int(self._mean_messages() * 0.3)),
+            lambda i: self.corpus.subagent_turn(topic, i),
         )
         messages = [m for t in turns for m in t]
         record = ImportSession(

@@ -54,6 +54,7 @@ class Layout:
     # Hermes rebuilds its index in the background; rows between the progress
     # mark and the high-water mark are not indexed yet.
     fts_rebuilding: bool = False
+    demo_seed: str | None = None  # set in homes built by ``recall demo``
 
     @property
     def index_trusted(self) -> bool:
@@ -163,6 +164,7 @@ def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:
         fts_stale=meta.get("fts_stale") == "1",
         fts_storage_version=meta.get("fts_storage_version"),
         fts_rebuilding=bool(meta.get("fts_rebuild_high_water")),
+        demo_seed=meta.get("recall_demo_seed"),
     )
 
 

@@ -1,0 +1,82 @@
+"""Read-only access to the state.db a dashboard shows (a user's home or a demo)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.layout import Layout, detect_layout
+from dashboard.repository.overview import store_overview
+from dashboard.repository.readonly import classify, open_readonly
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read connection and the layout detected through it."""
+
+    conn: sqlite3.Connection
+    layout: Layout
+
+
+class StateReader:
+    """Opens the home's state.db read-only for each unit of work."""
+
+    def __init__(self, home: HermesHome) -> None:
+        self.home = home
+        self._demo: bool | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.home.state_db
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """A read-only connection with its layout; errors become StoreUnavailableError."""
+        conn = open_readonly(self.path)
+        try:
+            try:
+                yield Snapshot(conn, detect_layout(conn, self.path))
+            except sqlite3.DatabaseError as exc:
+                # "database disk image is malformed" surfaces on the first page read.
+                raise classify(exc, self.path) from exc
+        finally:
+            conn.close()
+
+    def is_demo(self) -> bool:
+        """Whether the home was built by ``recall demo`` (remembered once known)."""
+        if self._demo is None:
+            try:
+                self._demo = self.layout().demo_seed is not None
+            except StoreUnavailableError:
+                return False
+        return self._demo
+
+    def layout(self) -> Layout:
+        with self.snapshot() as snap:
+            return snap.layout
+
+    def overview(self) -> dict[str, Any]:
+        """What the home holds: layout, counts, activity range, file sizes."""
+        with self.snapshot() as snap:
+            info = store_overview(snap.conn, snap.layout)
+            info["is_demo"] = snap.layout.demo_seed is not None
+        info["home"] = str(self.home.root)
+        info["path"] = str(self.path)
+        return info
+
+    def health(self) -> dict[str, Any]:
+        """``{"status": "ok"}`` or the reason the store cannot be read."""
+        try:
+            with self.snapshot() as snap:
+                snap.conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchall()
+        except StoreUnavailableError as exc:
+            return {"status": "unavailable", "reason": exc.reason, "path": str(self.path)}
+        except sqlite3.Error as exc:
+            return {"status": "unavailable", "reason": "corrupt", "detail": str(exc)}
+        return {"status": "ok", "path": str(self.path)}

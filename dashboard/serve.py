@@ -1,0 +1,101 @@
+"""``recall serve``: pick the home, build a demo when there is none, run waitress."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.home import HermesHome, resolve_home
+
+DEFAULT_PORT = 8750
+DEMO_SESSIONS = 600
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    home: HermesHome
+    data_dir: Path
+    demo: bool
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "recall"
+
+
+def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
+    """Decide what to open.
+
+    An explicit ``--home`` or ``$HERMES_HOME`` is opened as given (a missing
+    state.db then shows a clear page). With neither, ``~/.hermes`` is used when it
+    exists, else a demo home is built once inside the data directory.
+    """
+    explicit = home_arg or os.environ.get("HERMES_HOME")
+    home = resolve_home(home_arg)
+    if explicit or home.exists():
+        data_dir = Path(data_dir_arg) if data_dir_arg else home.root / "recall"
+        return ServePlan(home, data_dir, demo=False)
+    data_dir = Path(data_dir_arg) if data_dir_arg else default_data_dir()
+    return ServePlan(HermesHome(data_dir / "demo-home"), data_dir, demo=True)
+
+
+def serve(
+    *,
+    home: str | None,
+    host: str,
+    port: int,
+    data_dir: str | None,
+    allow_remote: bool,
+    threads: int = 8,
+) -> int:
+    """Run the dashboard until interrupted."""
+    import waitress
+
+    from dashboard import create_app
+    from dashboard.demo.build import build_demo_home
+
+    if not is_loopback(host):
+        if not allow_remote:
+            print(
+                f"recall: refusing to listen on {host}: the dashboard shows private history.\n"
+                "        Add --allow-remote if you really want other machines to reach it.",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"WARNING: listening on {host}: anyone who can reach this address can read "
+            "your agent's history. Requests must still name this host.",
+            file=sys.stderr,
+        )
+    plan = plan_serving(home, data_dir)
+    if plan.demo and not plan.home.exists():
+        print(f"No Hermes home found; building a demo home in {plan.home.root} …", flush=True)
+        report = build_demo_home(plan.home.root, sessions=DEMO_SESSIONS)
+        print(
+            f"  {report.sessions} sessions, {report.messages:,} messages in {report.seconds:.0f}s"
+        )
+    plan.data_dir.mkdir(parents=True, exist_ok=True)
+    app = create_app(
+        {
+            "HERMES_HOME": str(plan.home.root),
+            "DATA_DIR": str(plan.data_dir),
+            "DEMO": plan.demo,
+            "BIND_HOST": host,
+        }
+    )
+    shown = f"[{host}]" if ":" in host else host
+    print(f"Recall is serving {plan.home.state_db} at http://{shown}:{port}/", flush=True)
+    waitress.serve(app, host=host, port=port, threads=threads, ident="Recall", _quiet=True)
+    return 0

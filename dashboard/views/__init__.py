@@ -1,0 +1,16 @@
+"""One blueprint per screen. ``NAVIGATION`` lists the screens that exist, in menu order."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from dashboard.views import health, overview
+
+# (endpoint, label): the menu shows only screens that are registered.
+NAVIGATION: list[tuple[str, str]] = [("overview.index", "Overview")]
+
+
+def register_blueprints(app: Flask) -> None:
+    app.register_blueprint(overview.bp)
+    app.register_blueprint(health.bp)
+    app.jinja_env.globals["navigation"] = NAVIGATION

@@ -1,0 +1,1 @@
+"""Web plumbing shared by every screen: security, HTMX rendering, errors, the reader."""

@@ -1,0 +1,138 @@
+"""Security baseline for a local web app that every page the user visits can reach.
+
+* Host check: a request whose Host is not a loopback name or the bound host is
+  refused (DNS rebinding: an attacker's domain resolving to 127.0.0.1).
+* CSRF: every state-changing request carries a token tied to the session cookie
+  (``X-CSRF-Token`` header from HTMX, ``csrf_token`` field from forms) and a
+  same-origin ``Origin`` or ``Referer``.
+* Headers: a CSP without inline script, ``frame-ancestors 'none'``, ``nosniff``,
+  ``Referrer-Policy: same-origin``.
+* The secret key is generated once per data directory and kept there (0600).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import Flask, abort, current_app, request, session
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "font-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+
+
+def init_app(app: Flask) -> None:
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = load_secret_key(app.config.get("DATA_DIR"))
+    app.before_request(check_host)
+    app.before_request(check_csrf)
+    app.after_request(set_security_headers)
+    app.jinja_env.globals["csrf_token"] = csrf_token
+
+
+def load_secret_key(data_dir: str | os.PathLike[str] | None) -> bytes:
+    """The data directory's secret key, created on first use; random per process without one."""
+    if not data_dir:
+        return secrets.token_bytes(32)
+    path = Path(data_dir) / "secret_key"
+    try:
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    # O_EXCL: two servers starting together must not overwrite each other's key.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key)
+    return key
+
+
+def allowed_hosts(app: Flask) -> frozenset[str]:
+    names = set(LOOPBACK_NAMES)
+    bound = str(app.config.get("BIND_HOST") or "")
+    if bound and bound not in ("0.0.0.0", "::"):
+        names.add(bound.lower())
+    names.update(h.lower() for h in app.config.get("ALLOWED_HOSTS") or [])
+    return frozenset(names)
+
+
+def host_name(host_header: str) -> str:
+    """``example.com:8750`` → ``example.com``; ``[::1]:8750`` → ``[::1]``."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def check_host() -> None:
+    if host_name(request.host) not in allowed_hosts(current_app):
+        abort(400, description="This server only answers to its own address (Host header refused).")
+
+
+def csrf_token() -> str:
+    """This session's CSRF token (created on first use)."""
+    token = session.get(CSRF_FIELD)
+    if not token:
+        token = secrets.token_urlsafe(32)
+        session[CSRF_FIELD] = token
+    return token
+
+
+def check_csrf() -> None:
+    if request.method not in UNSAFE_METHODS:
+        return
+    if not _same_origin():
+        abort(403, description="Cross-site request refused (Origin/Referer is not this site).")
+    expected = session.get(CSRF_FIELD)
+    sent = request.headers.get(CSRF_HEADER) or request.form.get(CSRF_FIELD) or ""
+    if not expected or not hmac.compare_digest(str(expected), sent):
+        abort(403, description="Missing or expired form token. Reload the page and try again.")
+
+
+def _same_origin() -> bool:
+    here = urlsplit(request.host_url)
+    origin = request.headers.get("Origin")
+    if origin:
+        there = urlsplit(origin)
+    else:
+        referer = request.headers.get("Referer")
+        if not referer:
+            return False
+        there = urlsplit(referer)
+    return (there.scheme, there.netloc.lower()) == (here.scheme, here.netloc.lower())
+
+
+def set_security_headers(response):
+    headers = response.headers
+    headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    headers.setdefault("X-Content-Type-Options", "nosniff")
+    headers.setdefault("Referrer-Policy", "same-origin")
+    headers.setdefault("X-Frame-Options", "DENY")
+    headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+    return response

@@ -1,0 +1,140 @@
+"""Overview page, health, error pages and HTMX partials, over real state.db files."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from tests import hermes_shapes as shapes
+from tests.conftest import make_app
+
+LAYOUT_TEXT = {
+    "inline": "inline FTS5 (seed form)",
+    "external_messages": "external content over messages",
+    "external_views": "external content through views",
+}
+
+
+def _digest(db: Path) -> tuple[str, str | None]:
+    wal = Path(f"{db}-wal")
+    return (
+        hashlib.sha256(db.read_bytes()).hexdigest(),
+        hashlib.sha256(wal.read_bytes()).hexdigest()
+        if wal.exists() and wal.stat().st_size
+        else None,
+    )
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape: str) -> None:
+    home = tmp_path / "home"
+    db = shapes.SHAPES[shape](home / "state.db")
+    facts = shapes.EXPECTED[shape]
+    before = _digest(db)
+    client = make_app(home, tmp_path / "data").test_client()
+
+    page = client.get("/")
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert str(db) in html
+    assert LAYOUT_TEXT[facts.fts_layout] in html
+    assert facts.journal_mode.upper() in html
+    assert f">{facts.visible_messages:,}<" in html
+    assert ("stale — search falls back" in html) == facts.fts_stale
+    if facts.has_cjk:
+        assert "unusable: no such tokenizer" in html
+    for path in ("/healthz", "/static/app.css", "/nope"):  # every page there is
+        client.get(path).close()
+    assert _digest(db) == before
+
+
+def test_htmx_request_for_the_overview_gets_only_the_partial(client: FlaskClient) -> None:
+    full = client.get("/")
+    part = client.get("/", headers={"HX-Request": "true", "HX-Target": "overview"})
+    assert "<html" in full.get_data(as_text=True)
+    body = part.get_data(as_text=True)
+    assert "<html" not in body and body.lstrip().startswith('<section id="overview"')
+    assert "HX-Request" in part.headers["Vary"]
+    restore = client.get(
+        "/",
+        headers={
+            "HX-Request": "true",
+            "HX-Target": "overview",
+            "HX-History-Restore-Request": "true",
+        },
+    )
+    assert "<html" in restore.get_data(as_text=True)
+
+
+def test_healthz(client: FlaskClient) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json["status"] == "ok"
+
+
+def test_unknown_page_is_a_clear_404(client: FlaskClient) -> None:
+    response = client.get("/does/not/exist")
+    assert response.status_code == 404
+    assert b"Not Found" in response.data and b"Traceback" not in response.data
+
+
+def test_missing_database_gets_a_clear_page(tmp_path: Path) -> None:
+    client = make_app(tmp_path / "empty-home", tmp_path / "data").test_client()
+    response = client.get("/")
+    assert response.status_code == 500
+    html = response.get_data(as_text=True)
+    assert "cannot be read (missing)" in html and "--home" in html
+    assert client.get("/healthz").json["reason"] == "missing"
+    assert not (tmp_path / "empty-home").exists()
+
+
+def test_corrupt_database_gets_a_clear_page(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    db = shapes.build_seed_inline(home / "state.db")
+    db.write_bytes(db.read_bytes()[:100] + b"\x13" * 8192)
+    response = make_app(home, tmp_path / "data").test_client().get("/")
+    assert response.status_code == 500
+    assert "cannot be read (corrupt)" in response.get_data(as_text=True)
+
+
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(20)
+"""
+
+
+def test_locked_database_gets_a_retry_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard.repository import readonly
+
+    monkeypatch.setattr(readonly, "BUSY_TIMEOUT_S", 0.2)
+    home = tmp_path / "home"
+    db = shapes.build_delete_journal(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE, text=True
+    ) as p:
+        try:
+            assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+            response = client.get("/")
+        finally:
+            p.kill()
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "2"
+    assert "cannot be read (locked)" in response.get_data(as_text=True)
+
+
+def test_demo_banner_only_on_demo_homes(tmp_path: Path, client: FlaskClient) -> None:
+    from dashboard.demo.build import build_demo_home
+
+    assert b"Demo data." not in client.get("/").data
+    report = build_demo_home(tmp_path / "demo", sessions=8, messages=100, anchor_day="2026-11-30")
+    demo = make_app(report.home, tmp_path / "d2").test_client()
+    assert b"Demo data." in demo.get("/").data
+    assert b"Demo data." in demo.get("/nope").data  # on every page, errors included
