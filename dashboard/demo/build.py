@@ -91,11 +91,7 @@ def build_demo_home(
         else:
             for plan in planner.sessions():
                 _write_through_api(store, tally.add(plan))
-        store.core.write(
-            lambda c: c.execute(
-                "INSERT INTO state_meta(key, value) VALUES (?, ?)", (DEMO_MARKER, str(seed))
-            )
-        )
+        store.set_meta(DEMO_MARKER, str(seed))
     _write_memories(root)
     _write_config(root)
     return DemoReport(

@@ -160,6 +160,11 @@ class SessionStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Set (or delete, with None) one ``state_meta`` key."""
+
+        self.core.write(lambda conn: _put_meta(conn, key, value))
+
     # -- sessions -------------------------------------------------------------------
 
     def create_session(
@@ -486,7 +491,7 @@ class SessionStore:
             for name, sql in zip(schema.FTS_TRIGGERS, schema.fts_trigger_sql(), strict=True):
                 if name not in present:
                     conn.execute(sql)
-            conn.execute("DELETE FROM state_meta WHERE key='fts_stale'")
+            _put_meta(conn, "fts_stale", None)
 
         self.core.write(rebuild)
 
@@ -497,11 +502,19 @@ class SessionStore:
         return bool(row and row[0] == "1")
 
 
+def _put_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM state_meta WHERE key=?", (key,))
+    else:
+        conn.execute(
+            "INSERT INTO state_meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+
 def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "INSERT INTO state_meta(key, value) VALUES ('fts_stale', '1') "
-        "ON CONFLICT(key) DO UPDATE SET value='1'"
-    )
+    _put_meta(conn, "fts_stale", "1")
     for name in schema.FTS_TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
 
