@@ -6,6 +6,7 @@ Plain library code over ``sqlite3``: no Flask in here.
 from dashboard.repository.errors import (
     ConflictError,
     NotFoundError,
+    QuerySyntaxError,
     RecallError,
     StoreUnavailableError,
     ValidationError,
@@ -14,6 +15,7 @@ from dashboard.repository.errors import (
 __all__ = [
     "ConflictError",
     "NotFoundError",
+    "QuerySyntaxError",
     "RecallError",
     "StoreUnavailableError",
     "ValidationError",

@@ -31,3 +31,7 @@ class StoreUnavailableError(RecallError):
         self.detail = detail
         message = f"{path}: {reason}"
         super().__init__(f"{message} ({detail})" if detail else message)
+
+
+class QuerySyntaxError(ValidationError):
+    """A search query that cannot be repaired into something searchable."""
