@@ -120,7 +120,7 @@ class DemoPlanner:
             return
         model = _weighted(rng, [(m, m.weight) for m in MODELS])
         topic = self.corpus.pick_topic(chinese=rng.random() < 0.10)
-        start = self._start_time()
+        start = self._next_start()
         roll = rng.random()
         segments = 1
         if roll < 0.12:
@@ -240,7 +240,7 @@ class DemoPlanner:
         return PlannedSession(record, turns)
 
     def _cron(self) -> PlannedSession:
-        start = self._start_time()
+        start = self._next_start()
         sid = self._new_id(start)
         model = MODELS[-3] if self.rng.random() < 0.5 else AUX_MODEL
         turns, clock = self._turns(
@@ -282,6 +282,8 @@ class DemoPlanner:
 
     def _message_budget(self) -> int:
         # Skewed lengths: many short sessions, a tail of long ones, mean ≈ target.
+        if self.made == self.target_sessions - 1:  # the last one takes what is left
+            return max(2, self.target_messages - self.messages_made)
         return max(2, int(self.rng.expovariate(1.0 / self._mean_messages())))
 
     def _ending(
@@ -360,12 +362,18 @@ class DemoPlanner:
 
     # -- ids, titles, times ---------------------------------------------------------------
 
-    def _start_time(self) -> float:
+    def _start_time(self, progress: float) -> float:
         # Usage grew over the year: more sessions in recent months.
-        age_days = YEAR_DAYS * (1 - math.sqrt(self.rng.random()))
+        age_days = YEAR_DAYS * (1 - math.sqrt(progress))
         hour = self.rng.choice((9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23, 1))
         day_start = self.anchor - DAY * math.ceil(age_days)
         return day_start + hour * 3600 + self.rng.uniform(0, 3500)
+
+    def _next_start(self) -> float:
+        """Conversations begin in time order (as they do in a real store, where
+        message ids grow with time): progress through the plan walks the year."""
+        progress = min(0.999999, (self.made + self.rng.random()) / self.target_sessions)
+        return self._start_time(progress)
 
     def _cutover(self) -> float:
         """Before this moment compaction summaries used the older marker."""
