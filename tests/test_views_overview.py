@@ -38,7 +38,7 @@ def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape
     before = _digest(db)
     client = make_app(home, tmp_path / "data").test_client()
 
-    page = client.get("/")
+    page = client.get("/overview")
     html = page.get_data(as_text=True)
     assert page.status_code == 200
     assert str(db) in html
@@ -54,14 +54,14 @@ def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape
 
 
 def test_htmx_request_for_the_overview_gets_only_the_partial(client: FlaskClient) -> None:
-    full = client.get("/")
-    part = client.get("/", headers={"HX-Request": "true", "HX-Target": "overview"})
+    full = client.get("/overview")
+    part = client.get("/overview", headers={"HX-Request": "true", "HX-Target": "overview"})
     assert "<html" in full.get_data(as_text=True)
     body = part.get_data(as_text=True)
     assert "<html" not in body and body.lstrip().startswith('<section id="overview"')
     assert "HX-Request" in part.headers["Vary"]
     restore = client.get(
-        "/",
+        "/overview",
         headers={
             "HX-Request": "true",
             "HX-Target": "overview",
@@ -84,7 +84,7 @@ def test_unknown_page_is_a_clear_404(client: FlaskClient) -> None:
 
 def test_missing_database_gets_a_clear_page(tmp_path: Path) -> None:
     client = make_app(tmp_path / "empty-home", tmp_path / "data").test_client()
-    response = client.get("/")
+    response = client.get("/overview")
     assert response.status_code == 500
     html = response.get_data(as_text=True)
     assert "cannot be read (missing)" in html and "--home" in html
@@ -96,7 +96,7 @@ def test_corrupt_database_gets_a_clear_page(tmp_path: Path) -> None:
     home = tmp_path / "home"
     db = shapes.build_seed_inline(home / "state.db")
     db.write_bytes(db.read_bytes()[:100] + b"\x13" * 8192)
-    response = make_app(home, tmp_path / "data").test_client().get("/")
+    response = make_app(home, tmp_path / "data").test_client().get("/overview")
     assert response.status_code == 500
     assert "cannot be read (corrupt)" in response.get_data(as_text=True)
 
@@ -122,7 +122,7 @@ def test_locked_database_gets_a_retry_page(tmp_path: Path, monkeypatch: pytest.M
     ) as p:
         try:
             assert p.stdout is not None and p.stdout.readline().strip() == "locked"
-            response = client.get("/")
+            response = client.get("/overview")
         finally:
             p.kill()
     assert response.status_code == 503
@@ -133,8 +133,8 @@ def test_locked_database_gets_a_retry_page(tmp_path: Path, monkeypatch: pytest.M
 def test_demo_banner_only_on_demo_homes(tmp_path: Path, client: FlaskClient) -> None:
     from dashboard.demo.build import build_demo_home
 
-    assert b"Demo data." not in client.get("/").data
+    assert b"Demo data." not in client.get("/overview").data
     report = build_demo_home(tmp_path / "demo", sessions=8, messages=100, anchor_day="2026-11-30")
     demo = make_app(report.home, tmp_path / "d2").test_client()
-    assert b"Demo data." in demo.get("/").data
+    assert b"Demo data." in demo.get("/overview").data
     assert b"Demo data." in demo.get("/nope").data  # on every page, errors included

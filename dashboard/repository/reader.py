@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.overview import store_overview
 from dashboard.repository.readonly import classify, open_readonly
+from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
+from dashboard.repository.transcript import Transcript, chain_neighbours, load_transcript
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,14 @@ class StateReader:
         info["path"] = str(self.path)
         return info
 
+    def transcript(self, session_id: str, include_inactive: bool = False) -> Transcript:
+        """One session's messages, with its compaction-chain neighbours attached."""
+        with self.snapshot() as snap:
+            found = load_transcript(
+                snap.conn, snap.layout, session_id, include_inactive=include_inactive
+            )
+            return replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+
     def health(self) -> dict[str, Any]:
         """``{"status": "ok"}`` or the reason the store cannot be read."""
         try:
@@ -80,3 +90,13 @@ class StateReader:
         except sqlite3.Error as exc:
             return {"status": "unavailable", "reason": "corrupt", "detail": str(exc)}
         return {"status": "ok", "path": str(self.path)}
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Stage-1 search (or the recent-sessions browse for an empty query)."""
+        with self.snapshot() as snap:
+            return search_sessions(snap.conn, snap.layout, request)
+
+    def search_facets(self) -> dict[str, list[str]]:
+        """Sources and models present, for the search filters."""
+        with self.snapshot() as snap:
+            return session_facets(snap.conn, snap.layout)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from flask import Flask
 
-from dashboard.views import health, overview
+from dashboard.views import api, health, overview, search, sessions
 
 # (endpoint, label): the menu shows only screens that are registered.
-NAVIGATION: list[tuple[str, str]] = [("overview.index", "Overview")]
+NAVIGATION: list[tuple[str, str]] = [("search.index", "Search"), ("overview.index", "Overview")]
 
 
 def register_blueprints(app: Flask) -> None:
+    app.register_blueprint(search.bp)
     app.register_blueprint(overview.bp)
+    app.register_blueprint(api.bp)
     app.register_blueprint(health.bp)
+    app.register_blueprint(sessions.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

@@ -10,7 +10,7 @@ from dashboard.web.reader import get_reader
 bp = Blueprint("overview", __name__)
 
 
-@bp.get("/")
+@bp.get("/overview")
 def index():
     """Show the opened home: path, detected layout, counts, date range, size."""
     info = get_reader().overview()

@@ -1,10 +1,12 @@
-"""Jinja filters for times and sizes, shown the same way on every screen."""
+"""Jinja filters for times, sizes, money and message text, shown the same way on every screen."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from flask import Flask
+from flask import Flask, request, url_for
+
+from dashboard.web import markdown
 
 
 def isotime(ts: float | None) -> str:
@@ -20,6 +22,27 @@ def shortdate(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
+def clock(ts: float | None) -> str:
+    """Local time of day to the second: ``14:05:09``."""
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts).strftime("%H:%M:%S")
+
+
+def localday(ts: float | None) -> str:
+    """Local calendar day: ``2026-11-30``."""
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+
+
+def usd(amount: float | None) -> str:
+    """Dollars with cents, or four decimals under a dollar (agent calls are cheap)."""
+    if amount is None:
+        return "unknown"
+    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+
+
 def filesize(n: int | float | None) -> str:
     if n is None:
         return "—"
@@ -31,7 +54,26 @@ def filesize(n: int | float | None) -> str:
     return f"{size:.1f} TB"
 
 
+def url_with(**changes: object) -> str:
+    """This page's URL with some query parameters changed (repeated ones kept)."""
+    params = request.args.to_dict(flat=False)
+    for key, value in changes.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = [str(value)]
+    return url_for(request.endpoint or "search.index", **(request.view_args or {}), **params)
+
+
 def init_app(app: Flask) -> None:
+    app.add_template_global(url_with)
     app.add_template_filter(isotime)
     app.add_template_filter(shortdate)
     app.add_template_filter(filesize)
+    app.add_template_filter(clock)
+    app.add_template_filter(localday)
+    app.add_template_filter(usd)
+    app.add_template_filter(markdown.render_markdown, "markdown")
+    app.add_template_filter(markdown.highlight)
+    app.add_template_filter(markdown.highlight_text)
+    app.add_template_test(markdown.mentions, "mentioning")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from dashboard.demo.build import build_demo_home
+from dashboard.repository.readonly import readonly_uri
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, Server, running_server
 
 
@@ -21,6 +24,25 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {"HOME": str(root / "user"), "HERMES_HOME": ""}
     with running_server(["--data-dir", str(data_dir)], root, env) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def demo_sessions(demo_server: Server) -> dict[str, str]:
+    """A few session ids of the demo home, read straight from its state.db (read-only).
+
+    ``middle``: a compaction segment with a previous and a next segment and tool calls.
+    """
+    # demo_server serves <root>/data/demo-home and logs into <root>.
+    db = demo_server.log.parent / "data" / "demo-home" / "state.db"
+    with closing(sqlite3.connect(readonly_uri(db), uri=True)) as conn:
+        (middle,) = conn.execute(
+            "SELECT s.id FROM sessions s JOIN sessions p ON p.id = s.parent_session_id"
+            " WHERE p.end_reason = 'compression' AND s.end_reason = 'compression'"
+            " AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id"
+            "             AND m.tool_calls IS NOT NULL)"
+            " ORDER BY s.message_count DESC, s.id LIMIT 1"
+        ).fetchone()
+    return {"middle": middle}
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,657 @@
+"""Stage 1 of session search: FTS5 hits grouped by session (or chain), in milliseconds.
+
+The query router picks the index per query and layout:
+
+* ``unicode61`` (``messages_fts``) for Latin words, phrases, prefixes;
+* ``trigram`` for CJK runs of 3+ characters, and as the retry when the word
+  index finds nothing (substrings such as ``config.ts`` inside ``app-config.ts``);
+* ``scan`` (``instr`` over ``messages``) for 1-2 character CJK terms, which no
+  index can find, and when the index is missing, stale or being rebuilt.
+
+Ranking work is bounded (PERF_NOTES: bm25 costs ~1 µs per *matching* row, so
+``the`` over 1M messages takes ~1 s): matches are counted first (cheap), and
+above :data:`RANK_WINDOW` only the newest matches are ranked; the result says so
+and carries the rowid to continue from ("search older"). Below it, sessions
+come in exact bm25 order of their best message, with exact hit counts, and
+pagination covers every matching session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from dashboard.repository.content import decode_content
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.layout import Layout
+from dashboard.repository.query import ParsedQuery, parse_query
+from dashboard.repository.snippets import make_snippet, preview
+
+RANK_WINDOW = 20_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
+SORT_WINDOW = 5_000  # matches read for newest/oldest before bounding
+SCAN_WINDOW = 5_000  # rows a scan collects (newest first) before stopping
+HITS_SHOWN = 3
+MAX_PER_PAGE = 100
+HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
+SORTS = ("relevance", "newest", "oldest")
+ROLES = ("user", "assistant", "tool", "system")
+CHAIN_DEPTH_LIMIT = 1_000
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Everything that shapes one search, as it appears in the URL."""
+
+    query: str = ""
+    roles: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # empty: every source except HIDDEN_SOURCES
+    model: str | None = None
+    after: float | None = None
+    before: float | None = None
+    exclude: tuple[str, ...] = ()
+    sort: str = "relevance"
+    group: str = "chain"  # "chain": one card per chain root; "session": one per session
+    page: int = 1
+    per_page: int = 20
+    older_than: int | None = None  # continue a bounded search below this message id
+
+    @classmethod
+    def from_params(cls, get: Callable[[str], str | None], getlist: Callable[[str], list[str]],
+                    *, now: float | None = None) -> SearchRequest:  # fmt: skip
+        """Parse URL-style parameters; raise ValidationError naming the bad one."""
+
+        def many(name: str) -> tuple[str, ...]:
+            values = [v.strip() for raw in getlist(name) for v in raw.split(",")]
+            return tuple(v for v in values if v)
+
+        roles = many("role")
+        bad = [r for r in roles if r not in ROLES]
+        if bad:
+            raise ValidationError(f"role must be one of {', '.join(ROLES)} (got {bad[0]!r})")
+        sort = (get("sort") or "relevance").strip()
+        if sort not in SORTS:
+            raise ValidationError(f"sort must be one of {', '.join(SORTS)}")
+        group = (get("group") or "chain").strip()
+        if group not in ("chain", "session"):
+            raise ValidationError("group must be 'chain' or 'session'")
+        after = _date_param(get("after"), "after")
+        before = _date_param(get("before"), "before", end_of_day=True)
+        days = _int_param(get("days"), "days", 1, 36_500)
+        if days is not None:
+            after = max(after or 0.0, (now or time.time()) - days * 86_400)
+        return cls(
+            query=(get("q") or "").strip(),
+            roles=roles,
+            sources=many("source"),
+            model=(get("model") or "").strip() or None,
+            after=after,
+            before=before,
+            exclude=many("exclude"),
+            sort=sort,
+            group=group,
+            page=_int_param(get("page"), "page", 1, 100_000) or 1,
+            per_page=_int_param(get("per_page"), "per_page", 1, MAX_PER_PAGE) or 20,
+            older_than=_int_param(get("older_than"), "older_than", 1, 2**62),
+        )
+
+
+@dataclass
+class Hit:
+    message_id: int
+    session_id: str
+    role: str
+    timestamp: float | None
+    snippet: str  # safe HTML: escaped text with <mark> around the terms
+
+
+@dataclass
+class SessionResult:
+    session_id: str  # the session holding the best hit (the session itself when browsing)
+    root_session_id: str
+    title: str | None
+    preview: str
+    source: str
+    model: str | None
+    started_at: float | None
+    last_activity: float | None
+    message_count: int | None
+    hit_count: int
+    title_match: bool = False
+    hits: list[Hit] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    request: SearchRequest
+    parsed: ParsedQuery | None
+    route: str  # "recent", "unicode61", "trigram" or "scan"
+    results: list[SessionResult]
+    total_sessions: int
+    total_matches: int | None = None
+    bounded: bool = False
+    ranked_matches: int | None = None
+    older_than: int | None = None  # pass back as older_than to search older matches
+    notes: list[str] = field(default_factory=list)
+    took_ms: float = 0.0
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total_sessions // self.request.per_page))
+
+    def to_json(self) -> dict[str, object]:
+        """The ``/api/search`` shape."""
+        return {
+            "query": self.request.query,
+            "normalized": self.parsed.display if self.parsed else "",
+            "route": self.route,
+            "bounded": self.bounded,
+            "total_sessions": self.total_sessions,
+            "total_matches": self.total_matches,
+            "ranked_matches": self.ranked_matches,
+            "older_than": self.older_than,
+            "page": self.request.page,
+            "per_page": self.request.per_page,
+            "notes": self.notes,
+            "results": [
+                {
+                    "session_id": r.session_id,
+                    "root_session_id": r.root_session_id,
+                    "title": r.title,
+                    "preview": r.preview,
+                    "source": r.source,
+                    "model": r.model,
+                    "started_at": r.started_at,
+                    "last_activity": r.last_activity,
+                    "message_count": r.message_count,
+                    "title_match": r.title_match,
+                    "hit_count": r.hit_count,
+                    "hits": [
+                        {
+                            "message_id": h.message_id,
+                            "session_id": h.session_id,
+                            "role": h.role,
+                            "timestamp": h.timestamp,
+                            "snippet": h.snippet,
+                        }
+                        for h in r.hits
+                    ],
+                }
+                for r in self.results
+            ],
+            "took_ms": round(self.took_ms, 2),
+        }
+
+
+# -- entry point ------------------------------------------------------------------------
+
+
+def search_sessions(
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest
+) -> SearchResult:
+    """Run one search (or the recent-sessions browse for an empty query)."""
+    began = time.perf_counter()
+    parsed = parse_query(request.query)
+    if parsed.empty:
+        result = _recent(conn, layout, request)
+    else:
+        result = _matching(conn, layout, request, parsed)
+    result.took_ms = (time.perf_counter() - began) * 1000
+    return result
+
+
+# -- matching ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Route:
+    name: str
+    table: str | None  # the FTS table, None for a scan
+    match: str | None
+
+
+def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list[str]]:
+    """The routes to try in order, and notes explaining the choice."""
+    notes: list[str] = []
+    terms = [*parsed.positive, *parsed.negative]
+    scan = _Route("scan", None, None)
+    if any(t.short_cjk for t in terms):
+        notes.append("1–2 character Chinese/Japanese/Korean terms are found by scanning messages.")
+        return [scan], notes
+    if not layout.index_trusted:
+        why = (
+            "stale" if layout.fts_stale else "being rebuilt" if layout.fts_rebuilding else "missing"
+        )
+        notes.append(f"The full-text index is {why}; messages are scanned instead.")
+        return [scan], notes
+    trigram = layout.trigram_index
+    tri_match = parsed.fts_match("trigram") if trigram else None
+    tri = _Route("trigram", trigram.name, tri_match) if trigram and tri_match else None
+    if any(t.cjk for t in terms):
+        if tri:
+            return [tri], notes
+        notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
+        return [scan], notes
+    word = _Route("unicode61", layout.word_index.name, parsed.fts_match("unicode61"))  # type: ignore[union-attr]
+    return ([word, tri] if tri else [word]), notes
+
+
+def _matching(
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, parsed: ParsedQuery
+) -> SearchResult:
+    routes, notes = plan_routes(layout, parsed)
+    notes = [*parsed.repairs, *notes]
+    parents = _parent_map(conn, layout)
+    filters = _filters(layout, request)
+    rows: list[tuple[int, str, float]] = []
+    total = bounded = None
+    cutoff = None
+    route = routes[0]
+    for index, route in enumerate(routes):
+        if route.table is None:
+            rows, total, bounded, cutoff = _scan(conn, layout, parsed, request, filters)
+        else:
+            rows, total, bounded, cutoff = _fts(conn, route, request, filters)
+        if rows or index == len(routes) - 1:
+            break
+        notes.append(
+            f"No matches in the {route.name} index; tried the {routes[index + 1].name} index."
+        )
+
+    title_ids = _title_matches(conn, layout, parsed, request, filters)
+    groups = _group(rows, parents, request.group, title_ids)
+    page = _page(groups, request)
+    results = _cards(conn, layout, page, parents, parsed)
+    if bounded:
+        notes.append(
+            f"{total:,} messages match; to stay fast only the "
+            f"{'newest' if request.sort != 'oldest' else 'oldest'} {len(rows):,} were "
+            f"{'ranked' if request.sort == 'relevance' else 'read'}."
+        )
+    return SearchResult(
+        request=request, parsed=parsed, route=route.name, results=results,
+        total_sessions=len(groups), total_matches=total, bounded=bool(bounded),
+        ranked_matches=len(rows), older_than=cutoff if bounded else None, notes=notes,
+    )  # fmt: skip
+
+
+def _fts(
+    conn: sqlite3.Connection, route: _Route, request: SearchRequest, filters: _Filters
+) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:
+    """Matching rows as (message id, session id, score), best first, within a bounded window."""
+    t = route.table
+    older = "" if request.older_than is None else f" AND {t}.rowid < {int(request.older_than)}"
+    total = conn.execute(
+        f"SELECT count(*) FROM {t} WHERE {t} MATCH ?{older}", (route.match,)
+    ).fetchone()[0]
+    window = RANK_WINDOW if request.sort == "relevance" else SORT_WINDOW
+    direction = "ASC" if request.sort == "oldest" else "DESC"
+    bound = ""
+    cutoff = None
+    bounded = total > window
+    if bounded:
+        # The window's far edge: the (window)th match in id order; counting rowids
+        # costs no bm25 scoring.
+        cutoff = conn.execute(
+            f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid {direction} "
+            f"LIMIT 1 OFFSET ?",
+            (route.match, window - 1),
+        ).fetchone()[0]
+        bound = f" AND {t}.rowid {'<=' if direction == 'ASC' else '>='} {int(cutoff)}"
+    score = f"{t}.rank" if request.sort == "relevance" else "0"
+    order = f"{t}.rank" if request.sort == "relevance" else f"{t}.rowid {direction}"
+    sql = (
+        f"SELECT m.id, m.session_id, {score} FROM {t} "
+        f"JOIN messages m ON m.id = {t}.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE {t} MATCH ?{older}{bound}{filters.sql} ORDER BY {order}"
+    )
+    rows = conn.execute(sql, (route.match, *filters.params)).fetchall()
+    return [tuple(r) for r in rows], total, bounded, cutoff
+
+
+def _scan(
+    conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, request: SearchRequest,
+    filters: _Filters,
+) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:  # fmt: skip
+    """Rows found by instr() over messages, newest first, stopping at SCAN_WINDOW."""
+    columns = [
+        f"m.{c}" for c in ("content", "tool_name", "tool_calls") if c in layout.message_columns
+    ]
+    where, params = parsed.scan_sql(columns)
+    older = "" if request.older_than is None else f" AND m.id < {int(request.older_than)}"
+    direction = "ASC" if request.sort == "oldest" else "DESC"
+    rows = conn.execute(
+        f"SELECT m.id, m.session_id, 0 FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE ({where}){older}{filters.sql} ORDER BY m.id {direction} LIMIT ?",
+        (*params, *filters.params, SCAN_WINDOW + 1),
+    ).fetchall()
+    bounded = len(rows) > SCAN_WINDOW
+    rows = rows[:SCAN_WINDOW]
+    cutoff = rows[-1][0] if bounded else None
+    return [tuple(r) for r in rows], len(rows), bounded, cutoff
+
+
+# -- filters ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Filters:
+    sql: str  # " AND ..." fragments over aliases m (messages) and s (sessions)
+    params: tuple[object, ...]
+    session_sql: str  # the same, for session-level queries (alias s only)
+    session_params: tuple[object, ...]
+
+
+def _filters(layout: Layout, request: SearchRequest) -> _Filters:
+    msg: list[str] = []
+    msg_params: list[object] = []
+    ses: list[str] = []
+    ses_params: list[object] = []
+    visible = layout.visible_messages_sql("m")
+    if visible != "1":
+        msg.append(visible)
+    if request.roles:
+        msg.append(f"m.role IN ({','.join('?' * len(request.roles))})")
+        msg_params.extend(request.roles)
+    if request.after is not None:
+        msg.append("m.timestamp >= ?")
+        msg_params.append(request.after)
+        ses.append("coalesce(s.ended_at, s.started_at) >= ?")
+        ses_params.append(request.after)
+    if request.before is not None:
+        msg.append("m.timestamp < ?")
+        msg_params.append(request.before)
+        ses.append("s.started_at < ?")
+        ses_params.append(request.before)
+    if request.sources:
+        ses.append(f"s.source IN ({','.join('?' * len(request.sources))})")
+        ses_params.extend(request.sources)
+    else:
+        ses.append(f"s.source NOT IN ({','.join('?' * len(HIDDEN_SOURCES))})")
+        ses_params.extend(HIDDEN_SOURCES)
+    if request.model:
+        ses.append("s.model = ?")
+        ses_params.append(request.model)
+    if request.exclude:
+        ses.append(f"s.id NOT IN ({','.join('?' * len(request.exclude))})")
+        ses_params.extend(request.exclude)
+    both = msg + ses
+    return _Filters(
+        sql="".join(f" AND {c}" for c in both),
+        params=(*msg_params, *ses_params),
+        session_sql="".join(f" AND {c}" for c in ses),
+        session_params=tuple(ses_params),
+    )
+
+
+def _title_matches(
+    conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, request: SearchRequest,
+    filters: _Filters,
+) -> list[str]:  # fmt: skip
+    """Sessions whose id is the query, or whose title holds every positive term."""
+    if request.older_than is not None:
+        return []  # "search older" pages continue the message hits only
+    conds = ["s.id = ?"]
+    params: list[object] = [request.query]
+    if "title" in layout.session_columns and parsed.positive:
+        terms = [t.text.lower() for t in parsed.positive]
+        conds.append("(" + " AND ".join("instr(lower(s.title), ?) > 0" for _ in terms) + ")")
+        params.extend(terms)
+    rows = conn.execute(
+        f"SELECT s.id FROM sessions s WHERE ({' OR '.join(conds)}){filters.session_sql} "
+        f"ORDER BY s.started_at DESC LIMIT 50",
+        (*params, *filters.session_params),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+# -- grouping ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    key: str
+    best_session: str
+    hit_ids: list[tuple[int, str]] = field(default_factory=list)  # (message id, session id)
+    hit_count: int = 0
+    title_match: bool = False
+
+
+def _parent_map(conn: sqlite3.Connection, layout: Layout) -> dict[str, str]:
+    if "parent_session_id" not in layout.session_columns:
+        return {}
+    rows = conn.execute(
+        "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def chain_root(session_id: str, parents: Mapping[str, str]) -> str:
+    """The topmost ancestor; safe against cycles and missing parents."""
+    seen = {session_id}
+    current = session_id
+    for _ in range(CHAIN_DEPTH_LIMIT):
+        parent = parents.get(current)
+        if parent is None or parent in seen:
+            return current
+        seen.add(parent)
+        current = parent
+    return current
+
+
+def _group(
+    rows: Iterable[tuple[int, str, float]], parents: Mapping[str, str], mode: str,
+    title_ids: list[str],
+) -> list[_Group]:  # fmt: skip
+    """Fold best-first rows into groups in order of their best row; title matches first."""
+    groups: dict[str, _Group] = {}
+    roots: dict[str, str] = {}
+
+    def key_of(sid: str) -> str:
+        if mode != "chain":
+            return sid
+        root = roots.get(sid)
+        if root is None:
+            root = roots[sid] = chain_root(sid, parents)
+        return root
+
+    for sid in title_ids:
+        key = key_of(sid)
+        groups.setdefault(key, _Group(key, sid)).title_match = True
+    for message_id, sid, _score in rows:
+        key = key_of(sid)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(key, sid)
+        group.hit_count += 1
+        if len(group.hit_ids) < HITS_SHOWN:
+            group.hit_ids.append((message_id, sid))
+    return list(groups.values())
+
+
+def _page(groups: list[_Group], request: SearchRequest) -> list[_Group]:
+    start = (request.page - 1) * request.per_page
+    return groups[start : start + request.per_page]
+
+
+# -- cards ------------------------------------------------------------------------------
+
+
+def _session_rows(
+    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
+) -> dict[str, sqlite3.Row]:
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    cols = layout.session_columns
+    pick = ["id", "source"] + [
+        c if c in cols else f"NULL AS {c}"
+        for c in ("title", "model", "started_at", "ended_at", "message_count", "last_activity_at")
+    ]
+    rows = conn.execute(
+        f"SELECT {', '.join(pick)} FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids
+    ).fetchall()
+    return {r["id"]: r for r in rows}
+
+
+def _first_user_messages(
+    conn: sqlite3.Connection, layout: Layout, ids: list[str]
+) -> dict[str, str]:
+    out = {}
+    visible = layout.visible_messages_sql("m")
+    for sid in ids:
+        row = conn.execute(
+            f"SELECT content FROM messages m WHERE m.session_id = ? AND m.role = 'user' "
+            f"AND {visible} ORDER BY m.id LIMIT 1",
+            (sid,),
+        ).fetchone()
+        if row:
+            out[sid] = decode_content(row[0])
+    return out
+
+
+def _cards(
+    conn: sqlite3.Connection, layout: Layout, page: list[_Group], parents: Mapping[str, str],
+    parsed: ParsedQuery | None,
+) -> list[SessionResult]:  # fmt: skip
+    if not page:
+        return []
+    wanted = [g.best_session for g in page] + [g.key for g in page]
+    sessions = _session_rows(conn, layout, wanted)
+    firsts = _first_user_messages(conn, layout, list(dict.fromkeys(wanted)))
+    hit_ids = [mid for g in page for mid, _ in g.hit_ids]
+    messages = _message_rows(conn, hit_ids)
+    children = _children(parents)
+    terms = parsed.highlight_terms() if parsed else []
+    cards = []
+    for g in page:
+        s = sessions.get(g.best_session) or sessions.get(g.key)
+        root = sessions.get(g.key) or s
+        if s is None:
+            continue
+        title = (root["title"] if root is not None else None) or s["title"]
+        hits = []
+        for mid, sid in g.hit_ids:
+            m = messages.get(mid)
+            if m is None:
+                continue
+            text = decode_content(m["content"])
+            extra = " ".join(x for x in (m["tool_name"], m["tool_calls"]) if x)
+            hits.append(Hit(mid, sid, m["role"], m["timestamp"], make_snippet(text, terms, extra)))
+        cards.append(SessionResult(
+            session_id=s["id"], root_session_id=g.key, title=title,
+            preview=preview(firsts.get(g.key) or firsts.get(s["id"]) or ""),
+            source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
+            last_activity=_chain_activity(g.key, sessions, children, conn, layout),
+            message_count=s["message_count"], hit_count=g.hit_count, title_match=g.title_match,
+            hits=hits,
+        ))  # fmt: skip
+    return cards
+
+
+def _message_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, role, content, tool_name, tool_calls, timestamp FROM messages "
+        f"WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    ).fetchall()
+    return {r["id"]: r for r in rows}
+
+
+def _children(parents: Mapping[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for child, parent in parents.items():
+        out.setdefault(parent, []).append(child)
+    return out
+
+
+def _chain_activity(
+    root: str, sessions: Mapping[str, sqlite3.Row], children: Mapping[str, list[str]],
+    conn: sqlite3.Connection, layout: Layout,
+) -> float | None:  # fmt: skip
+    """Latest activity across a root and its descendants."""
+    family = [root]
+    stack = [root]
+    while stack and len(family) < CHAIN_DEPTH_LIMIT:
+        for child in children.get(stack.pop(), []):
+            if child not in family:
+                family.append(child)
+                stack.append(child)
+    cols = layout.session_columns
+    parts = [c for c in ("last_activity_at", "ended_at", "started_at") if c in cols]
+    expr = f"max({', '.join(f'coalesce({c}, 0)' for c in parts)})" if len(parts) > 1 else parts[0]
+    row = conn.execute(
+        f"SELECT max({expr}) FROM sessions WHERE id IN ({','.join('?' * len(family))})", family
+    ).fetchone()
+    return row[0] if row and row[0] else None
+
+
+# -- recent sessions (empty query) ------------------------------------------------------
+
+
+def _recent(conn: sqlite3.Connection, layout: Layout, request: SearchRequest) -> SearchResult:
+    filters = _filters(layout, request)
+    roots_only = request.group == "chain" and "parent_session_id" in layout.session_columns
+    where = "1" + (" AND s.parent_session_id IS NULL" if roots_only else "") + filters.session_sql
+    total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}", filters.session_params)
+    total_sessions = total.fetchone()[0]
+    order = "ASC" if request.sort == "oldest" else "DESC"
+    rows = conn.execute(
+        f"SELECT s.id FROM sessions s WHERE {where} ORDER BY s.started_at {order} LIMIT ? OFFSET ?",
+        (*filters.session_params, request.per_page, (request.page - 1) * request.per_page),
+    ).fetchall()
+    groups = [_Group(r[0], r[0]) for r in rows]
+    parents = _parent_map(conn, layout)
+    results = _cards(conn, layout, groups, parents, None)
+    return SearchResult(request, parse_query(""), "recent", results, total_sessions)
+
+
+def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, list[str]]:
+    """Distinct sources and models, most used first."""
+    sources = [r[0] for r in conn.execute(
+        "SELECT source FROM sessions GROUP BY source ORDER BY count(*) DESC")]  # fmt: skip
+    models: list[str] = []
+    if "model" in layout.session_columns:
+        models = [r[0] for r in conn.execute(
+            "SELECT model FROM sessions WHERE model IS NOT NULL GROUP BY model "
+            "ORDER BY count(*) DESC LIMIT 50")]  # fmt: skip
+    return {"sources": sources, "models": models}
+
+
+# -- parameter parsing -------------------------------------------------------------------
+
+
+def _date_param(value: str | None, name: str, *, end_of_day: bool = False) -> float | None:
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ValidationError(f"{name} must be a date like 2026-11-30 (got {text[:40]!r})") from exc
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # the user's local time
+    stamp = moment.timestamp()
+    if end_of_day and len(text) == 10:
+        stamp += 86_400
+    return stamp
+
+
+def _int_param(value: str | None, name: str, low: int, high: int) -> int | None:
+    if value is None or not value.strip():
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError as exc:
+        raise ValidationError(f"{name} must be a whole number") from exc
+    if not low <= number <= high:
+        raise ValidationError(f"{name} must be between {low} and {high}")
+    return number
+
+
+def with_page(request: SearchRequest, page: int) -> SearchRequest:
+    return replace(request, page=page)

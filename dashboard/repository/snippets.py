@@ -1,0 +1,84 @@
+"""Snippets for result cards: escape the text first, then mark the terms.
+
+Message text is untrusted. Every snippet is built by HTML-escaping the chosen
+window of plain text and only then inserting ``<mark>`` around term matches found
+in the *unescaped* text, so no byte of a message can open a tag.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+SNIPPET_CHARS = 220
+PREVIEW_CHARS = 160
+_SPACE = re.compile(r"\s+")
+
+
+def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
+    cleaned = sorted({t for t in terms if t.strip()}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    return re.compile("|".join(re.escape(t) for t in cleaned), re.IGNORECASE)
+
+
+def make_snippet(
+    text: str, terms: Sequence[str], extra: str = "", width: int = SNIPPET_CHARS
+) -> str:
+    """A window of ``text`` around the first term match, escaped, terms in ``<mark>``.
+
+    When no term is in ``text`` (the match was in a tool name or the tool-call
+    arguments), the window is taken from ``extra`` instead.
+    """
+    flat = _SPACE.sub(" ", text).strip()
+    pattern = _term_pattern(terms)
+    found = pattern.search(flat) if pattern else None
+    if found is None and extra:
+        flat_extra = _SPACE.sub(" ", extra).strip()
+        alt = pattern.search(flat_extra) if pattern else None
+        if alt is not None:
+            flat, found = flat_extra, alt
+    if found is None:
+        start = 0
+    else:
+        # A third of the window before the match reads better than centring it.
+        start = max(0, found.start() - width // 3)
+        if start:
+            space = flat.rfind(" ", max(0, start - 20), start + 1)
+            start = space + 1 if space >= 0 else start
+    end = min(len(flat), start + width)
+    if end < len(flat):
+        space = flat.rfind(" ", end - 25, end)
+        end = space if space > start else end
+    window = flat[start:end]
+    body = mark(window, pattern)
+    return ("…" if start > 0 else "") + body + ("…" if end < len(flat) else "")
+
+
+def mark(text: str, pattern: re.Pattern[str] | None) -> str:
+    """Escape ``text`` and wrap each match of ``pattern`` in ``<mark>``."""
+    if pattern is None:
+        return html.escape(text, quote=True)
+    out = []
+    last = 0
+    for m in pattern.finditer(text):
+        out.append(html.escape(text[last : m.start()], quote=True))
+        out.append(f"<mark>{html.escape(m.group(0), quote=True)}</mark>")
+        last = m.end()
+    out.append(html.escape(text[last:], quote=True))
+    return "".join(out)
+
+
+def mark_terms(text: str, terms: Sequence[str]) -> str:
+    """Escape ``text`` and mark ``terms`` (for titles and previews)."""
+    return mark(text, _term_pattern(terms))
+
+
+def preview(text: str, width: int = PREVIEW_CHARS) -> str:
+    """One line of plain text (not escaped: templates escape it) for a card's preview."""
+    flat = _SPACE.sub(" ", text).strip()
+    if len(flat) <= width:
+        return flat
+    cut = flat.rfind(" ", width - 30, width)
+    return flat[: cut if cut > 0 else width] + "…"

@@ -1,0 +1,39 @@
+"""JSON API: the same data as the pages, for scripts and agents."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify
+
+from dashboard.repository.errors import (
+    NotFoundError,
+    RecallError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from dashboard.views.search import parse_request
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+@bp.errorhandler(ValidationError)
+def bad_request(exc: ValidationError):
+    return jsonify({"error": str(exc)}), 400
+
+
+@bp.errorhandler(NotFoundError)
+def not_found(exc: NotFoundError):
+    return jsonify({"error": str(exc)}), 404
+
+
+@bp.errorhandler(StoreUnavailableError)
+@bp.errorhandler(RecallError)
+def unavailable(exc: RecallError):
+    reason = getattr(exc, "reason", None)
+    return jsonify({"error": str(exc), "reason": reason}), 503
+
+
+@bp.get("/search")
+def search():
+    """Search sessions; the result shape is documented in the README."""
+    return jsonify(get_reader().search(parse_request()).to_json())

@@ -1,0 +1,37 @@
+"""Search: the home page. Live FTS5 search with filters, results grouped by session."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.search import SearchRequest
+from dashboard.web.htmx import render_page
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("search", __name__)
+
+
+def parse_request() -> SearchRequest:
+    """The SearchRequest described by the query string (ValidationError if malformed)."""
+    return SearchRequest.from_params(request.args.get, request.args.getlist)
+
+
+@bp.get("/")
+def index():
+    """Search every past conversation; an empty query lists recent sessions."""
+    reader = get_reader()
+    facets = reader.search_facets()
+    try:
+        search = parse_request()
+        result = reader.search(search)
+        error = None
+    except ValidationError as exc:
+        search, result, error = None, None, str(exc)
+    response = render_page(
+        "search.html", "_results.html", "results",
+        search=search, result=result, error=error, facets=facets, args=request.args,
+    )  # fmt: skip
+    if error:
+        response.status_code = 400
+    return response

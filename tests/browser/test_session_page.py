@@ -1,0 +1,82 @@
+"""The session page in real Chromium: clean load, native disclosure, HTMX, inert payloads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.test_views_sessions import IMG, SCRIPT, xss_home
+
+
+def test_session_page_reads_cleanly(demo_server: Server, demo_sessions: dict[str, str], page):
+    watch = PageWatch()
+    watch.attach(page)
+    sid = demo_sessions["middle"]
+    page.goto(f"{demo_server.url}/sessions/{sid}")
+    assert page.locator(".session-id").inner_text() == sid
+    assert page.locator("#transcript li.msg").count() > 2
+    assert page.locator(".chain-prev").is_visible() and page.locator(".chain-next").is_visible()
+    assert page.locator(".is-summary").first.is_visible()
+
+    # Tool calls are collapsed and open natively, without any script of ours.
+    call = page.locator("details.tool-call").first
+    assert call.get_attribute("open") is None
+    assert not call.locator("pre").is_visible()
+    call.locator("summary").click()
+    assert call.get_attribute("open") is not None and call.locator("pre").is_visible()
+    call.locator("summary").click()
+    assert call.get_attribute("open") is None
+
+    # Highlight through the form: HTMX swaps the transcript and pushes the URL.
+    words = re.findall(r"[A-Za-z]{6,}", page.locator(".role-user .md").nth(1).inner_text())
+    box = page.locator(".find-in-session input[name=q]")
+    box.fill(words[0])
+    box.press("Enter")
+    page.wait_for_url(re.compile(r"[?&]q="))
+    page.locator("#transcript mark").first.wait_for()
+    assert page.locator("#transcript").count() == 1
+    first_match = page.locator(".match-list a").first
+    target = first_match.get_attribute("href")
+    first_match.click()
+    assert page.url.endswith(target)
+    assert page.locator(target).is_visible()
+    assert page.locator(f"{target} mark").count() > 0
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.goto(f"{demo_server.url}/sessions/{sid}?q={words[0]}")
+    page.screenshot(path=str(SCREENSHOTS / "session.png"))
+
+    page.locator(".chain-next").click()
+    page.wait_for_load_state("networkidle")
+    assert page.locator(".chain-prev").get_attribute("href").startswith(f"/sessions/{sid}")
+    assert watch.problems == []
+
+
+def test_payloads_in_messages_stay_text_in_the_browser(tmp_path: Path, browser) -> None:
+    home, sid = xss_home(tmp_path)
+    context = browser.new_context()
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    watch = PageWatch()
+    watch.attach(page)
+    args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
+    try:
+        with running_server(args, tmp_path) as srv:
+            for query in ("", "?all=1&q=img+onerror+script"):
+                page.goto(f"{srv.url}/sessions/{sid}{query}")
+                summaries = page.locator("#transcript details > summary")
+                for i in range(summaries.count()):
+                    if summaries.nth(i).locator("xpath=..").get_attribute("open") is None:
+                        summaries.nth(i).click()
+                page.wait_for_timeout(200)
+                text = page.locator("#transcript").inner_text()
+                assert SCRIPT in text and IMG in text
+                assert "[a bad link](javascript:alert(3))" in text
+                assert page.locator("#transcript img, #transcript script").count() == 0
+                assert IMG in page.locator("h1").inner_text()
+    finally:
+        context.close()
+    assert dialogs == []
+    assert watch.problems == []  # not even a script the CSP had to refuse

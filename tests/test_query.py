@@ -1,0 +1,533 @@
+"""The query parser: syntax, repairs, and every output run against real FTS5 tables."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dashboard.repository.errors import QuerySyntaxError, ValidationError
+from dashboard.repository.query import (
+    NOTHING_TO_SEARCH,
+    ONLY_EXCLUSIONS,
+    ParsedQuery,
+    Term,
+    parse_query,
+)
+
+JSON_ROW = "\x00json:" + json.dumps(
+    [{"type": "text", "text": "Kubernetes rollout restarted 部署完成"}], ensure_ascii=False
+)
+# rowid -> (content, tool_name)
+ROWS: dict[int, tuple[str, str | None]] = {
+    1: ("docker compose up failed", None),
+    2: ("docker swarm init", None),
+    3: ("connection refused by the redis pool", None),
+    4: ("the redis server keeps a large connection pool", None),
+    5: ("edit my-app.config.ts then restart", None),
+    6: ("deployment finished", None),
+    7: ("数据库连接池满了，请检查配置", None),
+    8: ("我们明天部署到生产环境", None),
+    9: (JSON_ROW, None),
+    10: ("learning c++ and ssh user@host", None),
+    11: ('He said "hello world" twice', None),
+    12: ("podman pod create", "terminal"),
+    13: ("Ärger mit dem Server", None),
+}
+COLUMNS = ["content", "tool_name"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
+    """An on-disk file with a unicode61 table, a trigram table and a plain table."""
+    conn = sqlite3.connect(tmp_path_factory.mktemp("query") / "fts.db")
+    conn.executescript(
+        """
+        CREATE VIRTUAL TABLE words USING fts5(content);
+        CREATE VIRTUAL TABLE grams USING fts5(content, tokenize='trigram');
+        CREATE TABLE plain (id INTEGER PRIMARY KEY, content TEXT, tool_name TEXT);
+        """
+    )
+    for rowid, (content, tool) in ROWS.items():
+        conn.execute("INSERT INTO words(rowid, content) VALUES (?, ?)", (rowid, content))
+        conn.execute("INSERT INTO grams(rowid, content) VALUES (?, ?)", (rowid, content))
+        conn.execute("INSERT INTO plain VALUES (?, ?, ?)", (rowid, content, tool))
+    conn.commit()
+    yield conn
+    conn.close()
+
+
+def match(conn: sqlite3.Connection, table: str, expression: str) -> set[int]:
+    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+    return {row[0] for row in conn.execute(sql, (expression,))}
+
+
+def scan(conn: sqlite3.Connection, query: ParsedQuery) -> set[int]:
+    where, params = query.scan_sql(COLUMNS)
+    return {row[0] for row in conn.execute(f"SELECT id FROM plain WHERE {where}", params)}
+
+
+# --- syntax and repairs: (typed, display, unicode61, trigram, repairs) ------------------
+
+NEAR_NOTE = "A NEAR distance is a whole number from 0 to 1000; used 10."
+SYNTAX = [
+    ("docker", "docker", '"docker"', '"docker"', ()),
+    ("docker compose", "docker compose", '"docker" AND "compose"', '"docker" AND "compose"', ()),
+    (
+        '"connection refused"',
+        '"connection refused"',
+        '"connection refused"',
+        '"connection refused"',
+        (),
+    ),
+    ("deploy*", "deploy*", '"deploy"*', '"deploy"', ()),
+    ('"redis pool"*', '"redis pool"*', '"redis pool"*', '"redis pool"', ()),
+    ("docker OR podman", "docker OR podman", '"docker" OR "podman"', '"docker" OR "podman"', ()),
+    ("docker or podman", "docker or podman", '"docker" AND "or" AND "podman"', None, ()),
+    (
+        "docker AND compose",
+        "docker compose",
+        '"docker" AND "compose"',
+        '"docker" AND "compose"',
+        (),
+    ),
+    (
+        "docker NOT compose",
+        "docker NOT compose",
+        '"docker" NOT "compose"',
+        '"docker" NOT "compose"',
+        (),
+    ),
+    (
+        "docker NOT compose swarm",
+        "docker swarm NOT compose",
+        '"docker" AND "swarm" NOT "compose"',
+        '"docker" AND "swarm" NOT "compose"',
+        (),
+    ),
+    (
+        "docker (compose OR swarm)",
+        "docker AND (compose OR swarm)",
+        '"docker" AND ("compose" OR "swarm")',
+        '"docker" AND ("compose" OR "swarm")',
+        (),
+    ),
+    (
+        "(docker OR podman) NOT (compose swarm)",
+        "(docker OR podman) NOT (compose swarm)",
+        '("docker" OR "podman") NOT ("compose" AND "swarm")',
+        '("docker" OR "podman") NOT ("compose" AND "swarm")',
+        (),
+    ),
+    (
+        "NEAR(redis pool, 3)",
+        "NEAR(redis pool, 3)",
+        'NEAR("redis" "pool", 3)',
+        '"redis" AND "pool"',
+        (),
+    ),
+    (
+        "NEAR(redis pool)",
+        "NEAR(redis pool, 10)",
+        'NEAR("redis" "pool", 10)',
+        '"redis" AND "pool"',
+        (),
+    ),
+    ("NEAR(redis)", "redis", '"redis"', '"redis"', ()),
+    ('"foo""bar"', '"foo""bar"', '"foo""bar"', '"foo""bar"', ()),
+    ("“smart quotes”", '"smart quotes"', '"smart quotes"', '"smart quotes"', ()),
+    ("数据库连接池", "数据库连接池", '"数据库连接池"', '"数据库连接池"', ()),
+    ("部署", "部署", '"部署"', None, ()),
+    (
+        "怎么部署，数据库？",
+        "怎么部署 数据库",
+        '"怎么部署" AND "数据库"',
+        '"怎么部署" AND "数据库"',
+        (),
+    ),
+    (
+        "why was it refused?",
+        "why was it refused",
+        '"why" AND "was" AND "it" AND "refused"',
+        None,
+        (),
+    ),
+    ("hello, world", "hello world", '"hello" AND "world"', '"hello" AND "world"', ()),
+    ("docker Docker docker", "docker", '"docker"', '"docker"', ()),
+    ("near(a b)", "near a b", '"near" AND "a" AND "b"', None, ()),
+    ('"AND" "NEAR"', '"AND" "NEAR"', '"AND" AND "NEAR"', '"AND" AND "NEAR"', ()),
+    # repairs
+    (
+        '"connection refused',
+        '"connection refused"',
+        '"connection refused"',
+        '"connection refused"',
+        ("Closed an unbalanced quote.",),
+    ),
+    (
+        "(docker (compose",
+        "docker compose",
+        '"docker" AND "compose"',
+        '"docker" AND "compose"',
+        ("Closed an unbalanced parenthesis.",),
+    ),
+    ("docker))", "docker", '"docker"', '"docker"', ("Removed an unmatched closing parenthesis.",)),
+    ("docker ()", "docker", '"docker"', '"docker"', ("Removed empty parentheses.",)),
+    ("docker AND", "docker", '"docker"', '"docker"', ("Removed a dangling AND.",)),
+    ("AND docker", "docker", '"docker"', '"docker"', ("Removed a dangling AND.",)),
+    (
+        "docker AND AND swarm",
+        "docker swarm",
+        '"docker" AND "swarm"',
+        '"docker" AND "swarm"',
+        ("Removed a dangling AND.",),
+    ),
+    ("OR docker", "docker", '"docker"', '"docker"', ("Removed a dangling OR.",)),
+    ("docker OR", "docker", '"docker"', '"docker"', ("Removed a dangling OR.",)),
+    ("docker NOT", "docker", '"docker"', '"docker"', ("Removed a dangling NOT.",)),
+    (
+        "docker AND OR swarm",
+        "docker OR swarm",
+        '"docker" OR "swarm"',
+        '"docker" OR "swarm"',
+        ("Removed a dangling AND.",),
+    ),
+    (
+        "NOT compose docker",
+        "docker NOT compose",
+        '"docker" NOT "compose"',
+        '"docker" NOT "compose"',
+        ("Moved NOT compose after the terms it excludes from.",),
+    ),
+    (
+        "docker OR NOT compose",
+        "docker",
+        '"docker"',
+        '"docker"',
+        ("Dropped NOT compose: beside OR it has nothing to exclude from.",),
+    ),
+    (
+        "my-app.config.ts",
+        '"my-app.config.ts"',
+        '"my-app.config.ts"',
+        '"my-app.config.ts"',
+        ("Searched my-app.config.ts as text: punctuation in a word is not query syntax.",),
+    ),
+    (
+        "c++ user@host a:b ^x",
+        '"c++" "user@host" "a:b" "^x"',
+        '"c++" AND "user@host" AND "a:b" AND "^x"',
+        None,
+        ("Searched c++, user@host, a:b, … as text: punctuation in a word is not query syntax.",),
+    ),
+    (
+        "docker {} + - ***",
+        "docker",
+        '"docker"',
+        '"docker"',
+        ("Ignored {}, +, -, …: no letters or digits to search for.",),
+    ),
+    (
+        'docker "..."',
+        "docker",
+        '"docker"',
+        '"docker"',
+        ('Ignored "...": no letters or digits to search for.',),
+    ),
+    (
+        "dock\x00er\u200b \x07compose",
+        "docker compose",
+        '"docker" AND "compose"',
+        '"docker" AND "compose"',
+        ("Removed invisible control characters.",),
+    ),
+    (
+        "NEAR(redis pool, x)",
+        "NEAR(redis pool, 10)",
+        'NEAR("redis" "pool", 10)',
+        '"redis" AND "pool"',
+        (NEAR_NOTE,),
+    ),
+    (
+        "NEAR(redis pool,)",
+        "NEAR(redis pool, 10)",
+        'NEAR("redis" "pool", 10)',
+        '"redis" AND "pool"',
+        (NEAR_NOTE,),
+    ),
+    (
+        "NEAR(redis pool, 99999)",
+        "NEAR(redis pool, 10)",
+        'NEAR("redis" "pool", 10)',
+        '"redis" AND "pool"',
+        (NEAR_NOTE,),
+    ),
+    (
+        "NEAR(redis OR (pool), 3)",
+        "NEAR(redis pool, 3)",
+        'NEAR("redis" "pool", 3)',
+        '"redis" AND "pool"',
+        ("Ignored operators and parentheses inside NEAR(...).",),
+    ),
+    ("docker NEAR()", "docker", '"docker"', '"docker"', ("Removed an empty NEAR().",)),
+]
+
+
+@pytest.mark.parametrize(("typed", "display", "unicode61", "trigram", "repairs"), SYNTAX)
+def test_syntax_and_repairs(
+    db: sqlite3.Connection,
+    typed: str,
+    display: str,
+    unicode61: str,
+    trigram: str | None,
+    repairs: tuple[str, ...],
+) -> None:
+    query = parse_query(typed)
+    assert query.display == display
+    assert query.fts_match("unicode61") == unicode61
+    assert query.fts_match("trigram") == trigram
+    assert query.repairs == repairs
+    # Every generated expression is valid FTS5, and display means what unicode61 means.
+    assert match(db, "words", display) == match(db, "words", unicode61)
+    if trigram is not None:
+        match(db, "grams", trigram)
+    scan(db, query)
+    # display is canonical: read back, it parses to itself with nothing to repair.
+    again = parse_query(display)
+    assert (again.display, again.repairs) == (display, ())
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        ("AND OR ()", NOTHING_TO_SEARCH),
+        ('"""', NOTHING_TO_SEARCH),
+        ('""', NOTHING_TO_SEARCH),
+        ("***", NOTHING_TO_SEARCH),
+        ("NOT", NOTHING_TO_SEARCH),
+        ("NEAR()", NOTHING_TO_SEARCH),
+        (", , ;", NOTHING_TO_SEARCH),
+        ("\x00\x01 AND", NOTHING_TO_SEARCH),
+        ("NOT docker", ONLY_EXCLUSIONS),
+        ("NOT docker NOT compose", ONLY_EXCLUSIONS),
+        ("(NOT docker) OR NOT compose", ONLY_EXCLUSIONS),
+    ],
+)
+def test_unsearchable_input_raises(typed: str, message: str) -> None:
+    with pytest.raises(QuerySyntaxError) as caught:
+        parse_query(typed)
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ValidationError)
+
+
+@pytest.mark.parametrize("typed", ["", "   ", "\n\t"])
+def test_blank_input_is_empty_not_an_error(typed: str) -> None:
+    query = parse_query(typed)
+    assert query.empty
+    assert (query.display, query.positive, query.repairs) == ("", (), ())
+    assert query.fts_match("unicode61") is None
+    assert query.fts_match("trigram") is None
+    assert query.highlight_terms() == []
+    with pytest.raises(ValueError):
+        query.scan_sql(COLUMNS)
+
+
+def test_raw_is_the_trimmed_input() -> None:
+    query = parse_query("  NOT compose docker  ")
+    assert query.raw == "NOT compose docker"
+    assert not query.empty
+
+
+# --- what each query finds in real tables -----------------------------------------------
+
+# (typed, rows via unicode61, rows via trigram or None when trigram cannot answer, scan rows)
+FINDS = [
+    ("docker", {1, 2}, {1, 2}, {1, 2}),
+    ("my-app.config.ts", {5}, {5}, {5}),
+    ("deploy*", {6}, {6}, {6}),
+    ("docker NOT compose", {2}, {2}, {2}),
+    ("NOT compose docker", {2}, {2}, {2}),
+    ("docker OR podman", {1, 2, 12}, {1, 2, 12}, {1, 2, 12}),
+    ("NEAR(redis pool, 3)", {3}, {3, 4}, {3, 4}),
+    ("NEAR(redis pool, 10)", {3, 4}, {3, 4}, {3, 4}),
+    ('"connection refused"', {3}, {3}, {3}),
+    ("connection refused", {3}, {3}, {3}),
+    ('"refused connection"', set(), set(), set()),
+    ("c++", {10}, {10}, {10}),
+    ("user@host", {10}, {10}, {10}),
+    ('"hello world"', {11}, {11}, {11}),
+    ("数据库连接池", set(), {7}, {7}),
+    ("数据库", set(), {7}, {7}),
+    ("部署", set(), None, {8, 9}),
+    ("kubernetes", {9}, set(), {9}),  # the trigram tokenizer stops at the NUL
+    ("Ärger", {13}, {13}, {13}),
+    ("terminal", set(), set(), {12}),  # only the scan looks at tool_name
+    ("(docker OR podman) NOT (compose OR pod)", {2}, {2}, {2}),
+]
+
+
+@pytest.mark.parametrize(("typed", "words", "grams", "scanned"), FINDS)
+def test_finds_expected_rows(
+    db: sqlite3.Connection,
+    typed: str,
+    words: set[int],
+    grams: set[int] | None,
+    scanned: set[int],
+) -> None:
+    query = parse_query(typed)
+    assert match(db, "words", query.fts_match("unicode61") or "") == words
+    trigram = query.fts_match("trigram")
+    assert (None if trigram is None else match(db, "grams", trigram)) == grams
+    assert scan(db, query) == scanned
+
+
+def test_scan_sql_shape() -> None:
+    query = parse_query('Docker NOT "Compose Up" OR NEAR(redis pool)')
+    sql, params = query.scan_sql(["m.content", "m.tool_name"])
+    assert params == ["docker", "docker", "compose up", "compose up"] + ["redis"] * 2 + ["pool"] * 2
+    assert sql.count("?") == len(params)
+    assert "instr(lower(coalesce(m.tool_name, '')), ?) > 0" in sql
+    assert "Docker" not in sql and "redis" not in sql  # user values are parameters only
+
+
+def test_scan_lowercases_ascii_only_like_sqlite() -> None:
+    # SQLite's lower() leaves Ä alone; a Python-lowered "ärger" would never match it.
+    assert parse_query("ÄRGER").scan_sql(["c"])[1] == ["Ärger"]
+
+
+def test_nul_prefixed_json_content(db: sqlite3.Connection) -> None:
+    """Characterise SQLite on ``"\\x00json:"`` rows: instr reads past the NUL, LIKE does not."""
+
+    def count(sql: str, *params: str) -> int:
+        where = f"id = 9 AND {sql}"
+        return db.execute(f"SELECT count(*) FROM plain WHERE {where}", params).fetchone()[0]
+
+    assert count("instr(lower(coalesce(content, '')), ?) > 0", "kubernetes") == 1
+    assert count("instr(lower(coalesce(content, '')), ?) > 0", "部署完成") == 1
+    assert count("content LIKE ?", "%kubernetes%") == 0
+    assert count("length(content) = 0") == 1  # text functions that stop at NUL see ""
+    assert match(db, "words", '"kubernetes"') == {9}
+    assert match(db, "grams", '"kubernetes"') == set()
+
+
+def test_terms_and_flags() -> None:
+    query = parse_query('deploy* "connection refused" NOT compose OR NEAR(redis pool)')
+    assert query.positive == (
+        Term("deploy", "prefix"),
+        Term("connection refused", "phrase"),
+        Term("redis", "word"),
+        Term("pool", "word"),
+    )
+    assert query.negative == (Term("compose", "word"),)
+    assert (query.has_or, query.has_near) == (True, True)
+    assert parse_query("docker").has_or is parse_query("docker").has_near is False
+    with pytest.raises(ValueError):
+        query.fts_match("porter")  # type: ignore[arg-type]
+
+
+def test_highlight_terms_longest_first_without_case_duplicates() -> None:
+    query = parse_query('pool "connection refused" Redis NOT docker redis deploy*')
+    assert query.highlight_terms() == ["connection refused", "deploy", "Redis", "pool"]
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "short"),
+    [
+        ("docker", False, False),
+        ("部署", True, True),
+        ("库", True, True),
+        ("数据库连接池", True, False),
+        ("docker部署", True, False),
+        ("カタカナ", True, False),
+        ("한국", True, True),
+        ("Ärger", False, False),
+    ],
+)
+def test_cjk_flags(text: str, cjk: bool, short: bool) -> None:
+    term = Term(text, "word")
+    assert (term.cjk, term.short_cjk) == (cjk, short)
+
+
+# --- limits ----------------------------------------------------------------------------
+
+
+def test_long_input_is_cut_at_a_word_boundary() -> None:
+    query = parse_query("alpha beta gamma", max_chars=8)
+    assert query.display == "alpha"
+    assert query.repairs == ("Shortened the query to its first 8 characters.",)
+
+
+def test_too_many_terms_keeps_the_first(db: sqlite3.Connection) -> None:
+    typed = "(one two (three NEAR(four five six, 2) seven) eight OR nine"
+    query = parse_query(typed, max_terms=5)
+    assert [t.text for t in query.positive] == ["one", "two", "three", "four", "five"]
+    assert query.display == "one two three NEAR(four five, 2)"
+    assert "Searched the first 5 terms; ignored the rest." in query.repairs
+    match(db, "words", query.fts_match("unicode61") or "")
+
+
+def test_deep_nesting_is_flattened() -> None:
+    query = parse_query("(" * 5000 + "docker" + ")" * 5000, max_chars=20_000)
+    assert query.display == "docker"
+    assert query.repairs == ("Flattened parentheses nested deeper than 8.",)
+
+
+def test_ten_kilobytes_of_junk(db: sqlite3.Connection) -> None:
+    rng = random.Random(1234)
+    pieces = ['"', "(", ")", "*", ":", "^", "-", "\x00", "AND", "OR", "NOT", "NEAR(", ",", " "]
+    pieces += ["docker", "部署", "数据库", "🎉", "c++", "x", "5"]
+    junk = "".join(rng.choice(pieces) for _ in range(8000))[:10_240]
+    assert len(junk) == 10_240
+    try:
+        query = parse_query(junk)
+    except QuerySyntaxError:
+        return
+    assert "Shortened the query to its first 500 characters." in query.repairs
+    assert len(query.positive) + len(query.negative) <= 32
+    assert_runs(db, query)
+
+
+# --- property: anything accepted runs ----------------------------------------------------
+
+OPERATOR_WORDS = ["AND", "OR", "NOT", "NEAR", "NEAR(", "or", "and", "*", "^", "-", ",", ":"]
+WORDS = ["docker", "redis", "pool", "部署", "数据库连接池", "🎉", "my-app.ts", "5", "x", '""']
+ALPHABET = '"()*:^-+{},.?\x00\x1a\u200b \t\n\u201c\u201dab部署数据库🎉é_09'
+
+
+def assert_runs(db: sqlite3.Connection, query: ParsedQuery) -> None:
+    unicode61 = query.fts_match("unicode61")
+    assert unicode61 is not None and query.positive
+    assert match(db, "words", query.display) == match(db, "words", unicode61)
+    trigram = query.fts_match("trigram")
+    if trigram is not None:
+        match(db, "grams", trigram)
+    scan(db, query)
+
+
+queries = st.one_of(
+    st.text(max_size=120),
+    st.text(alphabet=ALPHABET, max_size=60),
+    st.lists(st.sampled_from(OPERATOR_WORDS + WORDS + list('()"')), max_size=16).map(" ".join),
+    st.lists(st.sampled_from(OPERATOR_WORDS + WORDS + list('()"')), max_size=16).map("".join),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(typed=queries)
+def test_anything_accepted_is_valid_fts5(db: sqlite3.Connection, typed: str) -> None:
+    try:
+        query = parse_query(typed)
+    except QuerySyntaxError:
+        return
+    if query.empty:
+        assert not typed.strip() or query.repairs
+        return
+    assert_runs(db, query)
+    # display is canonical: read back, it parses to itself with nothing to repair.
+    again = parse_query(query.display, max_chars=10 * len(query.display))
+    assert (again.display, again.repairs) == (query.display, ())

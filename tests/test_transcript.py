@@ -1,0 +1,269 @@
+"""Transcripts and chain neighbours, read from every real state.db shape."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.content import JSON_PREFIX
+from dashboard.repository.errors import NotFoundError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.layout import Layout, detect_layout
+from dashboard.repository.reader import StateReader
+from dashboard.repository.readonly import open_readonly
+from dashboard.repository.transcript import (
+    chain_neighbours,
+    format_tool_output,
+    load_transcript,
+    parse_tool_calls,
+)
+from tests import hermes_shapes as shapes
+
+
+@contextmanager
+def opened(db: Path) -> Iterator[tuple[sqlite3.Connection, Layout]]:
+    with closing(open_readonly(db)) as conn:
+        yield conn, detect_layout(conn, db)
+
+
+def expected_rows(shape: str, session_id: str, *, visible: bool) -> list[shapes.Message]:
+    """The dataset's rows of one session as ``shape`` stores them, in order."""
+    facts = shapes.EXPECTED[shape]
+    rows = [*shapes.MESSAGES, *(shapes.STALE_MESSAGES if facts.fts_stale else ())]
+    rows = [m for m in rows if m.session == session_id]
+    if not facts.modern:
+        rows = [m for m in rows if m.kind not in ("rewound", "hidden")]
+    if visible:
+        rows = [m for m in rows if m.kind not in ("rewound", "hidden")]
+    return sorted(rows, key=lambda m: m.timestamp)
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+def test_every_shape_reads_every_session(tmp_path: Path, shape: str) -> None:
+    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    facts = shapes.EXPECTED[shape]
+    with opened(db) as (conn, layout):
+        shown = {sid: load_transcript(conn, layout, sid) for sid in shapes.SESSION_IDS}
+        everything = {
+            sid: load_transcript(conn, layout, sid, include_inactive=True)
+            for sid in shapes.SESSION_IDS
+        }
+    assert sum(len(t.messages) for t in shown.values()) == facts.visible_messages
+    assert sum(len(t.messages) for t in everything.values()) == facts.total_messages
+    for sid, transcript in shown.items():
+        rows = expected_rows(shape, sid, visible=True)
+        assert [m.role for m in transcript.messages] == [r.role for r in rows], sid
+        assert transcript.session.id == sid
+        assert all(JSON_PREFIX not in m.text for m in transcript.messages)
+        ids = [m.id for m in transcript.messages]
+        assert len(set(ids)) == len(ids)
+        times = [m.timestamp for m in transcript.messages]
+        assert times == sorted(times)
+    for sid, transcript in everything.items():
+        assert len(transcript.messages) == len(expected_rows(shape, sid, visible=False))
+
+    root = shown[shapes.S_ROOT]
+    assert root.session.title == "Postgres pool tuning"
+    assert root.session.source == "cli" and root.session.end_reason == "compression"
+    assert root.session.input_tokens == 48210
+    assert shapes.UNIQUE_WORD in root.messages[0].text
+
+    # Structured content is decoded to its text parts.
+    structured = [m for m in shown[shapes.S_TELEGRAM].messages if m.structured]
+    assert len(structured) == 1
+    assert structured[0].text == "这是部署失败的截图 screenshot attached\n[image]"
+
+    # Compaction summaries open the continuation segments, whatever the prefix era.
+    for sid in (shapes.S_CONT1, shapes.S_CONT2):
+        first = shown[sid].messages[0]
+        assert first.is_compaction_summary and first.text.startswith(facts.summary_prefix)
+        assert not any(m.is_compaction_summary for m in shown[sid].messages[1:])
+    assert not any(m.is_compaction_summary for m in root.messages)
+    # An untitled segment is named by its first real user message, not its summary.
+    assert shown[shapes.S_CONT2].display_title == "Final check: is the pool config committed?"
+
+
+@pytest.mark.parametrize("shape", ["current_views", "stale_index", "seed_inline"])
+def test_inactive_rows_are_hidden_by_default_and_flagged_when_asked(
+    tmp_path: Path, shape: str
+) -> None:
+    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    modern = shapes.EXPECTED[shape].modern
+    with opened(db) as (conn, layout):
+        root = load_transcript(conn, layout, shapes.S_ROOT)
+        root_all = load_transcript(conn, layout, shapes.S_ROOT, include_inactive=True)
+        telegram = load_transcript(conn, layout, shapes.S_TELEGRAM)
+        telegram_all = load_transcript(conn, layout, shapes.S_TELEGRAM, include_inactive=True)
+
+    assert not any(shapes.REWOUND_WORD in m.text for m in root.messages)
+    assert not any(shapes.HIDDEN_WORD in m.text for m in telegram.messages)
+    # In-place compacted rows stay visible, flagged as history.
+    compacted = [m for m in telegram.messages if shapes.COMPACTED_WORD in m.text]
+    assert len(compacted) == 1
+    assert compacted[0].compacted is modern and compacted[0].inactive is modern
+    if not modern:
+        assert root.left_out is None and root_all.messages == root.messages
+        return
+    assert root.left_out == 1 and telegram.left_out == 1
+    rewound = [m for m in root_all.messages if shapes.REWOUND_WORD in m.text]
+    assert len(rewound) == 1
+    assert rewound[0].inactive and not rewound[0].compacted and not rewound[0].hidden
+    hidden = [m for m in telegram_all.messages if shapes.HIDDEN_WORD in m.text]
+    assert len(hidden) == 1 and hidden[0].hidden and hidden[0].is_compaction_summary
+    assert all(not (m.inactive and not m.compacted) for m in root.messages)
+
+
+def test_tool_calls_are_parsed_and_linked_to_their_results(tmp_path: Path) -> None:
+    db = shapes.build_current_views(tmp_path / "state.db")
+    with opened(db) as (conn, layout):
+        root = load_transcript(conn, layout, shapes.S_ROOT)
+    caller = root.messages[1]
+    assert caller.role == "assistant" and caller.reasoning == (
+        "Check active connections before resizing."
+    )
+    (call,) = caller.tool_calls
+    assert (call.id, call.name, call.malformed) == ("call_r1", "terminal", False)
+    assert json.loads(call.arguments) == {
+        "command": "psql -c 'select count(*) from pg_stat_activity'"
+    }
+    assert "\n" in call.arguments  # pretty-printed
+    assert call.preview.startswith("command=psql")
+    result = root.messages[2]
+    assert result.tool_call_id == "call_r1" and result.tool_name == "terminal"
+    assert root.callers["call_r1"] == caller.id
+    assert result.tool_output.body == " count\n-------\n    97"
+    assert result.tool_output.facts == (("exit_code", "0"),)
+    assert shapes.TOOL_CALL_WORD in root.messages[8].search_text
+
+
+def test_tool_call_json_in_every_state_is_tolerated() -> None:
+    assert parse_tool_calls(None) == () and parse_tool_calls("  ") == ()
+    (broken,) = parse_tool_calls('[{"id": "c1", "function": {"name": "x"')
+    assert broken.malformed and broken.arguments.startswith("[{")
+    (scalar,) = parse_tool_calls("42")
+    assert scalar.malformed
+    single = parse_tool_calls(json.dumps({"id": "c2", "function": {"name": "grep"}}))
+    assert [(c.id, c.name, c.arguments) for c in single] == [("c2", "grep", "")]
+    mixed = parse_tool_calls(
+        json.dumps(
+            [
+                {"id": "c3", "type": "function", "function": {"name": "a", "arguments": "{oops"}},
+                {"id": "c4", "function": {"name": "b", "arguments": {"k": [1, 2]}}},
+                "stray",
+            ]
+        )
+    )
+    assert [c.name for c in mixed] == ["a", "b", ""]
+    assert mixed[0].arguments == "{oops" and not mixed[0].malformed
+    assert json.loads(mixed[1].arguments) == {"k": [1, 2]}
+    assert mixed[2].malformed
+
+
+def test_tool_output_is_unwrapped_for_reading() -> None:
+    assert format_tool_output('{"output": "a\\nb\\n", "exit_code": 1}').body == "a\nb"
+    assert format_tool_output('{"success": true}').facts == (("success", "true"),)
+    assert format_tool_output("plain text\n").body == "plain text"
+    assert format_tool_output("{not json").body == "{not json"
+    nested = format_tool_output('{"rows": [{"a": 1}], "n": 1}')
+    assert json.loads(nested.body) == {"rows": [{"a": 1}], "n": 1} and nested.facts == ()
+
+
+def test_unknown_session_raises_not_found(tmp_path: Path) -> None:
+    db = shapes.build_seed_inline(tmp_path / "state.db")
+    with opened(db) as (conn, layout), pytest.raises(NotFoundError):
+        load_transcript(conn, layout, "20990101_000000_ffffff")
+
+
+def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
+    db = shapes.build_current_views(tmp_path / "state.db")
+    with opened(db) as (conn, layout):
+        hood = {sid: chain_neighbours(conn, layout, sid) for sid in shapes.SESSION_IDS}
+        missing = chain_neighbours(conn, layout, "nope")
+
+    def ids(n: dict) -> tuple[str | None, list[str]]:
+        return (n["previous"] or {}).get("id"), [s["id"] for s in n["next"]]
+
+    assert ids(hood[shapes.S_ROOT]) == (None, [shapes.S_CONT1])
+    assert ids(hood[shapes.S_CONT1]) == (shapes.S_ROOT, [shapes.S_CONT2])
+    assert ids(hood[shapes.S_CONT2]) == (shapes.S_CONT1, [])  # the subagent is no segment
+    assert ids(hood[shapes.S_SUBAGENT]) == (None, [])
+    assert ids(hood[shapes.S_BRANCH]) == (None, [])  # a branch does not continue its parent
+    assert ids(hood[shapes.S_TELEGRAM]) == (None, [])
+    assert hood[shapes.S_CONT1]["previous"] == {
+        "id": shapes.S_ROOT,
+        "title": "Postgres pool tuning",
+        "started_at": shapes.SESSIONS[0].started_at,
+    }
+    assert missing == {"previous": None, "next": []}
+
+
+def bare_db(path: Path) -> Path:
+    """The oldest columns only: no title, no costs, no reasoning, no visibility flags."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(
+            """
+            CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT,
+                model_config TEXT, parent_session_id TEXT, started_at REAL NOT NULL,
+                ended_at REAL, end_reason TEXT);
+            CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
+                role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT,
+                tool_name TEXT, timestamp REAL NOT NULL);
+            """
+        )
+        conn.executemany(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                ("a", "cli", "m", None, "gone", 100.0, 200.0, "compression"),
+                ("b", "cli", "m", None, "a", 200.0, None, None),  # continues a
+                ("c", "cli", "m", '{"_delegate_from": "a"}', "a", 200.0, 210.0, "done"),
+                ("d", "cli", "m", "not json", "a", 150.0, 160.0, "done"),  # spawned before
+                ("e", "cli", "m", None, "a", 250.0, None, None),  # also continues a
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, tool_calls, timestamp)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                ("a", "user", "hello there", None, 101.0),
+                ("a", "assistant", None, "{broken", 102.0),
+                ("b", "user", "[CONTEXT SUMMARY]: old form", None, 200.0),
+            ],
+        )
+    return path
+
+
+def test_old_files_without_newer_columns_are_read(tmp_path: Path) -> None:
+    db = bare_db(tmp_path / "state.db")
+    with opened(db) as (conn, layout):
+        a = load_transcript(conn, layout, "a")
+        b = load_transcript(conn, layout, "b", include_inactive=True)
+        hood = chain_neighbours(conn, layout, "a")
+        child = chain_neighbours(conn, layout, "b")
+    assert a.session.title is None and a.session.input_tokens is None
+    assert a.session.tokens == {} and a.left_out is None
+    assert a.display_title == "hello there"
+    assert [m.role for m in a.messages] == ["user", "assistant"]
+    assert a.messages[1].tool_calls[0].malformed and a.messages[1].reasoning is None
+    assert b.messages[0].is_compaction_summary
+    assert hood["previous"] is None  # the parent id points at a deleted session
+    assert [s["id"] for s in hood["next"]] == ["b", "e"]
+    assert child["previous"] == {"id": "a", "title": None, "started_at": 100.0}
+
+
+def test_reader_attaches_neighbours_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    db = shapes.build_seed_external(tmp_path / "home" / "state.db")
+    before = db.read_bytes()
+    transcript = StateReader(HermesHome(db.parent)).transcript(shapes.S_CONT1)
+    assert transcript.neighbours["previous"]["id"] == shapes.S_ROOT
+    assert [n["id"] for n in transcript.neighbours["next"]] == [shapes.S_CONT2]
+    assert len(transcript.messages) == len(
+        expected_rows("seed_external", shapes.S_CONT1, visible=True)
+    )
+    with pytest.raises(NotFoundError):
+        StateReader(HermesHome(db.parent)).transcript("missing")
+    assert db.read_bytes() == before

@@ -1,0 +1,220 @@
+"""The session page: transcript, highlights, chain links, and untrusted text kept inert."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.views.sessions import highlight_terms
+from dashboard.web.markdown import highlight, render_markdown
+from tests import hermes_shapes as shapes
+from tests.conftest import make_app
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(1)>'
+RAW_HTML_MD = (
+    'Some **bold** text <div onclick="alert(2)">raw html</div> and '
+    "[a bad link](javascript:alert(3)) and [a good one](https://example.com/docs) "
+    'and <a href="javascript:alert(4)">an html link</a>.'
+)
+
+
+def client_for(tmp_path: Path, shape: str) -> FlaskClient:
+    home = tmp_path / "home"
+    shapes.SHAPES[shape](home / "state.db")
+    return make_app(home, tmp_path / "data").test_client()
+
+
+def page(client: FlaskClient, path: str, **headers: str) -> str:
+    response = client.get(path, headers=headers)
+    assert response.status_code == 200, response.status_code
+    return response.get_data(as_text=True)
+
+
+class Tags(HTMLParser):
+    """Every start tag of a document, with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+
+def assert_inert(html: str) -> None:
+    """No script of ours but the two static files, no handlers, no javascript: URLs."""
+    assert "<script>alert" not in html
+    assert not re.search(r"<[^>]*\sonerror\s*=", html, re.IGNORECASE)
+    assert not re.search(r"href\s*=\s*[\"']?\s*javascript:", html, re.IGNORECASE)
+    parser = Tags()
+    parser.feed(html)
+    for tag, attrs in parser.tags:
+        if tag == "script":
+            assert dict(attrs).get("src", "").startswith("/static/")
+        assert tag != "img"
+        for name, value in attrs:
+            assert not name.startswith("on"), (tag, name)
+            assert "<" not in (value or ""), (tag, name, value)
+
+
+@pytest.mark.parametrize("shape", ["current_views", "seed_inline"])
+def test_transcript_page_shows_every_message_with_its_parts(tmp_path: Path, shape: str) -> None:
+    client = client_for(tmp_path, shape)
+    facts = shapes.EXPECTED[shape]
+
+    root = page(client, f"/sessions/{shapes.S_ROOT}")
+    assert "<title>Postgres pool tuning · Recall</title>" in root
+    ids = re.findall(r'<li id="m(\d+)" class="msg ', root)
+    assert len(ids) == len([m for m in shapes.MESSAGES if m.session == shapes.S_ROOT]) - 1
+    assert all(f'href="#m{i}"' in root for i in ids)
+    assert root.count('<details class="tool-call"') == 3
+    assert '<code class="call-name">terminal</code>' in root
+    assert "&#34;command&#34;: &#34;psql -c" in root  # pretty-printed, escaped arguments
+    assert '<details class="reasoning">' in root
+    assert "anthropic/claude-sonnet-4.5" in root and "compression" in root
+    assert "$0.4211" in root  # the actual figure
+    assert shapes.REWOUND_WORD not in root
+    assert f'rel="next" href="/sessions/{shapes.S_CONT1}"' in root
+    assert 'rel="prev"' not in root
+
+    middle = page(client, f"/sessions/{shapes.S_CONT1}")
+    assert f'rel="prev" href="/sessions/{shapes.S_ROOT}"' in middle
+    assert f'rel="next" href="/sessions/{shapes.S_CONT2}"' in middle
+    assert "is-summary" in middle and "Context compaction summary" in middle
+    assert facts.summary_prefix in middle
+
+    tip = page(client, f"/sessions/{shapes.S_CONT2}")
+    assert f'rel="prev" href="/sessions/{shapes.S_CONT1}"' in tip and 'rel="next"' not in tip
+    assert "Final check: is the pool config committed?" in tip.split("</h1>")[0]
+    assert "untitled" in tip
+
+    telegram = page(client, f"/sessions/{shapes.S_TELEGRAM}")
+    assert "这是部署失败的截图 screenshot attached" in telegram and "\\x00json" not in telegram
+    assert ">structured<" in telegram
+    assert ('class="tag tag-compacted"' in telegram) is facts.modern
+
+
+def test_all_rows_show_rewound_and_hidden_rows_marked(tmp_path: Path) -> None:
+    client = client_for(tmp_path, "current_views")
+    default = page(client, f"/sessions/{shapes.S_ROOT}")
+    assert "Show 1 rewound or hidden row" in default
+    everything = page(client, f"/sessions/{shapes.S_ROOT}?all=1")
+    assert shapes.REWOUND_WORD in everything
+    assert "is-inactive" in everything and "inactive · rewound" in everything
+    assert "Hide rewound and hidden rows" in everything
+    telegram = page(client, f"/sessions/{shapes.S_TELEGRAM}?all=1")
+    assert shapes.HIDDEN_WORD in telegram and "hidden row" in telegram
+
+
+def test_query_terms_are_marked_and_matches_listed(tmp_path: Path) -> None:
+    client = client_for(tmp_path, "current_views")
+    html = page(client, f"/sessions/{shapes.S_ROOT}?q={shapes.UNIQUE_WORD}")
+    assert f"<mark>{shapes.UNIQUE_WORD}</mark>" in html
+    assert "1 message match" in html
+    (first_id,) = re.findall(r'<li id="m(\d+)" class="msg role-user', html)[:1]
+    nav = html.split('aria-label="Messages matching the query"')[1].split("</nav>")[0]
+    assert re.findall(r'href="#m(\d+)"', nav) == [first_id]
+
+    # Operators are not terms; phrases are; matches inside tool call arguments count.
+    html = page(client, f'/sessions/{shapes.S_ROOT}?q=NOT+nothing+OR+"pool size"+pgbouncer*')
+    assert "<mark>pool size</mark>" in html and "<mark>pgbouncer</mark>" in html
+    assert "<mark>OR</mark>" not in html and "<mark>nothing</mark>" not in html
+    assert "3 messages match" in html  # two say "pool size", one calls pgbouncer
+    assert "?q=" in page(client, f"/sessions/{shapes.S_CONT1}?q=pool").split('rel="next"')[1][:90]
+
+
+def test_highlight_terms_are_the_parsers_positive_terms() -> None:
+    assert sorted(highlight_terms('pool AND "read replica" OR time*')) == [
+        "pool", "read replica", "time"]  # fmt: skip
+    assert sorted(highlight_terms("NEAR(pool worker, 5)")) == ["pool", "worker"]
+    assert sorted(highlight_terms("a NOT b c")) == ["a", "c"]
+    assert sorted(highlight_terms('unbalanced "quote here')) == ["quote here", "unbalanced"]
+    assert sorted(highlight_terms("and or not")) == ["and", "not", "or"]  # lower case: words
+    assert highlight_terms("数据库 部署 部署") == ["数据库", "部署"]
+    assert highlight_terms('"" * ( )') == []  # unusable: nothing to mark, no error
+    assert highlight_terms("NOT only") == []
+
+
+def test_highlight_marks_text_nodes_only() -> None:
+    html = render_markdown('A [link](https://example.com/href "title") with *href* & amp; <b>')
+    marked = str(highlight(html, ["href", "amp", "title", "a", "b"]))
+    assert '<a href="https://example.com/href" title="title" rel="noopener' in marked
+    assert "<em><mark>href</mark></em>" in marked
+    assert "&amp; <mark>amp</mark>;" in marked  # the entity itself is never split
+    assert "&lt;<mark>b</mark>&gt;" in marked
+    assert str(highlight(html, [])) == str(html) == str(highlight(html, ["", "  "]))
+    # A plain str is text, never HTML: it is escaped before anything is marked.
+    assert highlight('<b title="x">x</b>', ["x"]) == (
+        "&lt;b title=&#34;<mark>x</mark>&#34;&gt;<mark>x</mark>&lt;/b&gt;"
+    )
+
+
+def xss_home(root: Path) -> tuple[Path, str]:
+    """A Recall store whose one session holds every payload, in every part of a message."""
+    home = root / "xss-home"
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", model="evil/model", title=f"Title {IMG}")
+        store.append_messages(
+            sid,
+            [
+                NewMessage("user", SCRIPT),
+                NewMessage("assistant", IMG, reasoning=f"thinking {SCRIPT}"),
+                NewMessage("user", RAW_HTML_MD),
+                NewMessage(
+                    "assistant",
+                    None,
+                    tool_calls=[
+                        {
+                            "id": "call_x",
+                            "type": "function",
+                            "function": {"name": f"run{IMG}", "arguments": f'{{"c": "{IMG}"}}'},
+                        }
+                    ],
+                ),
+                NewMessage("tool", f"{SCRIPT}\n{IMG}", tool_call_id="call_x", tool_name=IMG),
+                NewMessage("system", SCRIPT),
+            ],
+        )
+    return home, sid
+
+
+@pytest.mark.parametrize("q", ["", "img", "onerror", "script", "href", "a", "alert mark"])
+def test_untrusted_text_is_escaped_everywhere(tmp_path: Path, q: str) -> None:
+    home, sid = xss_home(tmp_path)
+    client = make_app(home, tmp_path / "data").test_client()
+    html = page(client, f"/sessions/{sid}?all=1&q={q}")
+    assert_inert(html)
+    if not q:
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "&lt;div onclick=" in html  # raw HTML in Markdown is shown as text
+        assert "[a bad link](javascript:alert(3))" in html
+        assert '<a href="https://example.com/docs" rel="noopener noreferrer nofollow">' in html
+        assert "<strong>bold</strong>" in html
+    else:
+        assert "<mark>" in html
+
+
+def test_unknown_session_is_the_404_page(client: FlaskClient) -> None:
+    response = client.get("/sessions/20990101_000000_ffffff")
+    assert response.status_code == 404
+    html = response.get_data(as_text=True)
+    assert "<html" in html and "Not found" in html and "20990101_000000_ffffff" in html
+    assert client.get("/sessions/%3Cscript%3E").status_code == 404
+    assert "<script>" not in client.get("/sessions/%3Cscript%3E").get_data(as_text=True)
+
+
+def test_htmx_request_for_the_transcript_gets_only_the_partial(client: FlaskClient) -> None:
+    path = f"/sessions/{shapes.S_ROOT}?q=pool"
+    body = page(client, path, **{"HX-Request": "true", "HX-Target": "transcript"})
+    assert "<html" not in body
+    assert body.lstrip().startswith('<section id="transcript"')
+    assert "<mark>pool</mark>" in body and "Postgres pool tuning</h1>" not in body
+    full = page(client, path)
+    assert full.count('id="transcript"') == 1 and "<html" in full
