@@ -32,7 +32,8 @@ from dashboard.repository.snippets import make_snippet, preview
 
 RANK_WINDOW = 20_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
 SORT_WINDOW = 5_000  # matches read for newest/oldest before bounding
-SCAN_WINDOW = 5_000  # rows a scan collects (newest first) before stopping
+SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
+SCAN_ROWS = 250_000  # messages one scan reads at most (~0.2 s here); then "search older"
 HITS_SHOWN = 3
 MAX_PER_PAGE = 100
 HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
@@ -235,7 +236,9 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
         notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
         return [scan], notes
     word = _Route("unicode61", layout.word_index.name, parsed.fts_match("unicode61"))  # type: ignore[union-attr]
-    return ([word, tri] if tri else [word]), notes
+    # Last resort when both indexes find nothing: text no index covers (tool-call
+    # arguments in old files, rows the current trigram index skips, JSON content).
+    return ([word, tri, scan] if tri else [word, scan]), notes
 
 
 def _matching(
@@ -264,7 +267,12 @@ def _matching(
     groups = _group(rows, parents, request.group, title_ids)
     page = _page(groups, request)
     results = _cards(conn, layout, page, parents, parsed)
-    if bounded:
+    if bounded and route.table is None:
+        notes.append(
+            f"Scanned the {'oldest' if request.sort == 'oldest' else 'newest'} "
+            f"{SCAN_ROWS:,} messages (no index can answer this query)."
+        )
+    elif bounded:
         notes.append(
             f"{total:,} messages match; to stay fast only the "
             f"{'newest' if request.sort != 'oldest' else 'oldest'} {len(rows):,} were "
@@ -273,7 +281,9 @@ def _matching(
     return SearchResult(
         request=request, parsed=parsed, route=route.name, results=results,
         total_sessions=len(groups), total_matches=total, bounded=bool(bounded),
-        ranked_matches=len(rows), older_than=cutoff if bounded else None, notes=notes,
+        ranked_matches=len(rows), notes=notes,
+        # Continuing is offered towards older messages; "oldest first" starts there.
+        older_than=cutoff if bounded and request.sort != "oldest" else None,
     )  # fmt: skip
 
 
@@ -315,22 +325,37 @@ def _scan(
     conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, request: SearchRequest,
     filters: _Filters,
 ) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:  # fmt: skip
-    """Rows found by instr() over messages, newest first, stopping at SCAN_WINDOW."""
-    columns = [
-        f"m.{c}" for c in ("content", "tool_name", "tool_calls") if c in layout.message_columns
-    ]
+    """Rows found by instr() over the newest SCAN_ROWS messages, newest first.
+
+    No index can answer these queries, so the work is bounded by rows read, not
+    by hits: the result offers to continue below the window ("search older").
+    """
+    wanted = ("content", "tool_name", "tool_calls")
+    columns = [f"m.{c}" for c in wanted if c in layout.message_columns]
     where, params = parsed.scan_sql(columns)
-    older = "" if request.older_than is None else f" AND m.id < {int(request.older_than)}"
+    low_id, high_id = conn.execute("SELECT min(id), max(id) FROM messages").fetchone()
+    if low_id is None:
+        return [], 0, False, None
+    upper = min(request.older_than, high_id + 1) if request.older_than else high_id + 1
+    lower = max(low_id, upper - SCAN_ROWS)
+    if request.sort == "oldest" and not request.older_than:
+        lower, upper = low_id, min(high_id + 1, low_id + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
         f"SELECT m.id, m.session_id, 0 FROM messages m JOIN sessions s ON s.id = m.session_id "
-        f"WHERE ({where}){older}{filters.sql} ORDER BY m.id {direction} LIMIT ?",
-        (*params, *filters.params, SCAN_WINDOW + 1),
+        f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
+        f"LIMIT ?",
+        (lower, upper, *params, *filters.params, SCAN_WINDOW + 1),
     ).fetchall()
-    bounded = len(rows) > SCAN_WINDOW
+    full = len(rows) > SCAN_WINDOW
     rows = rows[:SCAN_WINDOW]
-    cutoff = rows[-1][0] if bounded else None
-    return [tuple(r) for r in rows], len(rows), bounded, cutoff
+    if full:
+        cutoff: int | None = rows[-1][0]
+    elif direction == "DESC" and lower > low_id:
+        cutoff = lower  # older rows were not read
+    else:
+        cutoff = None
+    return [tuple(r) for r in rows], len(rows), cutoff is not None, cutoff
 
 
 # -- filters ----------------------------------------------------------------------------
