@@ -31,6 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=_info)
 
+    search = commands.add_parser("search", help="search past conversations (grouped results)")
+    search.add_argument("query", nargs="?", default="", help="FTS5 syntax; empty: recent sessions")
+    search.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    search.add_argument("--json", action="store_true", help="print the /api/search JSON")
+    search.add_argument("--limit", type=int, default=10, help="sessions to show (max 100)")
+    search.add_argument("--role", action="append", default=[], help="user, assistant, tool")
+    search.add_argument("--source", action="append", default=[], help="cli, telegram, cron, …")
+    search.add_argument("--days", help="only the last N days")
+    search.add_argument("--sort", default="relevance", help="relevance, newest or oldest")
+    search.set_defaults(run=_search)
+
     serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
     serve.add_argument("--home", help="Hermes home (default: $HERMES_HOME, ~/.hermes, or a demo)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -65,6 +76,38 @@ def _demo(args: argparse.Namespace) -> int:
         f"in {report.seconds:.1f}s ({'bulk path' if report.bulk else 'write API'}); "
         f"state.db {report.db_bytes / 1e6:.1f} MB for {report.text_bytes / 1e6:.1f} MB of text"
     )
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from dashboard.repository.home import resolve_home
+    from dashboard.repository.reader import StateReader
+    from dashboard.repository.search import SearchRequest
+    from dashboard.repository.snippets import plain_snippet
+
+    params = {"q": args.query, "days": args.days, "sort": args.sort,
+              "per_page": str(max(1, min(args.limit, 100)))}  # fmt: skip
+    lists = {"role": args.role, "source": args.source}
+    request = SearchRequest.from_params(params.get, lambda k: lists.get(k, []))
+    result = StateReader(resolve_home(args.home)).search(request)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    for note in result.notes:
+        print(f"note: {note}")
+    kind = "recent sessions" if result.route == "recent" else f"sessions ({result.route})"
+    print(f"{result.total_sessions:,} {kind} · {result.took_ms:.0f} ms")
+    for card in result.results:
+        when = (
+            datetime.fromtimestamp(card.started_at).strftime("%Y-%m-%d %H:%M")
+            if card.started_at
+            else "?"
+        )
+        print(f"\n{card.title or card.preview or card.session_id}")
+        hits = f" · {card.hit_count} hits" if card.hit_count else ""
+        print(f"  {card.session_id} · {card.source} · {card.model or '?'} · {when}{hits}")
+        for hit in card.hits:
+            print(f"  [{hit.role}] {plain_snippet(hit.snippet)}")
     return 0
 
 

@@ -236,7 +236,7 @@ def test_below_the_bound_order_is_exact_bm25(many: StateReader) -> None:
     conn = sqlite3.connect(f"file:{many.path}?mode=ro", uri=True)
     try:
         best = {}
-        for mid, sid, rank in conn.execute(
+        for _mid, sid, rank in conn.execute(
             "SELECT m.id, m.session_id, f.rank FROM messages_fts f JOIN messages m "
             "ON m.id = f.rowid WHERE messages_fts MATCH 'number' ORDER BY f.rank"
         ):

@@ -28,7 +28,7 @@ from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.query import ParsedQuery, parse_query
-from dashboard.repository.snippets import make_snippet, preview
+from dashboard.repository.snippets import make_snippet, preview, readable, readable_tool_calls
 
 RANK_WINDOW = 20_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
 SORT_WINDOW = 5_000  # matches read for newest/oldest before bounding
@@ -562,8 +562,8 @@ def _cards(
             m = messages.get(mid)
             if m is None:
                 continue
-            text = decode_content(m["content"])
-            extra = " ".join(x for x in (m["tool_name"], m["tool_calls"]) if x)
+            text = readable(decode_content(m["content"]))
+            extra = " ".join(x for x in (m["tool_name"], readable_tool_calls(m["tool_calls"])) if x)
             hits.append(Hit(mid, sid, m["role"], m["timestamp"], make_snippet(text, terms, extra)))
         cards.append(SessionResult(
             session_id=s["id"], root_session_id=g.key, title=title,

@@ -8,12 +8,58 @@ in the *unescaped* text, so no byte of a message can open a tag.
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 SNIPPET_CHARS = 220
 PREVIEW_CHARS = 160
 _SPACE = re.compile(r"\s+")
+
+
+def readable(text: str) -> str:
+    """JSON tool output as the text it holds (strings unescaped); other text as is."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return text
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return text
+    return "\n".join(_leaves(value)) or text
+
+
+def readable_tool_calls(raw: str | None) -> str:
+    """OpenAI-format tool calls as ``name: key=value …`` lines."""
+    if not raw:
+        return ""
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return raw
+    lines = []
+    for call in calls if isinstance(calls, list) else [calls]:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        args: Any = fn.get("arguments", "")
+        try:
+            args = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            pass
+        if isinstance(args, dict):
+            args = " ".join(f"{k}={v}" for k, v in args.items())
+        lines.append(f"{fn.get('name', '?')}: {args}")
+    return "\n".join(lines)
+
+
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [str(value)]
 
 
 def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
@@ -82,3 +128,9 @@ def preview(text: str, width: int = PREVIEW_CHARS) -> str:
         return flat
     cut = flat.rfind(" ", width - 30, width)
     return flat[: cut if cut > 0 else width] + "…"
+
+
+def plain_snippet(snippet_html: str) -> str:
+    """A snippet for a terminal: marks become «», entities are decoded."""
+    marked = snippet_html.replace("<mark>", "«").replace("</mark>", "»")
+    return html.unescape(marked)

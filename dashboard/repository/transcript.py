@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dashboard.repository.content import decode_content, is_structured
@@ -155,6 +155,34 @@ class Transcript:
     def callers(self) -> dict[str, int]:
         """tool_call_id → id of the assistant message that made the call."""
         return {c.id: m.id for m in self.messages for c in m.tool_calls if c.id}
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``/api/sessions/<id>/messages`` shape."""
+        return {
+            "session": asdict(self.session),
+            "neighbours": self.neighbours,
+            "include_inactive": self.include_inactive,
+            "left_out": self.left_out,
+            "messages": [
+                {
+                    "id": m.id,
+                    "role": m.role,
+                    "content": m.text,
+                    "structured": m.structured,
+                    "tool_calls": [
+                        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+                    ],
+                    "tool_call_id": m.tool_call_id,
+                    "tool_name": m.tool_name,
+                    "reasoning": m.reasoning,
+                    "timestamp": m.timestamp,
+                    "finish_reason": m.finish_reason,
+                    "is_compaction_summary": m.is_compaction_summary,
+                    "inactive": m.inactive,
+                }
+                for m in self.messages
+            ],
+        }
 
 
 def load_transcript(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, jsonify, request
 
 from dashboard.repository.errors import (
     NotFoundError,
@@ -37,3 +37,12 @@ def unavailable(exc: RecallError):
 def search():
     """Search sessions; the result shape is documented in the README."""
     return jsonify(get_reader().search(parse_request()).to_json())
+
+
+@bp.get("/sessions/<session_id>/messages")
+def session_messages(session_id: str):
+    """Return a session's transcript (visible rows; ``all=1`` includes inactive ones)."""
+    transcript = get_reader().transcript(
+        session_id, include_inactive=request.args.get("all") == "1"
+    )
+    return jsonify(transcript.to_json())

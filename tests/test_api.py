@@ -1,0 +1,105 @@
+"""The JSON API: /api/search and /api/sessions/<id>/messages, fuzzed with Hypothesis."""
+
+from __future__ import annotations
+
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import hermes_shapes as shapes
+
+RESULT_KEYS = {
+    "query",
+    "route",
+    "bounded",
+    "total_sessions",
+    "page",
+    "per_page",
+    "results",
+    "took_ms",
+}
+CARD_KEYS = {"session_id", "root_session_id", "title", "source", "model", "started_at",
+             "hit_count", "hits"}  # fmt: skip
+HIT_KEYS = {"message_id", "role", "timestamp", "snippet"}
+
+
+def test_search_shape(client: FlaskClient) -> None:
+    response = client.get("/api/search", query_string={"q": shapes.UNIQUE_WORD})
+    assert response.status_code == 200
+    body = response.json
+    assert RESULT_KEYS <= set(body)
+    assert body["route"] == "unicode61" and body["total_sessions"] == 1
+    card = body["results"][0]
+    assert CARD_KEYS <= set(card) and card["session_id"] == shapes.S_ROOT
+    assert HIT_KEYS <= set(card["hits"][0])
+    assert card["hit_count"] == 1
+
+
+def test_search_filters_in_the_url(client: FlaskClient) -> None:
+    q = {"q": shapes.CRON_WORD}
+    assert client.get("/api/search", query_string=q).json["total_sessions"] == 0
+    cron = client.get("/api/search", query_string={**q, "source": "cron"}).json
+    assert [r["session_id"] for r in cron["results"]] == [shapes.S_CRON]
+    paged = client.get("/api/search", query_string={"q": "pool", "per_page": 1, "page": 2}).json
+    assert paged["page"] == 2 and len(paged["results"]) <= 1
+
+
+def test_bad_parameters_are_400_with_a_message(client: FlaskClient) -> None:
+    for params in ({"q": "AND OR"}, {"q": "NOT x"}, {"sort": "sideways"}, {"page": "-1"},
+                   {"days": "many"}, {"role": "admin"}, {"after": "not-a-date"}):  # fmt: skip
+        response = client.get("/api/search", query_string=params)
+        assert response.status_code == 400, params
+        assert response.json["error"]
+
+
+def test_empty_query_lists_recent_sessions(client: FlaskClient) -> None:
+    body = client.get("/api/search").json
+    assert body["route"] == "recent" and body["results"]
+
+
+def test_session_messages(client: FlaskClient) -> None:
+    body = client.get(f"/api/sessions/{shapes.S_CONT1}/messages").json
+    assert body["session"]["id"] == shapes.S_CONT1
+    assert body["messages"][0]["is_compaction_summary"]
+    assert body["neighbours"]["previous"]["id"] == shapes.S_ROOT
+    everything = client.get(f"/api/sessions/{shapes.S_TELEGRAM}/messages?all=1").json
+    visible = client.get(f"/api/sessions/{shapes.S_TELEGRAM}/messages").json
+    assert len(everything["messages"]) > len(visible["messages"])
+    missing = client.get("/api/sessions/nope/messages")
+    assert missing.status_code == 404 and "nope" in missing.json["error"]
+
+
+def test_unavailable_store_is_a_json_503(tmp_path) -> None:
+    from tests.conftest import make_app
+
+    client = make_app(tmp_path / "no-home", tmp_path / "data").test_client()
+    response = client.get("/api/search", query_string={"q": "x"})
+    assert response.status_code == 503 and response.json["reason"] == "missing"
+
+
+NASTY = st.sampled_from(
+    ['"', "(", ")", "*", ":", "^", "-", "+", "NOT", "AND", "OR", "NEAR", "NEAR(", ",", "\x00",
+     "🙂", "数据库", "部", "\\", "'", "%", "_", " "]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(q=st.one_of(st.text(max_size=300), st.lists(NASTY, max_size=40).map("".join),
+                   st.lists(NASTY, max_size=40).map(" ".join)))  # fmt: skip
+def test_any_query_is_answered_200_or_400(client: FlaskClient, q: str) -> None:
+    response = client.get("/api/search", query_string={"q": q})
+    assert response.status_code in (200, 400), (q, response.status_code)
+    if response.status_code == 400:
+        assert response.json["error"]
+    else:
+        assert RESULT_KEYS <= set(response.json)
+
+
+def test_ten_kilobytes_of_junk(client: FlaskClient) -> None:
+    junk = ('"( NOT 数据库 ** ^^ :: NEAR(' * 400)[:10_240]
+    response = client.get("/api/search", query_string={"q": junk})
+    assert response.status_code in (200, 400)
+    body = response.json
+    assert body.get("error") or any("Shortened" in n for n in body["notes"])

@@ -1,0 +1,54 @@
+"""The ``recall`` command: search, info, demo (run as real processes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests import hermes_shapes as shapes
+
+
+def recall(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_search_prints_grouped_results(hermes_home: Path) -> None:
+    out = recall("search", shapes.UNIQUE_WORD, "--home", str(hermes_home))
+    assert out.returncode == 0, out.stderr
+    assert shapes.S_ROOT in out.stdout and f"«{shapes.UNIQUE_WORD}»" in out.stdout
+
+
+def test_search_json_is_the_api_shape(hermes_home: Path) -> None:
+    out = recall("search", "pool", "--home", str(hermes_home), "--json", "--limit", "2",
+                 "--role", "user", "--source", "cli", "--source", "telegram")  # fmt: skip
+    body = json.loads(out.stdout)
+    assert body["per_page"] == 2 and body["route"] == "unicode61"
+    assert all(h["role"] == "user" for r in body["results"] for h in r["hits"])
+    assert {r["source"] for r in body["results"]} <= {"cli", "telegram"}
+
+
+def test_search_errors_are_clear(hermes_home: Path, tmp_path: Path) -> None:
+    bad = recall("search", "AND OR", "--home", str(hermes_home))
+    assert bad.returncode == 2 and "Nothing to search for" in bad.stderr
+    missing = recall("search", "x", "--home", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "missing" in missing.stderr
+
+
+def test_info_reports_the_layout(hermes_home: Path) -> None:
+    out = recall("info", "--home", str(hermes_home), "--json")
+    body = json.loads(out.stdout)
+    assert body["layout"]["fts_form"] == "views" and body["sessions"] == len(shapes.SESSION_IDS)
+
+
+def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:
+    first = recall("demo", "--home", str(tmp_path / "d"), "--sessions", "6", "--messages", "60",
+                   "--anchor", "2026-11-30")  # fmt: skip
+    assert first.returncode == 0 and "6 sessions" in first.stdout
+    again = recall("demo", "--home", str(tmp_path / "d"), "--sessions", "6")
+    assert again.returncode == 2 and "refusing to overwrite" in again.stderr
+    kept = recall("demo", "--home", str(tmp_path / "d"), "--if-missing")
+    assert kept.returncode == 0
