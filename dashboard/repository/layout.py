@@ -75,6 +75,17 @@ class Layout:
         return self._usable("messages_fts")
 
     @property
+    def word_index_covers_tools(self) -> bool:
+        """Whether the word index holds tool names and arguments too.
+
+        Inline indexes (seed v11+) hold content, tool_name and tool_calls joined;
+        external ones say so by their columns. Older external forms index content
+        only, so a term in tool-call arguments needs a scan.
+        """
+        index = self.word_index
+        return index is not None and (index.form == "inline" or "tool_calls" in index.columns)
+
+    @property
     def trigram_index(self) -> FtsIndex | None:
         return self._usable("messages_fts_trigram")
 

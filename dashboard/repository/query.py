@@ -611,7 +611,11 @@ def _render(node: _Node, quote: Callable[[Term], str], *, near: bool, juxtapose:
 def _scan(node: _Node, columns: list[str], params: list[str]) -> str:
     if isinstance(node, Term):
         params.extend([node.text.translate(_ASCII_LOWER)] * len(columns))
-        found = [f"instr(lower(coalesce({col}, '')), ?) > 0" for col in columns]
+        if any(ch.isascii() and ch.isalpha() for ch in node.text):
+            found = [f"instr(lower(coalesce({col}, '')), ?) > 0" for col in columns]
+        else:
+            # Nothing to fold (CJK, digits): skip lower(), which copies every row's text.
+            found = [f"instr({col}, ?) > 0" for col in columns]
         return "(" + " OR ".join(found) + ")"
     if isinstance(node, _Near):
         node = _And(node.terms)

@@ -12,6 +12,7 @@ from typing import Any
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
+from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
 from dashboard.repository.readonly import classify, open_readonly
 from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
@@ -32,6 +33,7 @@ class StateReader:
     def __init__(self, home: HermesHome) -> None:
         self.home = home
         self._demo: bool | None = None
+        self._lineage = LineageCache()
 
     @property
     def path(self) -> Path:
@@ -94,7 +96,9 @@ class StateReader:
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
-            return search_sessions(snap.conn, snap.layout, request)
+            return search_sessions(
+                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+            )
 
     def search_facets(self) -> dict[str, list[str]]:
         """Sources and models present, for the search filters."""

@@ -18,28 +18,30 @@ pagination covers every matching session.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
+from dashboard.repository.lineage import Lineage, load_lineage
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.snippets import make_snippet, preview, readable, readable_tool_calls
 
-RANK_WINDOW = 20_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
-SORT_WINDOW = 5_000  # matches read for newest/oldest before bounding
+RANK_WINDOW = 10_000  # matches ranked by bm25 before the work is bounded (~25 ms here)
+PREFIX_RANK_WINDOW = 3_000  # bm25 over prefix expansions costs ~3x more per row
+SORT_WINDOW = 1_000  # matches read for newest/oldest before bounding
 SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
-SCAN_ROWS = 250_000  # messages one scan reads at most (~0.2 s here); then "search older"
+SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "search older"
 HITS_SHOWN = 3
 MAX_PER_PAGE = 100
 HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
 SORTS = ("relevance", "newest", "oldest")
 ROLES = ("user", "assistant", "tool", "system")
-CHAIN_DEPTH_LIMIT = 1_000
 
 
 @dataclass(frozen=True)
@@ -190,15 +192,21 @@ class SearchResult:
 
 
 def search_sessions(
-    conn: sqlite3.Connection, layout: Layout, request: SearchRequest
-) -> SearchResult:
-    """Run one search (or the recent-sessions browse for an empty query)."""
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest,
+    lineage: Lineage | None = None,
+) -> SearchResult:  # fmt: skip
+    """Run one search (or the recent-sessions browse for an empty query).
+
+    ``lineage`` is the session graph when the caller keeps one cached.
+    """
     began = time.perf_counter()
     parsed = parse_query(request.query)
+    if lineage is None:
+        lineage = load_lineage(conn, layout)
     if parsed.empty:
-        result = _recent(conn, layout, request)
+        result = _recent(conn, layout, request, lineage)
     else:
-        result = _matching(conn, layout, request, parsed)
+        result = _matching(conn, layout, request, parsed, lineage)
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
 
@@ -236,17 +244,20 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
         notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
         return [scan], notes
     word = _Route("unicode61", layout.word_index.name, parsed.fts_match("unicode61"))  # type: ignore[union-attr]
-    # Last resort when both indexes find nothing: text no index covers (tool-call
-    # arguments in old files, rows the current trigram index skips, JSON content).
-    return ([word, tri, scan] if tri else [word, scan]), notes
+    routes = [word, tri] if tri else [word]
+    if not layout.word_index_covers_tools:
+        # Old files index message text only: a term in tool-call arguments is
+        # found by scanning when the index has nothing.
+        routes.append(scan)
+    return routes, notes
 
 
 def _matching(
-    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, parsed: ParsedQuery
-) -> SearchResult:
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, parsed: ParsedQuery,
+    lineage: Lineage,
+) -> SearchResult:  # fmt: skip
     routes, notes = plan_routes(layout, parsed)
     notes = [*parsed.repairs, *notes]
-    parents = _parent_map(conn, layout)
     filters = _filters(layout, request)
     rows: list[tuple[int, str, float]] = []
     total = bounded = None
@@ -264,18 +275,19 @@ def _matching(
         )
 
     title_ids = _title_matches(conn, layout, parsed, request, filters)
-    groups = _group(rows, parents, request.group, title_ids)
+    groups = _group(rows, lineage, request.group, title_ids)
     page = _page(groups, request)
-    results = _cards(conn, layout, page, parents, parsed)
+    results = _cards(conn, layout, page, lineage, parsed)
     if bounded and route.table is None:
         notes.append(
             f"Scanned the {'oldest' if request.sort == 'oldest' else 'newest'} "
             f"{SCAN_ROWS:,} messages (no index can answer this query)."
         )
     elif bounded:
+        window = total - 1
         notes.append(
-            f"{total:,} messages match; to stay fast only the "
-            f"{'newest' if request.sort != 'oldest' else 'oldest'} {len(rows):,} were "
+            f"More than {window:,} messages match; to stay fast only the "
+            f"{'newest' if request.sort != 'oldest' else 'oldest'} {window:,} were "
             f"{'ranked' if request.sort == 'relevance' else 'read'}."
         )
     return SearchResult(
@@ -290,35 +302,52 @@ def _matching(
 def _fts(
     conn: sqlite3.Connection, route: _Route, request: SearchRequest, filters: _Filters
 ) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:
-    """Matching rows as (message id, session id, score), best first, within a bounded window."""
+    """Matching rows as (message id, session id, score), best first, within a bounded window.
+
+    Returns the rows, the match count (capped just above the window: an exact
+    count of a word in most messages costs more than the search; below it, the
+    rows that pass the filters), whether the window cut the matches, and the id
+    the window stops at.
+    """
     t = route.table
-    older = "" if request.older_than is None else f" AND {t}.rowid < {int(request.older_than)}"
-    total = conn.execute(
-        f"SELECT count(*) FROM {t} WHERE {t} MATCH ?{older}", (route.match,)
-    ).fetchone()[0]
-    window = RANK_WINDOW if request.sort == "relevance" else SORT_WINDOW
+    older = "" if request.older_than is None else f" AND rowid < {int(request.older_than)}"
+    window = _window(request, route)
     direction = "ASC" if request.sort == "oldest" else "DESC"
-    bound = ""
-    cutoff = None
-    bounded = total > window
-    if bounded:
-        # The window's far edge: the (window)th match in id order; counting rowids
-        # costs no bm25 scoring.
-        cutoff = conn.execute(
-            f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid {direction} "
-            f"LIMIT 1 OFFSET ?",
-            (route.match, window - 1),
-        ).fetchone()[0]
-        bound = f" AND {t}.rowid {'<=' if direction == 'ASC' else '>='} {int(cutoff)}"
-    score = f"{t}.rank" if request.sort == "relevance" else "0"
-    order = f"{t}.rank" if request.sort == "relevance" else f"{t}.rowid {direction}"
-    sql = (
-        f"SELECT m.id, m.session_id, {score} FROM {t} "
-        f"JOIN messages m ON m.id = {t}.rowid JOIN sessions s ON s.id = m.session_id "
-        f"WHERE {t} MATCH ?{older}{bound}{filters.sql} ORDER BY {order}"
-    )
-    rows = conn.execute(sql, (route.match, *filters.params)).fetchall()
+    # One walk in rowid order (no bm25 scoring) finds the window's far edge and
+    # whether anything lies beyond it.
+    edge = conn.execute(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid {direction} "
+        f"LIMIT 2 OFFSET ?",
+        (route.match, window - 1),
+    ).fetchall()
+    bounded = len(edge) == 2
+    cutoff = edge[0][0] if bounded else None
+    bound = "" if cutoff is None else f" AND rowid {'<=' if direction == 'ASC' else '>='} {cutoff}"
+    score = "rank" if request.sort == "relevance" else "0"
+    # Score inside the FTS table alone, then join, then sort here: ordering the
+    # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
+    rows = conn.execute(
+        f"SELECT m.id, m.session_id, r.score FROM "
+        f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
+        f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE 1{filters.sql}",
+        (route.match, *filters.params),
+    ).fetchall()
+    if request.sort == "relevance":
+        rows.sort(key=lambda r: (r[2], -r[0]))
+    else:
+        rows.sort(key=lambda r: r[0], reverse=direction == "DESC")
+    total = window + 1 if bounded else len(rows)
     return [tuple(r) for r in rows], total, bounded, cutoff
+
+
+def _window(request: SearchRequest, route: _Route) -> int:
+    """How many matches one request reads: fewer when each costs more to score."""
+    if request.sort != "relevance":
+        return SORT_WINDOW
+    if route.match and '"*' in route.match.replace(" ", ""):  # a prefix term: "deploy"*
+        return PREFIX_RANK_WINDOW
+    return RANK_WINDOW
 
 
 def _scan(
@@ -333,7 +362,9 @@ def _scan(
     wanted = ("content", "tool_name", "tool_calls")
     columns = [f"m.{c}" for c in wanted if c in layout.message_columns]
     where, params = parsed.scan_sql(columns)
-    low_id, high_id = conn.execute("SELECT min(id), max(id) FROM messages").fetchone()
+    # Two statements: min() and max() together defeat SQLite's one-seek optimisation.
+    low_id = conn.execute("SELECT min(id) FROM messages").fetchone()[0]
+    high_id = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
     if low_id is None:
         return [], 0, False, None
     upper = min(request.older_than, high_id + 1) if request.older_than else high_id + 1
@@ -421,8 +452,9 @@ def _title_matches(
     conds = ["s.id = ?"]
     params: list[object] = [request.query]
     if "title" in layout.session_columns and parsed.positive:
-        terms = [t.text.lower() for t in parsed.positive]
-        conds.append("(" + " AND ".join("instr(lower(s.title), ?) > 0" for _ in terms) + ")")
+        # LIKE folds ASCII case without copying every title (lower() would).
+        terms = ["%" + _like_escape(t.text) + "%" for t in parsed.positive]
+        conds.append("(" + " AND ".join("s.title LIKE ? ESCAPE '!'" for _ in terms) + ")")
         params.extend(terms)
     rows = conn.execute(
         f"SELECT s.id FROM sessions s WHERE ({' OR '.join(conds)}){filters.session_sql} "
@@ -444,32 +476,12 @@ class _Group:
     title_match: bool = False
 
 
-def _parent_map(conn: sqlite3.Connection, layout: Layout) -> dict[str, str]:
-    if "parent_session_id" not in layout.session_columns:
-        return {}
-    rows = conn.execute(
-        "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"
-    )
-    return {r[0]: r[1] for r in rows}
-
-
-def chain_root(session_id: str, parents: Mapping[str, str]) -> str:
-    """The topmost ancestor; safe against cycles and missing parents."""
-    seen = {session_id}
-    current = session_id
-    for _ in range(CHAIN_DEPTH_LIMIT):
-        parent = parents.get(current)
-        if parent is None or parent in seen:
-            return current
-        seen.add(parent)
-        current = parent
-    return current
-
-
 def _group(
-    rows: Iterable[tuple[int, str, float]], parents: Mapping[str, str], mode: str,
+    rows: Iterable[tuple[int, str, float]],
+    lineage: Lineage,
+    mode: str,
     title_ids: list[str],
-) -> list[_Group]:  # fmt: skip
+) -> list[_Group]:
     """Fold best-first rows into groups in order of their best row; title matches first."""
     groups: dict[str, _Group] = {}
     roots: dict[str, str] = {}
@@ -479,7 +491,7 @@ def _group(
             return sid
         root = roots.get(sid)
         if root is None:
-            root = roots[sid] = chain_root(sid, parents)
+            root = roots[sid] = lineage.root(sid)
         return root
 
     for sid in title_ids:
@@ -524,21 +536,26 @@ def _session_rows(
 def _first_user_messages(
     conn: sqlite3.Connection, layout: Layout, ids: list[str]
 ) -> dict[str, str]:
-    out = {}
-    visible = layout.visible_messages_sql("m")
-    for sid in ids:
-        row = conn.execute(
-            f"SELECT content FROM messages m WHERE m.session_id = ? AND m.role = 'user' "
-            f"AND {visible} ORDER BY m.id LIMIT 1",
-            (sid,),
-        ).fetchone()
-        if row:
-            out[sid] = decode_content(row[0])
-    return out
+    """Each session's first visible user message, in one statement.
+
+    The inner lookup walks (session_id, timestamp) in index order and stops at
+    the first user row, so it reads a handful of rows per session.
+    """
+    if not ids:
+        return {}
+    visible = layout.visible_messages_sql("x")
+    rows = conn.execute(
+        "SELECT m.session_id, m.content FROM messages m WHERE m.id IN ("
+        " SELECT (SELECT x.id FROM messages x WHERE x.session_id = j.value"
+        f"  AND x.role = 'user' AND {visible} ORDER BY x.timestamp, x.id LIMIT 1)"
+        " FROM json_each(?) j)",
+        (json.dumps(ids),),
+    ).fetchall()
+    return {sid: decode_content(content) for sid, content in rows}
 
 
 def _cards(
-    conn: sqlite3.Connection, layout: Layout, page: list[_Group], parents: Mapping[str, str],
+    conn: sqlite3.Connection, layout: Layout, page: list[_Group], lineage: Lineage,
     parsed: ParsedQuery | None,
 ) -> list[SessionResult]:  # fmt: skip
     if not page:
@@ -546,9 +563,9 @@ def _cards(
     wanted = [g.best_session for g in page] + [g.key for g in page]
     sessions = _session_rows(conn, layout, wanted)
     firsts = _first_user_messages(conn, layout, list(dict.fromkeys(wanted)))
+    activity = _chain_activity(conn, layout, {g.key: lineage.family(g.key) for g in page})
     hit_ids = [mid for g in page for mid, _ in g.hit_ids]
     messages = _message_rows(conn, hit_ids)
-    children = _children(parents)
     terms = parsed.highlight_terms() if parsed else []
     cards = []
     for g in page:
@@ -569,7 +586,7 @@ def _cards(
             session_id=s["id"], root_session_id=g.key, title=title,
             preview=preview(firsts.get(g.key) or firsts.get(s["id"]) or ""),
             source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
-            last_activity=_chain_activity(g.key, sessions, children, conn, layout),
+            last_activity=activity.get(g.key),
             message_count=s["message_count"], hit_count=g.hit_count, title_match=g.title_match,
             hits=hits,
         ))  # fmt: skip
@@ -587,38 +604,32 @@ def _message_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3
     return {r["id"]: r for r in rows}
 
 
-def _children(parents: Mapping[str, str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for child, parent in parents.items():
-        out.setdefault(parent, []).append(child)
-    return out
-
-
 def _chain_activity(
-    root: str, sessions: Mapping[str, sqlite3.Row], children: Mapping[str, list[str]],
-    conn: sqlite3.Connection, layout: Layout,
-) -> float | None:  # fmt: skip
-    """Latest activity across a root and its descendants."""
-    family = [root]
-    stack = [root]
-    while stack and len(family) < CHAIN_DEPTH_LIMIT:
-        for child in children.get(stack.pop(), []):
-            if child not in family:
-                family.append(child)
-                stack.append(child)
+    conn: sqlite3.Connection, layout: Layout, families: dict[str, list[str]]
+) -> dict[str, float | None]:
+    """Latest activity across each chain root and its descendants, in one statement."""
     cols = layout.session_columns
     parts = [c for c in ("last_activity_at", "ended_at", "started_at") if c in cols]
     expr = f"max({', '.join(f'coalesce({c}, 0)' for c in parts)})" if len(parts) > 1 else parts[0]
-    row = conn.execute(
-        f"SELECT max({expr}) FROM sessions WHERE id IN ({','.join('?' * len(family))})", family
-    ).fetchone()
-    return row[0] if row and row[0] else None
+    members = sorted({sid for family in families.values() for sid in family})
+    latest = dict(
+        conn.execute(
+            f"SELECT s.id, {expr} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+            (json.dumps(members),),
+        ).fetchall()
+    )
+    return {
+        root: max((latest.get(sid) or 0 for sid in family), default=0) or None
+        for root, family in families.items()
+    }
 
 
 # -- recent sessions (empty query) ------------------------------------------------------
 
 
-def _recent(conn: sqlite3.Connection, layout: Layout, request: SearchRequest) -> SearchResult:
+def _recent(
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, lineage: Lineage
+) -> SearchResult:
     filters = _filters(layout, request)
     roots_only = request.group == "chain" and "parent_session_id" in layout.session_columns
     where = "1" + (" AND s.parent_session_id IS NULL" if roots_only else "") + filters.session_sql
@@ -630,8 +641,7 @@ def _recent(conn: sqlite3.Connection, layout: Layout, request: SearchRequest) ->
         (*filters.session_params, request.per_page, (request.page - 1) * request.per_page),
     ).fetchall()
     groups = [_Group(r[0], r[0]) for r in rows]
-    parents = _parent_map(conn, layout)
-    results = _cards(conn, layout, groups, parents, None)
+    results = _cards(conn, layout, groups, lineage, None)
     return SearchResult(request, parse_query(""), "recent", results, total_sessions)
 
 
@@ -676,6 +686,10 @@ def _int_param(value: str | None, name: str, low: int, high: int) -> int | None:
     if not low <= number <= high:
         raise ValidationError(f"{name} must be between {low} and {high}")
     return number
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def with_page(request: SearchRequest, page: int) -> SearchRequest:
