@@ -32,8 +32,8 @@ from dashboard.repository.lineage import Lineage, load_lineage
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.snippets import make_snippet, preview, readable, readable_tool_calls
 
-RANK_WINDOW = 10_000  # matches ranked by bm25 before the work is bounded (~25 ms here)
-PREFIX_RANK_WINDOW = 3_000  # bm25 over prefix expansions costs ~3x more per row
+RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
+PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
 SORT_WINDOW = 1_000  # matches read for newest/oldest before bounding
 SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
 SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "search older"
