@@ -86,7 +86,13 @@ class PageWatch:
             "console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}")
         )
         page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
-        page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url} {r.failure}"))
+        # ERR_ABORTED is the browser cancelling a request because the page moved
+        # on (a navigation mid-load), not a request that failed.
+        page.on(
+            "requestfailed",
+            lambda r: "ERR_ABORTED" not in (r.failure or "")
+            and self.problems.append(f"failed: {r.url} {r.failure}"),
+        )
 
         def on_response(response) -> None:
             if response.status >= 400:

@@ -104,6 +104,8 @@ class DemoPlanner:
         self.made = 0
         self._ids: set[str] = set()
         self._titles: set[str] = set()
+        self._bases: set[str] = set()
+        self._chain_base: str | None = None
 
     # -- the stream -------------------------------------------------------------------
 
@@ -129,6 +131,9 @@ class DemoPlanner:
         remaining = self.target_sessions - self.made
         segments = max(1, min(segments, remaining))
         parent: PlannedSession | None = None
+        # Segments of one chain share a base title ("X", "X #2", …), made unique
+        # per conversation so two chains on one topic never interleave their names.
+        self._chain_base = self._unique_base(topic.title)
         for seg in range(segments):
             last = seg == segments - 1
             session = self._session(
@@ -202,7 +207,7 @@ class DemoPlanner:
         for turn in turns:
             messages.extend(turn)
         ended_at, end_reason = self._ending(clock, last, continuation_next=not last)
-        title = self._title(topic.title, segment if continuation else 0)
+        title = self._title(self._chain_base or topic.title, segment if continuation else 0)
         config: dict[str, object] = {"temperature": 0.7, "max_tokens": 8192}
         if lineage:
             config[lineage[0]] = lineage[1]
@@ -386,6 +391,14 @@ class DemoPlanner:
             if sid not in self._ids:
                 self._ids.add(sid)
                 return sid
+
+    def _unique_base(self, title: str) -> str:
+        base, n = title[:90], 2
+        while base in self._bases:
+            base = f"{title[:85]} ({n})"
+            n += 1
+        self._bases.add(base)
+        return base
 
     def _title(self, base: str, segment: int) -> str | None:
         if self.rng.random() < 0.12:
