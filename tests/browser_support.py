@@ -90,8 +90,10 @@ class PageWatch:
         # on (a navigation mid-load), not a request that failed.
         page.on(
             "requestfailed",
-            lambda r: "ERR_ABORTED" not in (r.failure or "")
-            and self.problems.append(f"failed: {r.url} {r.failure}"),
+            lambda r: (
+                "ERR_ABORTED" not in (r.failure or "")
+                and self.problems.append(f"failed: {r.url} {r.failure}")
+            ),
         )
 
         def on_response(response) -> None:

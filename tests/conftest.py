@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 from dashboard import create_app
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes
+from tests.llm_stub import StubLLM
 
 
 @pytest.fixture
@@ -43,3 +44,10 @@ def app(hermes_home: Path, tmp_path: Path) -> Flask:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture
+def llm_stub() -> Iterator[StubLLM]:
+    """A fast, well-behaved OpenAI-compatible server on loopback."""
+    with StubLLM() as stub:
+        yield stub

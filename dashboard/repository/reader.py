@@ -16,7 +16,12 @@ from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
 from dashboard.repository.readonly import classify, open_readonly
 from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
-from dashboard.repository.transcript import Transcript, chain_neighbours, load_transcript
+from dashboard.repository.transcript import (
+    Transcript,
+    chain_neighbours,
+    last_message_id,
+    load_transcript,
+)
 
 
 @dataclass(frozen=True)
@@ -104,3 +109,8 @@ class StateReader:
         """Sources and models present, for the search filters."""
         with self.snapshot() as snap:
             return session_facets(snap.conn, snap.layout)
+
+    def last_message_id(self, session_id: str) -> int:
+        """The newest message id of a session (what a cached summary depends on)."""
+        with self.snapshot() as snap:
+            return last_message_id(snap.conn, session_id)

@@ -194,19 +194,22 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def migrate(core: WriteCore, target: int = LATEST_VERSION) -> list[int]:
-    """Bring ``core``'s file up to ``target``; back it up first if it held data.
+def migrate(
+    core: WriteCore, target: int | None = None, migrations: Sequence[Migration] = MIGRATIONS
+) -> list[int]:
+    """Bring ``core``'s file up to ``target`` (default: the last of ``migrations``).
 
-    Each migration runs in its own write transaction together with the version
-    bump, so a crash leaves the file at a whole version. Returns the versions
-    applied.
+    The file is backed up first when it already held a Recall schema. Each
+    migration runs in its own write transaction together with the version bump
+    (kept in ``state_meta``, which every Recall file's first migration creates),
+    so a crash leaves the file at a whole version. Returns the versions applied.
     """
+    latest = migrations[-1].version
+    target = latest if target is None else target
     start = current_version(core.conn)
-    if start > LATEST_VERSION:
-        raise RuntimeError(
-            f"{core.path} was written by a newer Recall (schema {start} > {LATEST_VERSION})"
-        )
-    pending = [m for m in MIGRATIONS if start < m.version <= target]
+    if start > latest:
+        raise RuntimeError(f"{core.path} was written by a newer Recall (schema {start} > {latest})")
+    pending = [m for m in migrations if start < m.version <= target]
     if pending and start > 0:
         backup_before_migration(core, start)
     for migration in pending:

@@ -414,3 +414,13 @@ def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:
 
 def _segment(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "title": row.get("title"), "started_at": row.get("started_at")}
+
+
+def last_message_id(conn: sqlite3.Connection, session_id: str) -> int:
+    """The newest message id of a session (0 when it has none); NotFoundError if unknown."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise NotFoundError(f"session {session_id!r} does not exist")
+    row = conn.execute(
+        "SELECT max(id) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0] or 0)

@@ -23,7 +23,8 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -143,6 +144,12 @@ class WriteCore:
             self.retries += 1
             self._sleep(self._rng.uniform(RETRY_MIN_S, RETRY_MAX_S))
         raise AssertionError("unreachable: the last try raises")
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for a read that must not interleave with another thread's write."""
+        with self._lock:
+            yield self.conn
 
     # -- maintenance ----------------------------------------------------------------
 

@@ -10,8 +10,10 @@ from dashboard.repository.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
+from dashboard.web.summaries import get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -46,3 +48,14 @@ def session_messages(session_id: str):
         session_id, include_inactive=request.args.get("all") == "1"
     )
     return jsonify(transcript.to_json())
+
+
+@bp.get("/session_search")
+def session_search():
+    """The seed tool's session_search: stage 1, then a recap of each session (waits)."""
+    raw = request.args.get("limit", "").strip()
+    if raw and not (raw.isdigit() and 1 <= int(raw) <= 20):
+        raise ValidationError("limit must be a whole number from 1 to 20")
+    limit = int(raw) if raw else DEFAULT_TOOL_LIMIT
+    query = request.args.get("query", "")
+    return jsonify(session_search_result(get_reader(), get_summaries(), query, limit))

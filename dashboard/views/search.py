@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint, render_template, request
 
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.search import SearchRequest
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
+from dashboard.web.summaries import get_summaries, summaries_mode
 
 bp = Blueprint("search", __name__)
 
@@ -31,7 +32,21 @@ def index():
     response = render_page(
         "search.html", "_results.html", "results",
         search=search, result=result, error=error, facets=facets, args=request.args,
+        summaries=summaries_mode(request.args.get("summaries")),
     )  # fmt: skip
     if error:
         response.status_code = 400
     return response
+
+
+@bp.get("/summaries/<session_id>")
+def summary(session_id: str):
+    """Show one session's recap around the query (HTMX polls until it is ready)."""
+    q = request.args.get("q", "").strip()
+    service = get_summaries()
+    if request.htmx:
+        result = service.poll(session_id, q)
+        return render_template("_summary.html", session_id=session_id, q=q, summary=result)
+    # Without JavaScript: wait for it (the same bounded slots), then show a page.
+    (result,) = service.summarize_many([session_id], q)
+    return render_template("summary.html", session_id=session_id, q=q, summary=result)

@@ -1,0 +1,88 @@
+"""Recall's own data: the summary cache (and, later, USER.md revisions).
+
+A separate SQLite file (default ``<home>/recall/recall.db``) written through the
+same write core as Recall's state store: a user's ``state.db`` is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.schema import Migration, migrate
+from dashboard.repository.writecore import WriteCore
+
+
+def _v1_summary_cache(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute(
+        """
+        CREATE TABLE summary_cache (
+            home TEXT NOT NULL,            -- which state.db the session lives in
+            session_id TEXT NOT NULL,
+            query TEXT NOT NULL,           -- normalised search query
+            last_message_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (home, session_id, query, last_message_id, model)
+        )"""
+    )
+
+
+MIGRATIONS = (Migration(1, "summary cache", _v1_summary_cache),)
+
+
+@dataclass(frozen=True)
+class SummaryKey:
+    """What a cached summary depends on: a new message or another model is a new key."""
+
+    home: str
+    session_id: str
+    query: str
+    last_message_id: int
+    model: str
+
+
+@dataclass(frozen=True)
+class CachedSummary:
+    text: str
+    model: str
+    created_at: float
+
+
+class RecallData:
+    """Recall's own database file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.core = WriteCore(self.path)
+        try:
+            migrate(self.core, migrations=MIGRATIONS)
+        except BaseException:
+            self.core.close()
+            raise
+
+    def close(self) -> None:
+        self.core.close()
+
+    def cached_summary(self, key: SummaryKey) -> CachedSummary | None:
+        with self.core.reading() as conn:
+            row = conn.execute(
+                "SELECT summary, model, created_at FROM summary_cache WHERE home=? AND "
+                "session_id=? AND query=? AND last_message_id=? AND model=?",
+                (key.home, key.session_id, key.query, key.last_message_id, key.model),
+            ).fetchone()
+        return CachedSummary(row[0], row[1], row[2]) if row else None
+
+    def store_summary(self, key: SummaryKey, text: str, at: float | None = None) -> None:
+        when = time.time() if at is None else at
+        self.core.write(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO summary_cache VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key.home, key.session_id, key.query, key.last_message_id, key.model, text, when),
+            )
+        )
