@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--source", action="append", default=[], help="cli, telegram, cron, …")
     search.add_argument("--days", help="only the last N days")
     search.add_argument("--sort", default="relevance", help="relevance, newest or oldest")
+    search.add_argument("--summaries", action="store_true",
+                        help="recap each session with the model (RECALL_LLM_*), the seed "
+                        "tool's JSON shape")  # fmt: skip
+    search.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
     search.set_defaults(run=_search)
 
     serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
@@ -49,6 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
     serve.add_argument("--allow-remote", action="store_true",
                        help="allow --host to be a non-loopback address")  # fmt: skip
+    llm = serve.add_argument_group(
+        "summaries", "an OpenAI-compatible endpoint (or RECALL_LLM_BASE_URL/_MODEL/_API_KEY)"
+    )
+    llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:11434/v1")
+    llm.add_argument("--llm-model", help="model name sent to the endpoint")
+    llm.add_argument("--llm-timeout", type=float, help="seconds per call (default 30)")
+    llm.add_argument("--summary-concurrency", type=int, help="calls in flight, 1-5 (default 3)")
+    llm.add_argument(
+        "--summaries", choices=("auto", "button", "off"),
+        help="load summaries as cards scroll into view, on a click, or never",
+    )  # fmt: skip
     serve.set_defaults(run=_serve)
 
     args = parser.parse_args(argv)
@@ -85,6 +100,8 @@ def _search(args: argparse.Namespace) -> int:
     from dashboard.repository.search import SearchRequest
     from dashboard.repository.snippets import plain_snippet
 
+    if args.summaries:
+        return _search_with_summaries(args)
     params = {"q": args.query, "days": args.days, "sort": args.sort,
               "per_page": str(max(1, min(args.limit, 100)))}  # fmt: skip
     lists = {"role": args.role, "source": args.source}
@@ -111,12 +128,43 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search_with_summaries(args: argparse.Namespace) -> int:
+    import os
+
+    from dashboard.repository.home import resolve_home
+    from dashboard.repository.reader import StateReader
+    from dashboard.repository.recalldb import RecallData
+    from dashboard.summaries import SummaryService, session_search_result
+    from dashboard.summarizer import LLMConfig, Summarizer
+
+    home = resolve_home(args.home)
+    folder = Path(args.data_dir) if args.data_dir else home.root / "recall"
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {k.removeprefix("RECALL_"): v for k, v in os.environ.items() if k.startswith("RECALL_")}
+    service = SummaryService(
+        StateReader(home), RecallData(folder / "recall.db"), Summarizer(LLMConfig.from_mapping(env))
+    )
+    try:
+        answer = session_search_result(
+            service.reader, service, args.query, max(1, min(args.limit, 20))
+        )
+    finally:
+        service.close()
+    print(json.dumps(answer, ensure_ascii=False, indent=2))
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from dashboard.serve import serve
 
+    settings = {
+        "LLM_BASE_URL": args.llm_base_url, "LLM_MODEL": args.llm_model,
+        "LLM_TIMEOUT": args.llm_timeout, "SUMMARY_CONCURRENCY": args.summary_concurrency,
+        "SUMMARIES": args.summaries,
+    }  # fmt: skip
     return serve(
         home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
-        allow_remote=args.allow_remote,
+        allow_remote=args.allow_remote, settings={k: v for k, v in settings.items() if v},
     )  # fmt: skip
 
 

@@ -59,6 +59,7 @@ def serve(
     data_dir: str | None,
     allow_remote: bool,
     threads: int = 8,
+    settings: dict[str, object] | None = None,
 ) -> int:
     """Run the dashboard until interrupted."""
     import waitress
@@ -93,6 +94,7 @@ def serve(
             "DATA_DIR": str(plan.data_dir),
             "DEMO": plan.demo,
             "BIND_HOST": host,
+            **(settings or {}),
         }
     )
     shown = f"[{host}]" if ":" in host else host

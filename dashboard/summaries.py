@@ -81,6 +81,7 @@ class SummaryService:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.summarizer.close()
+        self.data.close()
 
     @property
     def enabled(self) -> bool:
@@ -91,19 +92,20 @@ class SummaryService:
     def poll(self, session_id: str, query: str) -> Summary | None:
         """The summary if known now; else start (or keep) a background job and return None."""
         key = self._key(session_id, query)
+        with self._lock:
+            self._forget_old()
+            job = self._jobs.get(key)
+        if job is not None:  # asked for before: this view is its first showing
+            return job[0].result() if job[0].done() else None
         cached = self._cached(key)
         if cached is not None:
             return cached
         if not self.enabled:
             return self._preview(session_id, query, "no summarization endpoint is configured")
         with self._lock:
-            self._forget_old()
-            job = self._jobs.get(key)
-            if job is None:
+            if key not in self._jobs:
                 self._jobs[key] = (self._pool.submit(self._compute, key, query), time.monotonic())
-                return None
-        future = job[0]
-        return future.result() if future.done() else None
+        return None
 
     # -- API and CLI: wait for every summary, bounded by the model slots -----------------
 

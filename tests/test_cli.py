@@ -52,3 +52,22 @@ def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
     kept = recall("demo", "--home", str(tmp_path / "d"), "--if-missing")
     assert kept.returncode == 0
+
+
+def test_search_with_summaries_is_the_tool_shape(hermes_home: Path, tmp_path: Path) -> None:
+    import os
+
+    from tests.llm_stub import StubLLM
+
+    with StubLLM() as stub:
+        out = subprocess.run(
+            [sys.executable, "-m", "dashboard.cli", "search", "pool", "--summaries", "--json",
+             "--home", str(hermes_home), "--data-dir", str(tmp_path / "data"), "--limit", "2"],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub"},
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        body = json.loads(out.stdout)
+        assert body["success"] and body["count"] == len(body["results"]) <= 2
+        assert all("summary" in r and r["when"] for r in body["results"])
+        assert len(stub.requests) == body["count"]

@@ -1,0 +1,53 @@
+"""Summaries in real Chromium: results first, then each card's recap fills in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from dashboard.repository.store import NewMessage, SessionStore
+from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.llm_stub import StubLLM
+
+
+@pytest.fixture(scope="module")
+def summarizing_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Server, StubLLM]]:
+    root = tmp_path_factory.mktemp("summaries")
+    with SessionStore(root / "home" / "state.db") as store:
+        for i in range(6):
+            sid = store.create_session("cli", title=f"Redis pool incident {i}")
+            store.append_messages(sid, [
+                NewMessage("user", f"redis pool exhausted on worker-{i}, ECONNREFUSED"),
+                NewMessage("assistant", "Share one BlockingConnectionPool per process."),
+            ])  # fmt: skip
+    with StubLLM(delay=1.5) as stub:
+        env = {"RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub-model"}
+        with running_server(["--home", str(root / "home")], root, env) as server:
+            yield server, stub
+
+
+def test_results_come_first_then_summaries_fill_in(summarizing_server, page) -> None:
+    server, stub = summarizing_server
+    watch = PageWatch()
+    watch.attach(page)
+    page.goto(server.url + "/?q=redis")
+    cards = page.locator("#results .card")
+    expect(cards).to_have_count(6)
+    # The model takes 1.5 s per call: the cards are there, their summaries are not.
+    assert page.locator(".summary-slot.done").count() == 0
+    assert page.locator(".summary-slot.pending").count() >= 1
+    expect(page.locator(".summary-slot.done").first).to_be_visible(timeout=15_000)
+    # Cards below the fold ask for their summary only when scrolled into view.
+    below = page.locator("#results .card").last.locator(".summary-slot")
+    assert "pending" in (below.get_attribute("class") or "")
+    page.locator("#results .card").last.scroll_into_view_if_needed()
+    expect(page.locator(".summary-slot.done")).to_have_count(6, timeout=20_000)
+    assert "Summary by stub-model" in page.locator(".summary-slot.done").first.inner_text()
+    assert stub.max_in_flight <= 3
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "search-summaries.png"), full_page=True)
+    assert watch.problems == []
