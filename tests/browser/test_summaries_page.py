@@ -11,6 +11,8 @@ from dashboard.repository.store import NewMessage, SessionStore
 from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 from tests.llm_stub import StubLLM
 
+SECRET = "sk-browser-test-never-shown-91c3"
+
 
 @pytest.fixture(scope="module")
 def summarizing_server(
@@ -25,7 +27,8 @@ def summarizing_server(
                 NewMessage("assistant", "Share one BlockingConnectionPool per process."),
             ])  # fmt: skip
     with StubLLM(delay=1.5) as stub:
-        env = {"RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub-model"}
+        env = {"RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub-model",
+               "RECALL_LLM_API_KEY": SECRET}  # fmt: skip
         with running_server(["--home", str(root / "home")], root, env) as server:
             yield server, stub
 
@@ -51,3 +54,7 @@ def test_results_come_first_then_summaries_fill_in(summarizing_server, page) -> 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "search-summaries.png"), full_page=True)
     assert watch.problems == []
+    # The key went to the model as a bearer token and nowhere else.
+    assert stub.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in page.content()
+    assert SECRET not in server.log.read_text()
