@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -114,3 +115,8 @@ class StateReader:
         """The newest message id of a session (what a cached summary depends on)."""
         with self.snapshot() as snap:
             return last_message_id(snap.conn, session_id)
+
+    def chain(self, session_id: str) -> Chain:
+        """The lineage of a session: every segment, classified, with its figures."""
+        with self.snapshot() as snap:
+            return load_chain(snap.conn, snap.layout, session_id)

@@ -1,0 +1,359 @@
+"""Compaction chains: a session's lineage, each edge classified, per-segment figures.
+
+When a conversation outgrows the context window Hermes ends the session with
+``end_reason='compression'`` and continues in a child whose ``parent_session_id``
+points back; branches, delegations (subagents) and resets hang off the same
+links (HERMES_FACTS, "Lineage"). :func:`load_chain` returns the whole family of
+any session — up to its root, down to every descendant — in two recursive
+queries that are safe against cycles and missing parents (a corrupt file must not
+hang the page) and bounded in depth.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard.repository.content import decode_content
+from dashboard.repository.errors import NotFoundError
+from dashboard.repository.layout import Layout
+
+MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
+MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
+SUMMARY_PREVIEW_CHARS = 280
+# A child may start a moment before its parent's end is recorded (clock skew,
+# rounding): within this many seconds it still counts as "after".
+TIMING_SLACK_S = 5.0
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+KINDS = ("root", "continuation", "branch", "delegation", "reset", "unknown")
+RESET_REASONS = ("session_reset", "new_session", "reset")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One session of a lineage, with the kind of link to its parent."""
+
+    session_id: str
+    parent_session_id: str | None
+    kind: str  # one of KINDS; "root" for the top of the family
+    depth: int
+    title: str | None = None
+    source: str | None = None
+    model: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    last_activity: float | None = None
+    end_reason: str | None = None
+    message_count: int = 0
+    tool_call_count: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+    cost_status: str | None = None
+    summary_preview: str | None = None  # opening of the compaction summary (continuations)
+    is_tip: bool = False
+
+    @property
+    def end(self) -> float | None:
+        """When the segment stopped (or its last activity, while open)."""
+        return self.ended_at or self.last_activity or self.started_at
+
+    @property
+    def span_s(self) -> float:
+        if self.started_at is None or self.end is None:
+            return 0.0
+        return max(0.0, self.end - self.started_at)
+
+    @property
+    def label(self) -> str:
+        return self.title or self.session_id
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A session's family: every segment, the continuation line through the focus."""
+
+    root: str
+    focus: str
+    tip: str
+    segments: tuple[Segment, ...]
+    line: tuple[str, ...]  # continuation line through the focus: first segment … tip
+    warnings: tuple[str, ...] = ()
+
+    def segment(self, session_id: str) -> Segment | None:
+        return next((s for s in self.segments if s.session_id == session_id), None)
+
+    def part_of(self, session_id: str) -> tuple[int, int] | None:
+        """``(n, m)``: the session is part n of the m-segment continuation line."""
+        if session_id not in self.line:
+            return None
+        return self.line.index(session_id) + 1, len(self.line)
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        """Figures of the continuation line (what one conversation cost)."""
+        return totals([s for s in self.segments if s.session_id in self.line])
+
+
+def totals(segments: list[Segment]) -> dict[str, Any]:
+    """Sums over segments; a cost total is None when no segment has a figure."""
+    starts = [s.started_at for s in segments if s.started_at is not None]
+    ends = [s.end for s in segments if s.end is not None]
+    est = [s.estimated_cost_usd for s in segments if s.estimated_cost_usd is not None]
+    act = [s.actual_cost_usd for s in segments if s.actual_cost_usd is not None]
+    return {
+        "segments": len(segments),
+        "compressions": sum(1 for s in segments if s.end_reason == "compression"),
+        "duration_s": (max(ends) - min(starts)) if starts and ends else 0.0,
+        "started_at": min(starts) if starts else None,
+        "ended_at": max(ends) if ends else None,
+        "messages": sum(s.message_count for s in segments),
+        "tool_calls": sum(s.tool_call_count for s in segments),
+        "tokens": {k: sum(s.tokens.get(k, 0) for s in segments) for k in TOKEN_KINDS},
+        "estimated_cost_usd": sum(est) if est else None,
+        "actual_cost_usd": sum(act) if act else None,
+        "unknown_cost_segments": sum(
+            1 for s in segments if s.estimated_cost_usd is None and s.actual_cost_usd is None
+        ),
+    }
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Chain:
+    """The lineage of ``session_id``; NotFoundError when the session does not exist."""
+    if "parent_session_id" not in layout.session_columns:
+        rows = _session_rows(conn, layout, [session_id])
+        if not rows:
+            raise NotFoundError(f"session {session_id!r} does not exist")
+        segment = _segment(rows[session_id], None, "root", 0, None)
+        return Chain(session_id, session_id, session_id, (segment,), (session_id,))
+    warnings: list[str] = []
+    root = _find_root(conn, session_id, warnings)
+    family = _descendants(conn, root, warnings)  # [(id, parent, depth)] in walk order
+    if session_id not in {sid for sid, _, _ in family}:
+        # The focus sits in a cycle the downward walk could not enter from the root.
+        family.append((session_id, None, 0))
+    rows = _session_rows(conn, layout, [sid for sid, _, _ in family])
+    if session_id not in rows:
+        raise NotFoundError(f"session {session_id!r} does not exist")
+    summaries = _first_messages(conn, layout, [sid for sid, parent, _ in family if parent])
+    segments = []
+    for sid, parent, depth in family:
+        row = rows.get(sid)
+        if row is None:
+            continue
+        parent_row = rows.get(parent) if parent else None
+        kind = "root" if parent is None or parent_row is None else classify(row, parent_row)
+        summary = summaries.get(sid) if kind == "continuation" else None
+        segments.append(_segment(row, parent if parent_row else None, kind, depth, summary))
+    line = _line_through(segments, session_id)
+    tip = line[-1]
+    segments = [_with_tip(s, s.session_id == tip) for s in _ordered(segments)]
+    return Chain(root, session_id, tip, tuple(segments), tuple(line), tuple(warnings))
+
+
+def classify(child: dict[str, Any], parent: dict[str, Any]) -> str:
+    """The kind of the link from ``parent`` to ``child`` (HERMES_FACTS, "Lineage")."""
+    markers = _markers(child.get("model_config"))
+    if "_branched_from" in markers:
+        return "branch"
+    if "_delegate_from" in markers or (
+        child.get("source") == "subagent" and parent.get("source") != "subagent"
+    ):
+        return "delegation"
+    if "_reset_from" in markers or parent.get("end_reason") in RESET_REASONS:
+        return "reset"
+    reason = parent.get("end_reason")
+    if reason == "compression":
+        ended, started = parent.get("ended_at"), child.get("started_at")
+        if ended is None or started is None or started >= ended - TIMING_SLACK_S:
+            return "continuation"
+        return "unknown"  # "continues" a session that had not ended yet
+    if reason == "branched":
+        return "branch"
+    return "unknown"
+
+
+def _find_root(conn: sqlite3.Connection, session_id: str, warnings: list[str]) -> str:
+    """Walk parent links upwards in one recursive query, stopping at a cycle or the bound."""
+    rows = conn.execute(
+        """
+        WITH RECURSIVE up(id, parent, depth, path) AS (
+            SELECT id, parent_session_id, 0, '/' || id || '/' FROM sessions WHERE id = ?
+            UNION ALL
+            SELECT s.id, s.parent_session_id, up.depth + 1, up.path || s.id || '/'
+            FROM up JOIN sessions s ON s.id = up.parent
+            WHERE up.depth < ? AND instr(up.path, '/' || s.id || '/') = 0
+        )
+        SELECT id, parent, depth, path FROM up ORDER BY depth
+        """,
+        (session_id, MAX_DEPTH),
+    ).fetchall()
+    if not rows:
+        raise NotFoundError(f"session {session_id!r} does not exist")
+    top_id, top_parent, depth, path = rows[-1]
+    if top_parent is None:
+        return top_id
+    if f"/{top_parent}/" in path:
+        warnings.append(
+            f"The parent links form a cycle ({top_id} → {top_parent}); the family is shown "
+            f"from {top_id}."
+        )
+    elif depth >= MAX_DEPTH:
+        warnings.append(f"The lineage is deeper than {MAX_DEPTH} sessions; it is cut there.")
+    else:
+        warnings.append(f"{top_id}'s parent {top_parent} is missing from this file.")
+    return top_id
+
+
+def _descendants(
+    conn: sqlite3.Connection, root: str, warnings: list[str]
+) -> list[tuple[str, str | None, int]]:
+    rows = conn.execute(
+        """
+        WITH RECURSIVE down(id, parent, depth, path) AS (
+            SELECT id, NULL, 0, '/' || id || '/' FROM sessions WHERE id = ?
+            UNION ALL
+            SELECT s.id, s.parent_session_id, down.depth + 1, down.path || s.id || '/'
+            FROM down JOIN sessions s ON s.parent_session_id = down.id
+            WHERE down.depth < ? AND instr(down.path, '/' || s.id || '/') = 0
+        )
+        SELECT id, parent, depth FROM down LIMIT ?
+        """,
+        (root, MAX_DEPTH, MAX_SEGMENTS + 1),
+    ).fetchall()
+    seen: set[str] = set()
+    out = []
+    for sid, parent, depth in rows:
+        if sid not in seen:  # a session reachable twice (corrupt links) is listed once
+            seen.add(sid)
+            out.append((sid, parent, depth))
+    if len(rows) > MAX_SEGMENTS:
+        warnings.append(
+            f"This family has more than {MAX_SEGMENTS:,} sessions; the rest are not shown."
+        )
+        out = out[:MAX_SEGMENTS]
+    return out
+
+
+_SESSION_COLUMNS = (
+    "title", "source", "model", "model_config", "started_at", "ended_at", "last_activity_at",
+    "end_reason", "message_count", "tool_call_count", "input_tokens", "output_tokens",
+    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd",
+    "actual_cost_usd", "cost_status",
+)  # fmt: skip
+
+
+def _session_rows(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> dict[str, dict]:
+    if not ids:
+        return {}
+    cols = ["s.id"] + [
+        f"s.{c}" if c in layout.session_columns else f"NULL AS {c}" for c in _SESSION_COLUMNS
+    ]
+    rows = conn.execute(
+        f"SELECT {', '.join(cols)} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+        (json.dumps(ids),),
+    ).fetchall()
+    names = ["id", *_SESSION_COLUMNS]
+    return {r[0]: dict(zip(names, r, strict=True)) for r in rows}
+
+
+def _first_messages(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> dict[str, str]:
+    """Opening of each session's first message (the compaction summary of a continuation)."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT m.session_id, substr(m.content, 1, 4000) FROM messages m WHERE m.id IN ("
+        " SELECT (SELECT x.id FROM messages x WHERE x.session_id = j.value"
+        "  ORDER BY x.timestamp, x.id LIMIT 1) FROM json_each(?) j)",
+        (json.dumps(ids),),
+    ).fetchall()
+    out = {}
+    for sid, content in rows:
+        text = " ".join(decode_content(content).split())
+        out[sid] = (
+            text if len(text) <= SUMMARY_PREVIEW_CHARS else text[:SUMMARY_PREVIEW_CHARS] + "…"
+        )
+    return out
+
+
+def _segment(
+    row: dict[str, Any], parent: str | None, kind: str, depth: int, summary: str | None
+) -> Segment:
+    return Segment(
+        session_id=row["id"], parent_session_id=parent, kind=kind, depth=depth,
+        title=row["title"], source=row["source"], model=row["model"],
+        started_at=row["started_at"], ended_at=row["ended_at"],
+        last_activity=row["last_activity_at"], end_reason=row["end_reason"],
+        message_count=row["message_count"] or 0, tool_call_count=row["tool_call_count"] or 0,
+        tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
+        estimated_cost_usd=row["estimated_cost_usd"], actual_cost_usd=row["actual_cost_usd"],
+        cost_status=row["cost_status"], summary_preview=summary,
+    )  # fmt: skip
+
+
+def _markers(model_config: Any) -> dict[str, Any]:
+    if not model_config:
+        return {}
+    try:
+        value = json.loads(model_config) if isinstance(model_config, str) else model_config
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _line_through(segments: list[Segment], focus: str) -> list[str]:
+    """The continuation line containing ``focus``: back to its first segment, on to the tip."""
+    by_id = {s.session_id: s for s in segments}
+    children: dict[str, list[Segment]] = {}
+    for s in segments:
+        if s.kind == "continuation" and s.parent_session_id:
+            children.setdefault(s.parent_session_id, []).append(s)
+    line = [focus]
+    current = by_id.get(focus)
+    while current and current.kind == "continuation" and current.parent_session_id in by_id:
+        if current.parent_session_id in line:
+            break
+        line.insert(0, current.parent_session_id)
+        current = by_id[current.parent_session_id]
+    tail = focus
+    while children.get(tail):
+        nxt = min(children[tail], key=lambda s: (s.started_at or 0, s.session_id))
+        if nxt.session_id in line:
+            break
+        line.append(nxt.session_id)
+        tail = nxt.session_id
+    return line
+
+
+def _ordered(segments: list[Segment]) -> list[Segment]:
+    """Depth-first from the root, children by start time: the order the picture draws."""
+    children: dict[str | None, list[Segment]] = {}
+    for s in segments:
+        children.setdefault(s.parent_session_id, []).append(s)
+    for kids in children.values():
+        kids.sort(key=lambda s: (s.kind != "continuation", s.started_at or 0, s.session_id))
+    out: list[Segment] = []
+    seen: set[str] = set()
+    stack = sorted(children.get(None, []), key=lambda s: s.started_at or 0, reverse=True)
+    while stack:
+        s = stack.pop()
+        if s.session_id in seen:
+            continue
+        seen.add(s.session_id)
+        out.append(s)
+        stack.extend(reversed(children.get(s.session_id, [])))
+    out.extend(s for s in segments if s.session_id not in seen)
+    return out
+
+
+def _with_tip(segment: Segment, is_tip: bool) -> Segment:
+    if segment.is_tip == is_tip:
+        return segment
+    from dataclasses import replace
+
+    return replace(segment, is_tip=is_tip)
