@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dashboard.repository.chains import classify
 from dashboard.repository.layout import Layout
 
 DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop walking
@@ -20,17 +21,52 @@ DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop 
 
 @dataclass(frozen=True)
 class Lineage:
-    """The parent of every session that has one, and the reverse map."""
+    """The parent of every session that has one, the reverse map, and each link's kind."""
 
     parents: Mapping[str, str]
     children: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # child id -> "continuation" | "branch" | "delegation" | "reset" | "unknown"
+    kinds: Mapping[str, str] = field(default_factory=dict)
+    starts: Mapping[str, float] = field(default_factory=dict)  # children's start times
 
     @classmethod
-    def from_parents(cls, parents: Mapping[str, str]) -> Lineage:
+    def from_parents(
+        cls, parents: Mapping[str, str], kinds: Mapping[str, str] | None = None,
+        starts: Mapping[str, float] | None = None,
+    ) -> Lineage:  # fmt: skip
         children: dict[str, list[str]] = {}
         for child, parent in parents.items():
             children.setdefault(parent, []).append(child)
-        return cls(dict(parents), {k: tuple(v) for k, v in children.items()})
+        return cls(dict(parents), {k: tuple(v) for k, v in children.items()},
+                   dict(kinds or {}), dict(starts or {}))  # fmt: skip
+
+    def line(self, session_id: str) -> list[str]:
+        """The continuation line through a session: its first segment … the tip."""
+        line = [session_id]
+        current = session_id
+        while self.kinds.get(current) == "continuation" and len(line) < DEPTH_LIMIT:
+            parent = self.parents[current]
+            if parent in line:
+                break
+            line.insert(0, parent)
+            current = parent
+        current = session_id
+        while len(line) < DEPTH_LIMIT:
+            nexts = [
+                c for c in self.children.get(current, ()) if self.kinds.get(c) == "continuation"
+            ]
+            if not nexts:
+                break
+            current = min(nexts, key=lambda c: (self.starts.get(c, 0.0), c))
+            if current in line:
+                break
+            line.append(current)
+        return line
+
+    def part_of(self, session_id: str) -> tuple[int, int] | None:
+        """``(n, m)`` when the session belongs to a continuation line of 2+ segments."""
+        line = self.line(session_id)
+        return (line.index(session_id) + 1, len(line)) if len(line) > 1 else None
 
     def root(self, session_id: str) -> str:
         """The topmost ancestor; safe against cycles and missing parents."""
@@ -61,13 +97,35 @@ class Lineage:
 EMPTY = Lineage({}, {})
 
 
+_EDGE_COLUMNS = ("source", "model_config", "started_at", "end_reason", "ended_at")
+
+
 def load_lineage(conn: sqlite3.Connection, layout: Layout) -> Lineage:
+    """Every parent link, each classified as :func:`chains.classify` does."""
     if "parent_session_id" not in layout.session_columns:
         return EMPTY
+    cols = layout.session_columns
+
+    def pick(alias: str) -> str:
+        return ", ".join(f"{alias}.{c}" if c in cols else "NULL" for c in _EDGE_COLUMNS)
+
     rows = conn.execute(
-        "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"
-    )
-    return Lineage.from_parents({r[0]: r[1] for r in rows})
+        f"SELECT c.id, c.parent_session_id, {pick('c')}, p.id, {pick('p')} "
+        "FROM sessions c LEFT JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE c.parent_session_id IS NOT NULL"
+    ).fetchall()
+    parents, kinds, starts = {}, {}, {}
+    width = len(_EDGE_COLUMNS)
+    for row in rows:
+        child = dict(zip(_EDGE_COLUMNS, row[2 : 2 + width], strict=True))
+        parents[row[0]] = row[1]
+        starts[row[0]] = child["started_at"] or 0.0
+        if row[2 + width] is None:
+            kinds[row[0]] = "unknown"  # the parent is missing from the file
+        else:
+            parent = dict(zip(_EDGE_COLUMNS, row[3 + width :], strict=True))
+            kinds[row[0]] = classify(child, parent)
+    return Lineage.from_parents(parents, kinds, starts)
 
 
 class LineageCache:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
@@ -120,3 +121,9 @@ class StateReader:
         """The lineage of a session: every segment, classified, with its figures."""
         with self.snapshot() as snap:
             return load_chain(snap.conn, snap.layout, session_id)
+
+    def chain_index(self, limit: int = 20) -> ChainIndex:
+        """The longest, most recent and most expensive compaction chains."""
+        with self.snapshot() as snap:
+            lineage = self._lineage.get(snap.conn, snap.layout)
+            return chain_index(snap.conn, snap.layout, lineage, limit)

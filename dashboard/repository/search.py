@@ -124,6 +124,7 @@ class SessionResult:
     hit_count: int
     title_match: bool = False
     hits: list[Hit] = field(default_factory=list)
+    chain_part: tuple[int, int] | None = None  # part n of an m-segment compaction chain
 
 
 @dataclass
@@ -170,6 +171,7 @@ class SearchResult:
                     "last_activity": r.last_activity,
                     "message_count": r.message_count,
                     "title_match": r.title_match,
+                    "chain_part": list(r.chain_part) if r.chain_part else None,
                     "hit_count": r.hit_count,
                     "hits": [
                         {
@@ -588,7 +590,7 @@ def _cards(
             source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
             last_activity=activity.get(g.key),
             message_count=s["message_count"], hit_count=g.hit_count, title_match=g.title_match,
-            hits=hits,
+            hits=hits, chain_part=lineage.part_of(s["id"]),
         ))  # fmt: skip
     return cards
 

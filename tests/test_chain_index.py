@@ -1,0 +1,101 @@
+"""Lineage kinds, part N of M, and the chain index (longest, recent, expensive)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.chain_index import chain_lines
+from dashboard.repository.home import HermesHome
+from dashboard.repository.reader import StateReader
+from dashboard.repository.store import NewMessage, SessionStore, Usage
+
+
+@pytest.fixture
+def reader(tmp_path: Path) -> StateReader:
+    """Three chains of 4, 2 and 1 segments, a branch and a delegation."""
+    with SessionStore(tmp_path / "state.db") as store:
+
+        def chain(prefix: str, segments: int, start: float, cost: float | None) -> list[str]:
+            ids = [
+                store.create_session(
+                    "cli", session_id=f"{prefix}0", started_at=start, title=f"{prefix} chain"
+                )
+            ]
+            for i in range(1, segments + 1):
+                store.append_messages(
+                    ids[-1], [NewMessage("user", f"{prefix} turn {i}", timestamp=start + i * 10)]
+                )
+                if cost is not None:
+                    store.record_usage(
+                        ids[-1], Usage(model="m", estimated_cost_usd=cost, cost_status="estimated")
+                    )
+                if i < segments:
+                    ids.append(
+                        store.compress(
+                            ids[-1], "summary", child_id=f"{prefix}{i}", at=start + i * 10 + 5
+                        )
+                    )
+            return ids
+
+        long_ids = chain("long", 4, 1000.0, None)
+        chain("pricey", 2, 5000.0, 3.0)
+        chain("single", 1, 9000.0, 0.5)
+        store.create_session(
+            "cli",
+            session_id="branch",
+            parent_session_id="long1",
+            started_at=1100.0,
+            model_config={"_branched_from": "long1"},
+        )
+        store.create_session(
+            "subagent",
+            session_id="helper",
+            parent_session_id="long2",
+            started_at=1200.0,
+            model_config={"_delegate_from": "long2"},
+        )
+        assert long_ids == ["long0", "long1", "long2", "long3"]
+    return StateReader(HermesHome(tmp_path))
+
+
+def test_lineage_kinds_and_parts(reader: StateReader) -> None:
+    with reader.snapshot() as snap:
+        lineage = reader._lineage.get(snap.conn, snap.layout)
+    assert lineage.kinds == {
+        "long1": "continuation",
+        "long2": "continuation",
+        "long3": "continuation",
+        "pricey1": "continuation",
+        "branch": "branch",
+        "helper": "delegation",
+    }
+    assert lineage.line("long2") == ["long0", "long1", "long2", "long3"]
+    assert lineage.part_of("long0") == (1, 4) and lineage.part_of("long3") == (4, 4)
+    assert lineage.part_of("branch") is None and lineage.part_of("single0") is None
+    assert sorted(map(tuple, chain_lines(lineage))) == [
+        ("long0", "long1", "long2", "long3"),
+        ("pricey0", "pricey1"),
+    ]
+
+
+def test_index_orders(reader: StateReader) -> None:
+    index = reader.chain_index()
+    assert index.total == 2
+    assert [c.root for c in index.longest] == ["long0", "pricey0"]
+    assert [c.root for c in index.recent] == ["pricey0", "long0"]
+    assert [c.root for c in index.expensive] == ["pricey0", "long0"]
+    pricey, long = index.expensive
+    assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
+    assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
+
+
+def test_search_cards_show_their_part(reader: StateReader) -> None:
+    from dashboard.repository.search import SearchRequest
+
+    result = reader.search(SearchRequest(query="turn", group="session", per_page=50))
+    parts = {r.session_id: r.chain_part for r in result.results}
+    assert parts["long2"] == (3, 4) and parts["single0"] is None
+    by_id = {r["session_id"]: r for r in result.to_json()["results"]}
+    assert by_id["long2"]["chain_part"] == [3, 4]
