@@ -1,0 +1,145 @@
+"""Chain pages at scale: a 500-segment chain and a home with 10k chains.
+
+Builds (bulk path) a home with 10,000 three-segment compaction chains and one
+chain of 500 segments, starts a real ``recall serve`` and times, over HTTP:
+
+* ``/chains/<id>`` for the middle of the 500-segment chain and for a 3-segment one;
+* ``/chains`` (longest, most recent, most expensive of all 10k chains).
+
+Baseline in the same run: the naive way to find a lineage, one query per hop
+(parent, then children of every segment), for the 500-segment chain; and the
+naive index, one children query per session.
+
+Targets: each page under 200 ms (p50/p95 reported).
+Usage: python bench/chains.py [--chains 10000] [--long 500] [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dashboard.repository.store import ImportSession, NewMessage, SessionStore, Usage  # noqa: E402
+from tests.browser_support import running_server  # noqa: E402
+
+
+def build_home(folder: Path, chains: int, long: int) -> tuple[str, str]:
+    """Write the home; return (a middle segment of the long chain, a short chain's root)."""
+
+    def segments(prefix: str, count: int, start: float):
+        at = start
+        for i in range(count):
+            sid = f"{prefix}-{i:03d}"
+            end = at + 600
+            yield ImportSession(
+                id=sid, source="cli", started_at=at, model="m", title=f"{prefix} part {i + 1}",
+                parent_session_id=f"{prefix}-{i - 1:03d}" if i else None,
+                ended_at=end if i < count - 1 else None,
+                end_reason="compression" if i < count - 1 else None,
+                messages=[NewMessage("user", f"{prefix} question {i}", timestamp=at + 1),
+                          NewMessage("assistant", "an answer", timestamp=at + 5)],
+                usage=[Usage(model="m", input_tokens=900, output_tokens=120,
+                             estimated_cost_usd=0.01, cost_status="estimated")],
+            )  # fmt: skip
+            at = end + 1
+
+    def everything():
+        yield from segments("long", long, 1.6e9)
+        for c in range(chains):
+            yield from segments(f"c{c:05d}", 3, 1.6e9 + 3600 * c)
+
+    with SessionStore(folder / "state.db") as store:
+        store.bulk_import(everything())
+    return f"long-{long // 2:03d}", "c00042-000"
+
+
+def naive_lineage(db: Path, session_id: str) -> int:
+    """One query per hop: up to the root, then children of each segment."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        current = session_id
+        while True:
+            row = conn.execute("SELECT parent_session_id FROM sessions WHERE id=?", (current,))
+            parent = row.fetchone()[0]
+            if parent is None:
+                break
+            current = parent
+        seen, stack = [current], [current]
+        while stack:
+            kids = conn.execute("SELECT id FROM sessions WHERE parent_session_id=?", (stack.pop(),))
+            for (kid,) in kids:
+                seen.append(kid)
+                stack.append(kid)
+        return len(seen)
+    finally:
+        conn.close()
+
+
+def timed(fn, rounds: int) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def report(name: str, samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p50 = statistics.median(ordered)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    print(f"{name:<34} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+    return p50, p95
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chains", type=int, default=10_000)
+    parser.add_argument("--long", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="recall-chains-bench-") as tmp:
+        work = Path(tmp)
+        t0 = time.perf_counter()
+        middle, short = build_home(work / "home", args.chains, args.long)
+        print(
+            f"built {args.chains:,} chains + one of {args.long} in {time.perf_counter() - t0:.0f} s"
+        )
+        db = work / "home" / "state.db"
+        with running_server(["--home", str(work / "home")], work) as srv:
+            with httpx.Client(base_url=srv.url, timeout=60) as client:
+                for path in (f"/chains/{middle}", f"/chains/{short}", "/chains"):
+                    client.get(path).raise_for_status()  # warm the page cache and lineage
+                long_ms = timed(
+                    lambda: client.get(f"/chains/{middle}").raise_for_status(), args.rounds
+                )
+                short_ms = timed(
+                    lambda: client.get(f"/chains/{short}").raise_for_status(), args.rounds
+                )
+                index_ms = timed(lambda: client.get("/chains").raise_for_status(), args.rounds)
+        naive_ms = timed(lambda: naive_lineage(db, middle), max(3, args.rounds // 3))
+    long50, long95 = report(f"/chains/<{args.long}-segment chain>", long_ms)
+    report("/chains/<3-segment chain>", short_ms)
+    idx50, idx95 = report(f"/chains (index of {args.chains:,})", index_ms)
+    naive50, _ = report("naive per-hop lineage (no page)", naive_ms)
+    ok = max(long95, idx95) < 200
+    print(
+        f"chain_p50_ms={long50:.1f} chain_p95_ms={long95:.1f} index_p50_ms={idx50:.1f} "
+        f"index_p95_ms={idx95:.1f} naive_lineage_p50_ms={naive50:.1f} "
+        f"{'PASS' if ok else 'SLOW'} (target < 200 ms)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
