@@ -23,6 +23,9 @@ from dashboard.repository.layout import Layout
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
 SUMMARY_PREVIEW_CHARS = 280
+SUMMARY_PREFIXES = ("[CONTEXT COMPACTION — REFERENCE ONLY]", "[CONTEXT SUMMARY]:")
+SUMMARY_END_MARKER = "--- END OF CONTEXT SUMMARY"
+BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
 # A child may start a moment before its parent's end is recorded (clock skew,
 # rounding): within this many seconds it still counts as "after".
 TIMING_SLACK_S = 5.0
@@ -274,11 +277,31 @@ def _first_messages(conn: sqlite3.Connection, layout: Layout, ids: list[str]) ->
     ).fetchall()
     out = {}
     for sid, content in rows:
-        text = " ".join(decode_content(content).split())
+        text = " ".join(summary_body(decode_content(content)).split())
         out[sid] = (
             text if len(text) <= SUMMARY_PREVIEW_CHARS else text[:SUMMARY_PREVIEW_CHARS] + "…"
         )
     return out
+
+
+def summary_body(text: str) -> str:
+    """A compaction summary without its marker and the boilerplate paragraph after it.
+
+    Hermes opens every summary with the same "Earlier turns were compacted into the
+    summary below…" paragraph; a preview of that says nothing about the segment.
+    """
+    stripped = text.lstrip()
+    for prefix in SUMMARY_PREFIXES:
+        if stripped.startswith(prefix):
+            stripped = stripped[len(prefix) :].lstrip()
+            break
+    else:
+        return text
+    stripped = stripped.split(SUMMARY_END_MARKER, 1)[0].rstrip()
+    head, sep, rest = stripped.partition("\n\n")
+    if sep and rest.strip() and len(head) <= BOILERPLATE_MAX_CHARS and "summary" in head.lower():
+        return rest
+    return stripped
 
 
 def _segment(

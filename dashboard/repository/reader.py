@@ -19,9 +19,11 @@ from dashboard.repository.overview import store_overview
 from dashboard.repository.readonly import classify, open_readonly
 from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
 from dashboard.repository.transcript import (
+    StitchedPart,
     Transcript,
     chain_neighbours,
     last_message_id,
+    load_stitched,
     load_transcript,
 )
 
@@ -127,3 +129,12 @@ class StateReader:
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.layout)
             return chain_index(snap.conn, snap.layout, lineage, limit)
+
+    def stitched(
+        self, session_id: str, include_inactive: bool = False
+    ) -> tuple[Chain, list[StitchedPart]]:
+        """The continuation line through a session as one conversation, with its chain."""
+        with self.snapshot() as snap:
+            chain = load_chain(snap.conn, snap.layout, session_id)
+            parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
+            return chain, parts

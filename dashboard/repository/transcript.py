@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dashboard.repository.chains import Chain, Segment
 from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.layout import Layout
@@ -230,6 +231,52 @@ def load_transcript(
                 (session_id,),
             ).fetchone()[0]
     return Transcript(session, messages, include_inactive, left_out)
+
+
+@dataclass(frozen=True)
+class StitchedPart:
+    """One segment of a stitched conversation: the summary that opens it, then its messages."""
+
+    part: int  # 1-based position on the continuation line
+    segment: Segment
+    transcript: Transcript  # the segment's messages, without the divider
+    divider: TranscriptMessage | None = None  # the compaction summary the segment starts with
+
+
+def load_stitched(
+    conn: sqlite3.Connection, layout: Layout, chain: Chain, *, include_inactive: bool = False
+) -> list[StitchedPart]:
+    """The continuation line of ``chain`` as one conversation, segment after segment.
+
+    Each continuation's opening compaction summary becomes its part's ``divider``
+    (it restates what came before, so it is not read as a message). A message is
+    listed once even if corrupt links put a session on the line twice; rows an
+    in-place compaction replaced or a rewind removed appear only with
+    ``include_inactive`` (flagged), as on the session page.
+
+    Args:
+        conn: a connection to the state.db (read-only is enough).
+        layout: what the file holds.
+        chain: the lineage (from :func:`~dashboard.repository.chains.load_chain`).
+        include_inactive: also return rewound and hidden rows, flagged.
+    """
+    parts: list[StitchedPart] = []
+    seen: set[int] = set()
+    for n, session_id in enumerate(chain.line, start=1):
+        segment = chain.segment(session_id)
+        if segment is None:
+            continue
+        found = load_transcript(conn, layout, session_id, include_inactive=include_inactive)
+        messages = [m for m in found.messages if m.id not in seen]
+        seen.update(m.id for m in messages)
+        divider = None
+        first = next((m for m in messages if not m.hidden), None)
+        if first is not None and first.is_compaction_summary:
+            divider = first
+            messages.remove(first)
+        body = Transcript(found.session, tuple(messages), include_inactive, found.left_out)
+        parts.append(StitchedPart(n, segment, body, divider))
+    return parts
 
 
 def chain_neighbours(conn: sqlite3.Connection, layout: Layout, session_id: str) -> dict[str, Any]:

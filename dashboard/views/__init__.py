@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from flask import Flask
 
-from dashboard.views import api, health, overview, search, sessions
+from dashboard.views import api, chains, health, overview, search, sessions
 
 # (endpoint, label): the menu shows only screens that are registered.
-NAVIGATION: list[tuple[str, str]] = [("search.index", "Search"), ("overview.index", "Overview")]
+NAVIGATION: list[tuple[str, str]] = [
+    ("search.index", "Search"),
+    ("chains.index", "Chains"),
+    ("overview.index", "Overview"),
+]
 
 
 def register_blueprints(app: Flask) -> None:
@@ -16,4 +20,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(api.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(sessions.bp)
+    app.register_blueprint(chains.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

@@ -59,3 +59,47 @@ def session_search():
     limit = int(raw) if raw else DEFAULT_TOOL_LIMIT
     query = request.args.get("query", "")
     return jsonify(session_search_result(get_reader(), get_summaries(), query, limit))
+
+
+@bp.get("/chains/<session_id>")
+def chain(session_id: str):
+    """Return a session's lineage: every segment with its kind and figures, and line totals."""
+    found = get_reader().chain(session_id)
+    return jsonify(
+        {
+            "root": found.root,
+            "tip": found.tip,
+            "focus": found.focus,
+            "line": list(found.line),
+            "warnings": list(found.warnings),
+            "nodes": [
+                {
+                    "session_id": s.session_id,
+                    "parent_session_id": s.parent_session_id,
+                    "kind": s.kind,
+                    "depth": s.depth,
+                    "part": (found.part_of(s.session_id) or (None,))[0],
+                    "is_tip": s.is_tip,
+                    "title": s.title,
+                    "source": s.source,
+                    "model": s.model,
+                    "started_at": s.started_at,
+                    "ended_at": s.ended_at,
+                    "end_reason": s.end_reason,
+                    "message_count": s.message_count,
+                    "tool_call_count": s.tool_call_count,
+                    "input_tokens": s.tokens.get("input", 0),
+                    "output_tokens": s.tokens.get("output", 0),
+                    "cache_read_tokens": s.tokens.get("cache_read", 0),
+                    "cache_write_tokens": s.tokens.get("cache_write", 0),
+                    "reasoning_tokens": s.tokens.get("reasoning", 0),
+                    "estimated_cost_usd": s.estimated_cost_usd,
+                    "actual_cost_usd": s.actual_cost_usd,
+                    "cost_status": s.cost_status,
+                    "summary_preview": s.summary_preview,
+                }
+                for s in found.segments
+            ],
+            "totals": found.totals,
+        }
+    )

@@ -18,13 +18,15 @@ def show(session_id: str):
     """Show a session's transcript, with the terms of ``q`` marked."""
     q = request.args.get("q", "").strip()
     include_inactive = request.args.get("all") == "1"
-    transcript = get_reader().transcript(session_id, include_inactive=include_inactive)
+    reader = get_reader()
+    transcript = reader.transcript(session_id, include_inactive=include_inactive)
+    chain = reader.chain(session_id)
     terms = highlight_terms(q)
     matches = [m for m in transcript.messages if mentions(m.search_text, terms)] if terms else []
     return render_page(
         "session.html", "_transcript.html", "transcript",
         transcript=transcript, session=transcript.session, q=q, terms=terms, matches=matches,
-        include_inactive=include_inactive,
+        include_inactive=include_inactive, chain_part=chain.part_of(session_id),
     )  # fmt: skip
 
 

@@ -43,6 +43,35 @@ def usd(amount: float | None) -> str:
     return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
 
 
+def duration(seconds: float | None) -> str:
+    """A time span a person reads at a glance: ``42 s``, ``12 min``, ``3 h 05 min``, ``2 d 4 h``."""
+    if seconds is None:
+        return "—"
+    s = int(round(max(0.0, seconds)))
+    if s < 60:
+        return f"{s} s"
+    minutes = s // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def compact_number(n: int | float | None) -> str:
+    """A count in three significant figures: ``812``, ``48.2k``, ``1.31M``."""
+    if n is None:
+        return "—"
+    value = float(n)
+    for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            scaled = value / limit
+            return f"{scaled:.3g}{suffix}" if scaled < 1000 else f"{scaled:,.0f}{suffix}"
+    return f"{value:,.0f}"
+
+
 def filesize(n: int | float | None) -> str:
     if n is None:
         return "—"
@@ -66,6 +95,8 @@ def url_with(**changes: object) -> str:
 
 
 def init_app(app: Flask) -> None:
+    from dashboard.web.lineage_svg import render_chain_svg  # it uses the filters above
+
     app.add_template_global(url_with)
     app.add_template_filter(isotime)
     app.add_template_filter(shortdate)
@@ -73,6 +104,9 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(clock)
     app.add_template_filter(localday)
     app.add_template_filter(usd)
+    app.add_template_filter(duration)
+    app.add_template_filter(compact_number)
+    app.add_template_global(render_chain_svg, "chain_svg")
     app.add_template_filter(markdown.render_markdown, "markdown")
     app.add_template_filter(markdown.highlight)
     app.add_template_filter(markdown.highlight_text)

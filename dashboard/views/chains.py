@@ -1,0 +1,38 @@
+"""Chains: a session's compaction lineage drawn as a timeline, and stitched into one transcript."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from dashboard.repository.chains import totals
+from dashboard.web.htmx import render_page
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("chains", __name__)
+
+@bp.get("/chains")
+def index():
+    """List the longest, the most recent and the most expensive chains."""
+    index = get_reader().chain_index()
+    return render_page("chains.html", "_chains_index.html", "chains-index", index=index)
+
+
+@bp.get("/chains/<session_id>")
+def show(session_id: str):
+    """Show a session's chain: the timeline picture, every segment's figures, totals."""
+    chain = get_reader().chain(session_id)
+    return render_page(
+        "chain.html", "_chain.html", "chain",
+        chain=chain, family_totals=totals(list(chain.segments)),
+    )  # fmt: skip
+
+
+@bp.get("/chains/<session_id>/transcript")
+def transcript(session_id: str):
+    """Show the chain's continuation line as one conversation (``all=1``: inactive rows too)."""
+    include_inactive = request.args.get("all") == "1"
+    chain, parts = get_reader().stitched(session_id, include_inactive=include_inactive)
+    return render_page(
+        "chain_transcript.html", "_stitched.html", "stitched",
+        chain=chain, parts=parts, include_inactive=include_inactive,
+    )  # fmt: skip

@@ -1,0 +1,305 @@
+"""The chain page, its picture, the stitched transcript and the chain API."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from contextlib import closing
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.repository.chains import Chain, Segment
+from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.web.lineage_svg import render_chain_svg
+from tests import hermes_shapes as shapes
+from tests.conftest import make_app
+from tests.test_chains import SEGMENTS, T0, ChainHome, build_chain_home
+from tests.test_views_sessions import IMG, SCRIPT, assert_inert
+
+EVIL = f"Refactor {SCRIPT} {IMG}"
+
+
+@pytest.fixture
+def chain_home(tmp_path: Path) -> ChainHome:
+    return build_chain_home(tmp_path / "home", title=EVIL)
+
+
+@pytest.fixture
+def chain_client(chain_home: ChainHome, tmp_path: Path) -> FlaskClient:
+    return make_app(chain_home.home, tmp_path / "data").test_client()
+
+
+def page(client: FlaskClient, path: str, **headers: str) -> str:
+    response = client.get(path, headers=headers)
+    assert response.status_code == 200, (path, response.status_code)
+    return response.get_data(as_text=True)
+
+
+def svg_of(html: str) -> str:
+    start = html.index("<svg")
+    return html[start : html.index("</svg>", start) + 6]
+
+
+class SvgLinks(HTMLParser):
+    """Each ``<a>`` of the picture: its href, classes and the text of its first ``<title>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[dict[str, str]] = []
+        self._in_a = False
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "a":
+            self._in_a = True
+            self.links.append({"href": a.get("href") or "", "class": a.get("class") or "",
+                               "title": ""})  # fmt: skip
+        elif tag == "title" and self._in_a and not self.links[-1]["title"]:
+            self._in_title = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_a = False
+        elif tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.links[-1]["title"] += data
+
+
+def links_of(svg: str) -> list[dict[str, str]]:
+    parser = SvgLinks()
+    parser.feed(svg)
+    return parser.links
+
+
+def test_chain_page_draws_every_segment_as_a_linked_bar(
+    chain_client: FlaskClient, chain_home: ChainHome
+) -> None:
+    focus = chain_home.line[4]
+    html = page(chain_client, f"/chains/{focus}")
+    svg = svg_of(html)
+    assert 'role="img"' in svg and 'aria-labelledby="chain-svg-title chain-svg-desc"' in svg
+    assert '<title id="chain-svg-title">' in svg and '<desc id="chain-svg-desc">' in svg
+
+    links = links_of(svg)
+    everyone = [*chain_home.line, chain_home.branch_tip, chain_home.branch_mid, chain_home.delegate]
+    assert [link["href"] for link in links] == [f"/sessions/{sid}" for sid in everyone]
+    assert svg.count('<rect class="bar ') == len(everyone)
+    # Each bar's tooltip carries its figures; an unknown cost is "unknown", never $0.
+    fifth = links[4]["title"]
+    assert "part 5 of 12 · continuation" in fifth and "messages 5 · tool calls 1" in fifth
+    assert "input 1,000 · output 100" in fifth and "estimated unknown · actual unknown" in fifth
+    assert "(30 min)" in fifth and "ended: compression" in fifth
+    assert "estimated $0.0500" in links[-1]["title"] and "delegation" in links[-1]["title"]
+    assert "$0.00" not in svg
+
+    # The focus row is highlighted, the tip marked, off-line rows set apart.
+    assert [link["href"] for link in links if "is-focus" in link["class"].split()] == [
+        f"/sessions/{focus}"
+    ]
+    assert [link["href"] for link in links if "is-tip" in link["class"].split()] == [
+        f"/sessions/{chain_home.line[-1]}"
+    ]
+    assert svg.count('class="row-focus"') == 2  # the row and its legend swatch
+    assert svg.count('class="tip-ring"') == 2 and ">tip</text>" in svg
+    assert sum("off-line" in link["class"] for link in links) == 3
+
+    # Connectors: one per link to a parent, each kind its own class; a legend for all.
+    edges = re.findall(r'<path class="edge edge-(\w+)"', svg)
+    assert sorted(edges) == sorted(["continuation"] * 11 + ["branch"] * 2 + ["delegation"])
+    for kind in ("continuation", "branch", "delegation", "reset", "unknown"):
+        assert f'<line class="edge edge-{kind}"' in svg
+    assert "tip (latest segment)" in svg and "this session" in svg
+
+    # Time axis: round times of day across the family's six hours.
+    ticks = re.findall(r'<text class="axis-text"[^>]*>([^<]+)</text>', svg)
+    assert len(ticks) >= 4 and all(re.search(r"\d\d:\d\d$", t) for t in ticks)
+
+
+def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: ChainHome) -> None:
+    html = page(chain_client, f"/chains/{chain_home.line[4]}")
+    assert "part 5 of 12" in html and "15 sessions in the whole family" in html
+    assert f'href="/chains/{chain_home.line[4]}/transcript#part-5"' in html
+    assert f'href="/api/chains/{chain_home.line[4]}"' in html
+    table = html[html.index('<table class="grid chain-segments">') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r'<tr class="seg-row seg-(\w+)([^"]*)"', table)
+    assert len(rows) == SEGMENTS + 3
+    assert [kind for kind, _ in rows].count("continuation") == SEGMENTS - 1
+    assert sum("is-focus" in extra for _, extra in rows) == 1
+    assert table.count('href="/sessions/') == SEGMENTS + 3
+    assert "Part 4 covered step 4." in table and "30 min" in table
+    assert 'title="No price was known">unknown</span>' in table and "$0.0500" in table
+
+    totals = html[html.index('<table class="grid narrow chain-totals">') :]
+    totals = totals[: totals.index("</table>")]
+
+    def row(label: str) -> list[str]:
+        cells = re.search(rf"<th scope=\"row\">{label}</th>(.*?)</tr>", totals, re.S).group(1)
+        return [
+            re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", cells)
+        ]
+
+    assert row("Segments") == ["12", "15"]
+    assert row("Compressions") == ["11", "11"]
+    assert row("Messages") == [
+        str(SEGMENTS * 4 + SEGMENTS - 1),
+        str(SEGMENTS * 4 + SEGMENTS - 1 + 12),
+    ]
+    assert row("Duration") == ["5 h 59 min", "6 h 00 min"]
+    assert row("Input tokens") == ["12,000", "12,000"]
+    assert row("Estimated cost") == ["unknown", "$0.0500"]
+    assert row("Actual cost") == ["unknown", "unknown"]
+
+
+def test_untrusted_titles_stay_text_in_the_picture_and_the_page(
+    chain_client: FlaskClient, chain_home: ChainHome
+) -> None:
+    for path in (f"/chains/{chain_home.line[0]}", f"/chains/{chain_home.line[0]}/transcript",
+                 f"/sessions/{chain_home.line[0]}"):  # fmt: skip
+        html = page(chain_client, path)
+        assert_inert(html)
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    svg = svg_of(page(chain_client, f"/chains/{chain_home.line[0]}"))
+    assert "<script" not in svg and "<img" not in svg
+    assert "Refactor &lt;script&gt;" in svg
+    assert "style=" not in svg  # the CSP allows no inline style; classes only
+
+
+def test_unknown_ids_are_404(chain_client: FlaskClient) -> None:
+    for path in ("/chains/nope", "/chains/nope/transcript"):
+        response = chain_client.get(path)
+        assert response.status_code == 404
+        assert "nope" in response.get_data(as_text=True)
+    response = chain_client.get("/api/chains/nope")
+    assert response.status_code == 404 and "nope" in response.get_json()["error"]
+
+
+def test_htmx_request_for_the_chain_gets_only_the_partial(
+    chain_client: FlaskClient, chain_home: ChainHome
+) -> None:
+    path = f"/chains/{chain_home.line[1]}"
+    full = page(chain_client, path)
+    partial = page(chain_client, path, **{"HX-Request": "true", "HX-Target": "chain"})
+    assert "<html" in full and "<html" not in partial
+    assert partial.lstrip().startswith('<section id="chain"')
+    assert svg_of(partial) == svg_of(full)
+
+
+def test_stitched_transcript_page(chain_client: FlaskClient, chain_home: ChainHome) -> None:
+    html = page(chain_client, f"/chains/{chain_home.line[2]}/transcript")
+    assert html.count('<section class="stitch-part') == SEGMENTS
+    assert html.count('<details class="compaction stitch-summary"') == SEGMENTS - 1
+    ids = re.findall(r'id="m(\d+)"', html)
+    assert len(ids) == len(set(ids)) == SEGMENTS * 4 + SEGMENTS - 1
+    assert 'class="msg role-user is-summary' not in html  # summaries are dividers only
+    assert html.index("step 1: run the tests") < html.index("step 12: run the tests")
+    assert 'stitch-part is-focus" id="part-3"' in html
+    assert "Try the other approach" not in html  # a branch is another conversation
+
+
+def test_stitched_transcript_shows_inactive_rows_only_when_asked(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    shown = page(client, f"/chains/{shapes.S_CONT1}/transcript")
+    everything = page(client, f"/chains/{shapes.S_CONT1}/transcript?all=1")
+    assert shapes.REWOUND_WORD not in shown and "Show 1 rewound or hidden row" in shown
+    assert shapes.REWOUND_WORD in everything and "inactive · rewound" in everything
+    assert "Hide rewound and hidden rows" in everything
+    assert shown.count('class="stitch-part') == 3
+
+
+def test_chain_api_shape(chain_client: FlaskClient, chain_home: ChainHome) -> None:
+    body = chain_client.get(f"/api/chains/{chain_home.line[3]}").get_json()
+    assert body["root"] == chain_home.line[0] and body["tip"] == chain_home.line[-1]
+    assert body["line"] == chain_home.line and body["warnings"] == []
+    assert len(body["nodes"]) == SEGMENTS + 3
+    keys = {"session_id", "parent_session_id", "kind", "started_at", "ended_at", "end_reason",
+            "message_count", "input_tokens", "output_tokens", "estimated_cost_usd",
+            "actual_cost_usd"}  # fmt: skip
+    assert all(keys <= set(node) for node in body["nodes"])
+    by_id = {n["session_id"]: n for n in body["nodes"]}
+    assert by_id[chain_home.delegate]["kind"] == "delegation"
+    assert by_id[chain_home.delegate]["estimated_cost_usd"] == pytest.approx(0.05)
+    assert by_id[chain_home.line[1]]["parent_session_id"] == chain_home.line[0]
+    assert by_id[chain_home.line[1]]["estimated_cost_usd"] is None
+    assert by_id[chain_home.line[0]]["started_at"] == T0
+    assert body["totals"]["compressions"] == SEGMENTS - 1
+    assert body["totals"]["estimated_cost_usd"] is None
+    assert body["totals"]["messages"] == SEGMENTS * 4 + SEGMENTS - 1
+
+
+def test_session_page_says_which_part_it_is(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    html = page(client, f"/sessions/{shapes.S_CONT1}")
+    assert f'href="/chains/{shapes.S_CONT1}"' in html and "chain: part 2 of 3" in html
+    assert "chain: part 1 of 1" in page(client, f"/sessions/{shapes.S_CRON}")
+    chain = page(client, f"/chains/{shapes.S_SUBAGENT}")
+    assert "off the continuation line" in chain and "part 1 of 1" in chain
+
+
+def test_picture_of_one_segment_and_of_two_hundred(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with SessionStore(home / "state.db") as store:
+        store.create_session("cli", session_id="solo", started_at=T0, title="Alone")
+        store.append_messages("solo", [NewMessage("user", "hi", timestamp=T0 + 1)])
+        last = store.create_session("cli", session_id="long-000", started_at=T0)
+        for i in range(1, 200):
+            last = store.compress(last, f"summary {i}", child_id=f"long-{i:03d}", at=T0 + i * 600)
+    client = make_app(home, tmp_path / "data").test_client()
+
+    solo = svg_of(page(client, "/chains/solo"))
+    assert len(links_of(solo)) == 1 and "part 1 of 1" in solo
+    assert re.search(r'<rect class="bar bar-root" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', solo)
+
+    big = page(client, "/chains/long-100")
+    svg = svg_of(big)
+    links = links_of(svg)
+    assert len(links) == 200 and "part 101 of 200" in big
+    height = int(re.search(r'viewBox="0 0 \d+ (\d+)"', svg).group(1))
+    assert 200 * 16 <= height <= 200 * 18 + 120  # rows stay 16-18 px: the picture grows
+    widths = [
+        float(w)
+        for w in re.findall(r'<rect class="bar [^"]*" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', svg)
+    ]
+    assert len(widths) == 200 and min(widths) >= 4  # every bar visible and clickable
+    # Thirty-three hours: the axis labels days and times without crowding.
+    ticks = re.findall(r'<text class="axis-text" x="([\d.]+)"', svg)
+    xs = [float(x) for x in ticks]
+    assert 3 <= len(xs) <= 12 and all(b - a >= 100 for a, b in zip(xs, xs[1:], strict=False))
+
+
+def test_render_chain_svg_takes_a_url_builder_and_tolerates_missing_times() -> None:
+    segs = (
+        Segment("a", None, "root", 0, title="A", started_at=None),
+        Segment("b", "a", "reset", 1, started_at=None, is_tip=True),
+        Segment("c", "a", "unknown", 1, started_at=100.0, ended_at=50.0),
+    )
+    chain = Chain("a", "a", "b", segs, ("a",))
+    svg = str(render_chain_svg(chain, lambda sid: f"/x/{sid}?a=1&b=2"))
+    assert 'href="/x/a?a=1&amp;b=2"' in svg
+    assert '<path class="edge edge-reset"' in svg and '<path class="edge edge-unknown"' in svg
+    assert "nan" not in svg.lower().replace("unknown", "")
+
+
+def test_chain_api_for_a_damaged_file_names_the_problem(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with SessionStore(home / "state.db") as store:
+        store.create_session("cli", session_id="A", started_at=T0)
+        store.create_session("cli", session_id="B", started_at=T0 + 10, parent_session_id="A")
+    with closing(sqlite3.connect(home / "state.db")) as conn, conn:
+        conn.execute("UPDATE sessions SET parent_session_id='B' WHERE id='A'")
+    body = make_app(home, tmp_path / "data").test_client().get("/api/chains/A").get_json()
+    assert any("cycle" in w for w in body["warnings"])
+    assert {n["session_id"] for n in body["nodes"]} == {"A", "B"}
