@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 
-_FIGURES = ("title", "source", "model", "started_at", "ended_at", "last_activity_at",
-            "message_count", "estimated_cost_usd", "actual_cost_usd")  # fmt: skip
-
 
 @dataclass(frozen=True)
 class ChainSummary:
@@ -63,42 +60,56 @@ def chain_index(
 ) -> ChainIndex:
     """Top ``limit`` chains by segments, by last activity, and by cost."""
     lines = chain_lines(lineage)
-    members = [sid for line in lines for sid in line]
+    membership = {sid: n for n, line in enumerate(lines) for sid in line}
     cols = layout.session_columns
-    pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in _FIGURES)
-    rows = {
-        r[0]: dict(zip(_FIGURES, r[1:], strict=True))
-        for r in conn.execute(
-            f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
-            (json.dumps(members),),
-        )
+
+    def col(name: str) -> str:
+        return f"s.{name}" if name in cols else "NULL"
+
+    activity = ", ".join(col(c) for c in ("last_activity_at", "ended_at", "started_at"))
+    # One pass in SQL sums every line: json_each maps each member to its line.
+    sums = conn.execute(
+        f"SELECT j.value, min({col('started_at')}), max(coalesce({activity})), "
+        f"sum(coalesce({col('message_count')}, 0)), sum({col('estimated_cost_usd')}), "
+        f"sum({col('actual_cost_usd')}) FROM sessions s JOIN json_each(?) j ON s.id = j.key "
+        "GROUP BY j.value",
+        (json.dumps(membership),),
+    ).fetchall()
+    found = [(lines[row[0]], row[1:]) for row in sums]
+
+    def cost(item: tuple) -> float:
+        est, act = item[1][3], item[1][4]
+        return act if act is not None else est if est is not None else -1.0
+
+    def top(key) -> list[tuple]:
+        return sorted(found, key=key, reverse=True)[:limit]
+
+    picks = {
+        "longest": top(lambda i: (len(i[0]), i[1][2] or 0)),
+        "recent": top(lambda i: i[1][1] or 0.0),
+        "expensive": top(cost),
     }
-    summaries = [_summarise(line, rows) for line in lines]
-    summaries = [s for s in summaries if s is not None]
-
-    def top(key) -> list[ChainSummary]:
-        return sorted(summaries, key=key, reverse=True)[:limit]
-
+    firsts = _first_segments(conn, layout, {i[0][0] for rows in picks.values() for i in rows})
     return ChainIndex(
-        total=len(summaries),
-        longest=top(lambda c: (c.segments, c.messages)),
-        recent=top(lambda c: c.last_activity or 0.0),
-        expensive=top(lambda c: c.cost_usd if c.cost_usd is not None else -1.0),
+        total=len(found), **{k: [_summary(i, firsts) for i in v] for k, v in picks.items()}
     )
 
 
-def _summarise(line: list[str], rows: dict[str, dict]) -> ChainSummary | None:
-    present = [rows[s] for s in line if s in rows]
-    if not present:
-        return None
-    first = present[0]
-    est = [r["estimated_cost_usd"] for r in present if r["estimated_cost_usd"] is not None]
-    act = [r["actual_cost_usd"] for r in present if r["actual_cost_usd"] is not None]
-    ends = [r["last_activity_at"] or r["ended_at"] or r["started_at"] for r in present]
+def _first_segments(conn: sqlite3.Connection, layout: Layout, ids: set[str]) -> dict[str, tuple]:
+    cols = layout.session_columns
+    pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
+    rows = conn.execute(
+        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+        (json.dumps(sorted(ids)),),
+    ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def _summary(item: tuple, firsts: dict[str, tuple]) -> ChainSummary:
+    line, (started, last, messages, est, act) = item
+    title, source, model = firsts.get(line[0], (None, None, None))
     return ChainSummary(
-        root=line[0], tip=line[-1], title=first["title"], source=first["source"],
-        model=first["model"], segments=len(line), started_at=first["started_at"],
-        last_activity=max((e for e in ends if e), default=None),
-        messages=sum(r["message_count"] or 0 for r in present),
-        estimated_cost_usd=sum(est) if est else None, actual_cost_usd=sum(act) if act else None,
+        root=line[0], tip=line[-1], title=title, source=source, model=model,
+        segments=len(line), started_at=started, last_activity=last or None,
+        messages=int(messages or 0), estimated_cost_usd=est, actual_cost_usd=act,
     )  # fmt: skip

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from dashboard.repository.chains import classify
 from dashboard.repository.layout import Layout
@@ -51,17 +52,31 @@ class Lineage:
             line.insert(0, parent)
             current = parent
         current = session_id
+        following = self.continues_in
+        seen = set(line)
         while len(line) < DEPTH_LIMIT:
-            nexts = [
-                c for c in self.children.get(current, ()) if self.kinds.get(c) == "continuation"
-            ]
-            if not nexts:
+            current = following.get(current)
+            if current is None or current in seen:
                 break
-            current = min(nexts, key=lambda c: (self.starts.get(c, 0.0), c))
-            if current in line:
-                break
+            seen.add(current)
             line.append(current)
         return line
+
+    @cached_property
+    def continues_in(self) -> dict[str, str]:
+        """parent → the child that continues it (the earliest, if several do)."""
+        best: dict[str, str] = {}
+        for child, kind in self.kinds.items():
+            if kind != "continuation":
+                continue
+            parent = self.parents[child]
+            current = best.get(parent)
+            if current is None or (self.starts.get(child, 0.0), child) < (
+                self.starts.get(current, 0.0),
+                current,
+            ):
+                best[parent] = child
+        return best
 
     def part_of(self, session_id: str) -> tuple[int, int] | None:
         """``(n, m)`` when the session belongs to a continuation line of 2+ segments."""
