@@ -11,6 +11,7 @@ from typing import Any
 
 from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
+from dashboard.repository.costs import Spend, spend
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -138,3 +139,8 @@ class StateReader:
             chain = load_chain(snap.conn, snap.layout, session_id)
             parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
             return chain, parts
+
+    def spend(self, **options: Any) -> Spend:
+        """Spend by period and dimension (see :func:`costs.spend` for the options)."""
+        with self.snapshot() as snap:
+            return spend(snap.conn, snap.layout, **options)

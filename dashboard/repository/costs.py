@@ -1,0 +1,263 @@
+"""Spend by period and dimension: estimated against actual, never unknown as $0.
+
+Hermes stores a local estimate (price table) beside the billed figure when the
+provider reports one (HERMES_FACTS, "Costs"). The rules this module keeps:
+
+* **Effective spend** of a row is its actual figure where known, else its
+  estimate; a row with neither is *unknown* and adds nothing to a sum, and a cell
+  made only of unknown rows shows ``None``, never ``0``.
+* **Drift** (actual ÷ estimated) uses only rows that carry both figures.
+* ``session_model_usage`` (newer files; one row per model/provider/task, with
+  auxiliary tasks) is used when present, else ``sessions``. Its cost columns are
+  ``NOT NULL DEFAULT 0`` in Hermes, so a 0 there is read through ``cost_status``:
+  an ``actual`` row's 0 estimate means "no estimate was made", not "free".
+* Every session or usage row is counted once: a continued chain's segments
+  each carry their own calls, so summing segments never double counts.
+* Periods follow the user's timezone (DST included): boundaries are computed
+  with ``zoneinfo`` and rows are bucketed in SQL with one ``CASE``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.layout import Layout
+
+PERIODS = ("month", "week", "day")
+DIMENSIONS = ("provider", "model", "source", "task")
+STATUSES = ("actual", "estimated", "included", "unknown")
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
+
+
+@dataclass
+class Cell:
+    """One (period, key) of the table."""
+
+    period: str
+    key: str
+    estimated_usd: float | None = None
+    actual_usd: float | None = None
+    effective_usd: float | None = None
+    drift: float | None = None
+    status_mix: dict[str, int] = field(default_factory=dict)
+    actual_share: float | None = None  # share of effective spend backed by billed figures
+    tokens: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    api_calls: int = 0
+
+    @property
+    def drift_flagged(self) -> bool:
+        return self.drift is not None and (self.drift > DRIFT_FLAG or self.drift < 1 / DRIFT_FLAG)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "period": self.period, "key": self.key, "estimated_usd": self.estimated_usd,
+            "actual_usd": self.actual_usd, "effective_usd": self.effective_usd,
+            "drift": self.drift, "drift_flagged": self.drift_flagged,
+            "status_mix": self.status_mix, "actual_share": self.actual_share,
+            "tokens": self.tokens, "sessions": self.sessions, "api_calls": self.api_calls,
+        }  # fmt: skip
+
+
+@dataclass
+class Spend:
+    period: str
+    by: str
+    start: date
+    end: date  # exclusive
+    timezone: str
+    source_table: str  # "session_model_usage" or "sessions"
+    periods: list[str]
+    rows: list[Cell]
+    totals: Cell
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "period": self.period, "by": self.by, "from": self.start.isoformat(),
+            "to": self.end.isoformat(), "timezone": self.timezone,
+            "source_table": self.source_table, "periods": self.periods,
+            "rows": [r.to_json() for r in self.rows], "totals": self.totals.to_json(),
+        }  # fmt: skip
+
+
+def period_starts(period: str, start: date, end: date) -> list[date]:
+    """First days of every period touching [start, end)."""
+    if period == "month":
+        first = start.replace(day=1)
+    elif period == "week":
+        first = start - timedelta(days=start.weekday())  # ISO weeks start on Monday
+    else:
+        first = start
+    out = []
+    current = first
+    while current < end:
+        out.append(current)
+        if period == "month":
+            current = (current.replace(day=28) + timedelta(days=4)).replace(day=1)
+        elif period == "week":
+            current += timedelta(days=7)
+        else:
+            current += timedelta(days=1)
+    return out
+
+
+def period_label(period: str, first: date) -> str:
+    if period == "month":
+        return first.strftime("%Y-%m")
+    if period == "week":
+        year, week, _ = first.isocalendar()
+        return f"{year}-W{week:02d}"
+    return first.isoformat()
+
+
+def spend(
+    conn: sqlite3.Connection, layout: Layout, *, period: str = "month", by: str = "provider",
+    start: date, end: date, timezone: str | None = None, sources: tuple[str, ...] = (),
+) -> Spend:  # fmt: skip
+    """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's)."""
+    if period not in PERIODS:
+        raise ValidationError(f"period must be one of {', '.join(PERIODS)}")
+    if by not in DIMENSIONS:
+        raise ValidationError(f"by must be one of {', '.join(DIMENSIONS)}")
+    if end <= start:
+        raise ValidationError("the range must end after it starts")
+    if (end - start).days > 3660:
+        raise ValidationError("the range is limited to ten years")
+    zone = _zone(timezone)
+    starts = period_starts(period, start, end)
+    if len(starts) > 800:
+        raise ValidationError("too many periods: choose a coarser period or a shorter range")
+    labels = [period_label(period, d) for d in starts]
+    edges = [_epoch(d, zone) for d in starts] + [_epoch(end, zone)]
+    usage = layout.has_model_usage
+    if by == "task" and not usage:
+        raise ValidationError("this file has no per-task usage (no session_model_usage table)")
+    sql, params = _query(layout, usage, by, edges, sources)
+    cells: dict[tuple[str, str], Cell] = {}
+    for row in conn.execute(sql, params):
+        index, key = row[0], row[1]
+        if index is None or index < 0 or index >= len(labels):
+            continue
+        cell = _cell(labels[index], key or "unknown", row[2:])
+        cells[(cell.period, cell.key)] = cell
+    rows = sorted(cells.values(), key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
+    totals = _sum_cells(rows)
+    return Spend(
+        period=period, by=by, start=start, end=end, timezone=str(zone.key),
+        source_table="session_model_usage" if usage else "sessions", periods=labels,
+        rows=rows, totals=totals,
+    )  # fmt: skip
+
+
+def _zone(name: str | None) -> ZoneInfo:
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (KeyError, ValueError) as exc:
+            raise ValidationError(f"unknown timezone {name!r}") from exc
+    local = datetime.now().astimezone().tzinfo
+    key = getattr(local, "key", None)
+    try:
+        return ZoneInfo(key) if key else ZoneInfo("localtime")
+    except (KeyError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _epoch(day: date, zone: ZoneInfo) -> float:
+    return datetime(day.year, day.month, day.day, tzinfo=zone).timestamp()
+
+
+def _query(
+    layout: Layout, usage: bool, by: str, edges: list[float], sources: tuple[str, ...]
+) -> tuple[str, list[object]]:
+    cols = layout.session_columns
+    if usage:
+        t = "u"
+        frm = "session_model_usage u JOIN sessions s ON s.id = u.session_id"
+        ts = "coalesce(u.last_seen, u.first_seen, s.started_at)"
+        calls = "u.api_call_count"
+        key = {
+            "provider": "nullif(u.billing_provider, '')",
+            "model": "nullif(u.model, '')",
+            "source": "s.source",
+            "task": "coalesce(nullif(u.task, ''), 'main')",
+        }[by]
+    else:
+        t = "s"
+        frm = "sessions s"
+        ts = "s.started_at"
+        calls = "s.api_call_count" if "api_call_count" in cols else "NULL"
+        pick = {"provider": "billing_provider", "model": "model", "source": "source"}[by]
+        key = f"s.{pick}" if pick in cols else "NULL"
+    has = usage or "cost_status" in cols
+    status = f"coalesce({t}.cost_status, 'unknown')" if has else "'unknown'"
+    est_col = f"{t}.estimated_cost_usd" if usage or "estimated_cost_usd" in cols else "NULL"
+    act_col = f"{t}.actual_cost_usd" if usage or "actual_cost_usd" in cols else "NULL"
+    # Read figures through the status: Hermes's usage table stores 0 for "none".
+    est = (
+        f"(CASE WHEN {status} = 'unknown' THEN NULL "
+        f"WHEN {status} <> 'estimated' AND {est_col} = 0 THEN NULL ELSE {est_col} END)"
+    )
+    act = (
+        f"(CASE WHEN {status} = 'unknown' THEN NULL "
+        f"WHEN {status} IN ('actual', 'included') THEN {act_col} "
+        f"WHEN {act_col} > 0 THEN {act_col} ELSE NULL END)"
+    )
+    tokens = ", ".join(
+        f"sum(coalesce({t}.{k}_tokens, 0))" if usage or f"{k}_tokens" in cols else "0"
+        for k in TOKEN_KINDS
+    )
+    steps = " ".join(f"WHEN {ts} < ? THEN {i - 1}" for i in range(1, len(edges)))
+    bucket = f"CASE {steps} END"
+    where = f"{ts} >= ? AND {ts} < ?"
+    params: list[object] = [*edges[1:], edges[0], edges[-1]]
+    if sources:
+        where += f" AND s.source IN ({','.join('?' * len(sources))})"
+        params.extend(sources)
+    sql = f"""
+        SELECT {bucket} AS bucket, {key} AS key,
+               sum({est}), sum({act}), sum(coalesce({act}, {est})),
+               sum(CASE WHEN {act} IS NOT NULL AND {est} IS NOT NULL THEN {act} END),
+               sum(CASE WHEN {act} IS NOT NULL AND {est} IS NOT NULL THEN {est} END),
+               sum({status} = 'actual'), sum({status} = 'estimated'),
+               sum({status} = 'included'), sum({status} NOT IN ('actual', 'estimated', 'included')),
+               {tokens}, count(DISTINCT s.id), sum(coalesce({calls}, 0))
+        FROM {frm} WHERE {where}
+        GROUP BY bucket, key
+    """
+    return sql, params
+
+
+def _cell(period: str, key: str, values: tuple) -> Cell:
+    est, act, eff, both_act, both_est = values[0:5]
+    mix = dict(zip(STATUSES, (int(v or 0) for v in values[5:9]), strict=True))
+    tokens = dict(zip(TOKEN_KINDS, (int(v or 0) for v in values[9:14]), strict=True))
+    return Cell(
+        period=period, key=str(key), estimated_usd=est, actual_usd=act, effective_usd=eff,
+        drift=(both_act / both_est) if both_act is not None and both_est else None,
+        status_mix=mix, actual_share=(act or 0.0) / eff if eff else None, tokens=tokens,
+        sessions=int(values[14] or 0), api_calls=int(values[15] or 0),
+    )  # fmt: skip
+
+
+def _sum_cells(cells: list[Cell]) -> Cell:
+    def total(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+    est = total([c.estimated_usd for c in cells])
+    act = total([c.actual_usd for c in cells])
+    eff = total([c.effective_usd for c in cells])
+    return Cell(
+        period="total", key="all", estimated_usd=est, actual_usd=act, effective_usd=eff,
+        drift=None,  # not derivable from cell sums without the paired rows; see rows
+        status_mix={s: sum(c.status_mix.get(s, 0) for c in cells) for s in STATUSES},
+        actual_share=(act or 0.0) / eff if eff else None,
+        tokens={k: sum(c.tokens.get(k, 0) for c in cells) for k in TOKEN_KINDS},
+        sessions=sum(c.sessions for c in cells), api_calls=sum(c.api_calls for c in cells),
+    )  # fmt: skip
