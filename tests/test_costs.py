@@ -160,6 +160,10 @@ def test_unknown_included_and_null_estimates(tmp_path: Path) -> None:
         store.record_usage(sid, Usage(model="gpt", billing_provider="openrouter", task="vision",
                                       estimated_cost_usd=0.10, actual_cost_usd=0.25,
                                       cost_status="actual", at=at))  # fmt: skip
+        # Hermes's usage table writes 0 where no estimate was made (NOT NULL DEFAULT 0).
+        store.record_usage(sid, Usage(model="opus", billing_provider="anthropic",
+                                      estimated_cost_usd=0.0, actual_cost_usd=0.40,
+                                      cost_status="actual", at=at))  # fmt: skip
     conn = open_readonly(tmp_path / "state.db")
     try:
         layout = detect_layout(conn, tmp_path / "state.db")
@@ -180,7 +184,10 @@ def test_unknown_included_and_null_estimates(tmp_path: Path) -> None:
     assert router.actual_usd == pytest.approx(0.55)
     assert router.drift == pytest.approx(2.5) and router.drift_flagged
     assert router.actual_share == pytest.approx(1.0)
-    assert by_provider.totals.effective_usd == pytest.approx(0.55)
+    billed_only = cells["anthropic"]
+    assert billed_only.estimated_usd is None and billed_only.drift is None  # not "$0 estimated"
+    assert billed_only.effective_usd == pytest.approx(0.40)
+    assert by_provider.totals.effective_usd == pytest.approx(0.95)
 
 
 def test_months_follow_the_timezone(tmp_path: Path) -> None:
