@@ -44,7 +44,7 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str)
         ).fetchone()
         if usage:
             rows = conn.execute(
-                "SELECT coalesce(u.last_seen, u.first_seen, s.started_at), u.billing_provider,"
+                "SELECT coalesce(u.last_seen, u.first_seen), u.billing_provider,"
                 " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
                 " u.actual_cost_usd, u.input_tokens, u.session_id FROM session_model_usage u"
                 " JOIN sessions s ON s.id = u.session_id"
@@ -207,3 +207,23 @@ def test_months_follow_the_timezone(tmp_path: Path) -> None:
         conn.close()
     assert [c.period for c in here.rows] == ["2026-10"]
     assert [c.period for c in tokyo.rows] == ["2026-11"]
+
+
+def test_reader_cache_follows_new_spend(tmp_path: Path) -> None:
+    from dashboard.repository.home import HermesHome
+    from dashboard.repository.reader import StateReader
+
+    at = datetime(2026, 11, 10, tzinfo=ZoneInfo(TZ)).timestamp()
+    with SessionStore(tmp_path / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
+                                      cost_status="estimated", at=at))  # fmt: skip
+    reader = StateReader(HermesHome(tmp_path))
+    ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1), "timezone": TZ}
+    first = reader.spend(**ask)
+    assert reader.spend(**ask) is first  # unchanged file: the same answer, not recomputed
+    with SessionStore(tmp_path / "state.db") as store:
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.0,
+                                      cost_status="estimated", at=at + 60))  # fmt: skip
+    again = reader.spend(**ask)
+    assert again is not first and again.totals.estimated_usd == pytest.approx(3.0)

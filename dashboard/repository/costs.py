@@ -154,6 +154,24 @@ def spend(
     )  # fmt: skip
 
 
+def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
+    """Cheap values that change whenever spend could have: a cache key for :func:`spend`.
+
+    Every recorded call moves ``last_seen`` (usage rows) or a session's activity;
+    a new row moves the count. Separate statements: ``max()`` alone is one index
+    seek where an index exists.
+    """
+    if layout.has_model_usage:
+        table, moving = "session_model_usage", "last_seen"
+    else:
+        table = "sessions"
+        moving = "last_activity_at" if "last_activity_at" in layout.session_columns else "rowid"
+    latest = conn.execute(f"SELECT max({moving}) FROM {table}").fetchone()[0]
+    count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    sessions = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0]
+    return (table, latest, count, sessions)
+
+
 def _zone(name: str | None) -> ZoneInfo:
     if name:
         try:
@@ -175,12 +193,16 @@ def _epoch(day: date, zone: ZoneInfo) -> float:
 def _query(
     layout: Layout, usage: bool, by: str, edges: list[float], sources: tuple[str, ...]
 ) -> tuple[str, list[object]]:
+    """One statement: normalise each row once (inner), then bucket and sum (outer)."""
     cols = layout.session_columns
+    join_sessions = not usage or by == "source" or bool(sources)
     if usage:
         t = "u"
-        frm = "session_model_usage u JOIN sessions s ON s.id = u.session_id"
-        ts = "coalesce(u.last_seen, u.first_seen, s.started_at)"
-        calls = "u.api_call_count"
+        frm = "session_model_usage u" + (
+            " JOIN sessions s ON s.id = u.session_id" if join_sessions else ""
+        )
+        ts = "coalesce(u.last_seen, u.first_seen)"
+        calls, sid = "u.api_call_count", "u.session_id"
         key = {
             "provider": "nullif(u.billing_provider, '')",
             "model": "nullif(u.model, '')",
@@ -192,43 +214,49 @@ def _query(
         frm = "sessions s"
         ts = "s.started_at"
         calls = "s.api_call_count" if "api_call_count" in cols else "NULL"
+        sid = "s.id"
         pick = {"provider": "billing_provider", "model": "model", "source": "source"}[by]
         key = f"s.{pick}" if pick in cols else "NULL"
-    has = usage or "cost_status" in cols
-    status = f"coalesce({t}.cost_status, 'unknown')" if has else "'unknown'"
-    est_col = f"{t}.estimated_cost_usd" if usage or "estimated_cost_usd" in cols else "NULL"
-    act_col = f"{t}.actual_cost_usd" if usage or "actual_cost_usd" in cols else "NULL"
+
+    def column(name: str) -> str:
+        return f"{t}.{name}" if usage or name in cols else "NULL"
+
+    status = f"coalesce({column('cost_status')}, 'unknown')"
+    est_col, act_col = column("estimated_cost_usd"), column("actual_cost_usd")
     # Read figures through the status: Hermes's usage table stores 0 for "none".
     est = (
-        f"(CASE WHEN {status} = 'unknown' THEN NULL "
-        f"WHEN {status} <> 'estimated' AND {est_col} = 0 THEN NULL ELSE {est_col} END)"
+        f"CASE WHEN {status} = 'unknown' THEN NULL "
+        f"WHEN {status} <> 'estimated' AND {est_col} = 0 THEN NULL ELSE {est_col} END"
     )
     act = (
-        f"(CASE WHEN {status} = 'unknown' THEN NULL "
+        f"CASE WHEN {status} = 'unknown' THEN NULL "
         f"WHEN {status} IN ('actual', 'included') THEN {act_col} "
-        f"WHEN {act_col} > 0 THEN {act_col} ELSE NULL END)"
+        f"WHEN {act_col} > 0 THEN {act_col} ELSE NULL END"
     )
-    tokens = ", ".join(
-        f"sum(coalesce({t}.{k}_tokens, 0))" if usage or f"{k}_tokens" in cols else "0"
-        for k in TOKEN_KINDS
-    )
-    steps = " ".join(f"WHEN {ts} < ? THEN {i - 1}" for i in range(1, len(edges)))
-    bucket = f"CASE {steps} END"
+    tokens = ", ".join(f"coalesce({column(f'{k}_tokens')}, 0) AS t_{k}" for k in TOKEN_KINDS)
     where = f"{ts} >= ? AND {ts} < ?"
-    params: list[object] = [*edges[1:], edges[0], edges[-1]]
+    inner_params: list[object] = [edges[0], edges[-1]]
     if sources:
         where += f" AND s.source IN ({','.join('?' * len(sources))})"
-        params.extend(sources)
+        inner_params.extend(sources)
+    # LIMIT -1 keeps SQLite from flattening the inner query into the outer one,
+    # which would evaluate each CASE once per aggregate instead of once per row.
+    inner = (
+        f"SELECT {ts} AS ts, {key} AS key, {status} AS st, {est} AS e, {act} AS a, {tokens}, "
+        f"{sid} AS sid, coalesce({calls}, 0) AS calls FROM {frm} WHERE {where} LIMIT -1"
+    )
+    steps = " ".join(f"WHEN ts < ? THEN {i - 1}" for i in range(1, len(edges)))
+    params = [*edges[1:], *inner_params]
+    sums = ", ".join(f"sum(t_{k})" for k in TOKEN_KINDS)
     sql = f"""
-        SELECT {bucket} AS bucket, {key} AS key,
-               sum({est}), sum({act}), sum(coalesce({act}, {est})),
-               sum(CASE WHEN {act} IS NOT NULL AND {est} IS NOT NULL THEN {act} END),
-               sum(CASE WHEN {act} IS NOT NULL AND {est} IS NOT NULL THEN {est} END),
-               sum({status} = 'actual'), sum({status} = 'estimated'),
-               sum({status} = 'included'), sum({status} NOT IN ('actual', 'estimated', 'included')),
-               {tokens}, count(DISTINCT s.id), sum(coalesce({calls}, 0))
-        FROM {frm} WHERE {where}
-        GROUP BY bucket, key
+        SELECT CASE {steps} END AS bucket, key,
+               sum(e), sum(a), sum(coalesce(a, e)),
+               sum(CASE WHEN a IS NOT NULL AND e IS NOT NULL THEN a END),
+               sum(CASE WHEN a IS NOT NULL AND e IS NOT NULL THEN e END),
+               sum(st = 'actual'), sum(st = 'estimated'), sum(st = 'included'),
+               sum(st NOT IN ('actual', 'estimated', 'included')),
+               {sums}, count(DISTINCT sid), sum(calls)
+        FROM ({inner}) GROUP BY bucket, key
     """
     return sql, params
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -11,7 +12,7 @@ from typing import Any
 
 from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
-from dashboard.repository.costs import Spend, spend
+from dashboard.repository.costs import Spend, fingerprint, spend
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -27,6 +28,8 @@ from dashboard.repository.transcript import (
     load_stitched,
     load_transcript,
 )
+
+SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class StateReader:
         self.home = home
         self._demo: bool | None = None
         self._lineage = LineageCache()
+        self._spend_cache: dict[tuple[str, tuple[object, ...]], Spend] = {}
+        self._spend_lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -141,6 +146,21 @@ class StateReader:
             return chain, parts
 
     def spend(self, **options: Any) -> Spend:
-        """Spend by period and dimension (see :func:`costs.spend` for the options)."""
+        """Spend by period and dimension (see :func:`costs.spend` for the options).
+
+        Answers are kept while the file's spend fingerprint is unchanged: a year
+        by month over 100k sessions takes a few hundred ms to sum, and the page,
+        its CSV and the JSON ask the same question in a row.
+        """
         with self.snapshot() as snap:
-            return spend(snap.conn, snap.layout, **options)
+            key = (repr(sorted(options.items())), fingerprint(snap.conn, snap.layout))
+            with self._spend_lock:
+                hit = self._spend_cache.get(key)
+            if hit is not None:
+                return hit
+            result = spend(snap.conn, snap.layout, **options)
+        with self._spend_lock:
+            self._spend_cache[key] = result
+            while len(self._spend_cache) > SPEND_CACHE_SIZE:
+                self._spend_cache.pop(next(iter(self._spend_cache)))
+        return result
