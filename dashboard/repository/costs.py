@@ -6,7 +6,9 @@ provider reports one (HERMES_FACTS, "Costs"). The rules this module keeps:
 * **Effective spend** of a row is its actual figure where known, else its
   estimate; a row with neither is *unknown* and adds nothing to a sum, and a cell
   made only of unknown rows shows ``None``, never ``0``.
-* **Drift** (actual ÷ estimated) uses only rows that carry both figures.
+* **Drift** (actual ÷ estimated) uses only usage rows that carry both figures for
+  the same calls (status ``actual``); a ``sessions`` row mixes calls and is never
+  paired, and included (subscription) rows bill 0 by design.
 * ``session_model_usage`` (newer files; one row per model/provider/task, with
   auxiliary tasks) is used when present, else ``sessions``. Its cost columns are
   ``NOT NULL DEFAULT 0`` in Hermes, so a 0 there is read through ``cost_status``:
@@ -148,7 +150,7 @@ def spend(
     rows = sorted(cells.values(), key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
     totals = _sum_cells(rows)
     return Spend(
-        period=period, by=by, start=start, end=end, timezone=str(zone.key),
+        period=period, by=by, start=start, end=end, timezone=_zone_label(zone),
         source_table="session_model_usage" if usage else "sessions", periods=labels,
         rows=rows, totals=totals,
     )  # fmt: skip
@@ -184,6 +186,12 @@ def _zone(name: str | None) -> ZoneInfo:
         return ZoneInfo(key) if key else ZoneInfo("localtime")
     except (KeyError, ValueError):
         return ZoneInfo("UTC")
+
+
+def _zone_label(zone: ZoneInfo) -> str:
+    if zone.key == "localtime":  # the machine's zone has no IANA name here
+        return datetime.now().astimezone().tzname() or "local time"
+    return zone.key
 
 
 def _epoch(day: date, zone: ZoneInfo) -> float:
@@ -247,12 +255,16 @@ def _query(
     )
     steps = " ".join(f"WHEN ts < ? THEN {i - 1}" for i in range(1, len(edges)))
     params = [*edges[1:], *inner_params]
+    # Drift compares a bill with the estimate of the same calls. A usage row is one
+    # (model, provider, task) of a session, both figures about its calls; a
+    # sessions row mixes calls (a billed main loop beside an estimated title call),
+    # so it is never paired. Included (subscription) rows bill 0 by design.
+    paired = "st = 'actual' AND a IS NOT NULL AND e IS NOT NULL" if usage else "0"
     sums = ", ".join(f"sum(t_{k})" for k in TOKEN_KINDS)
     sql = f"""
         SELECT CASE {steps} END AS bucket, key,
                sum(e), sum(a), sum(coalesce(a, e)),
-               sum(CASE WHEN a IS NOT NULL AND e IS NOT NULL THEN a END),
-               sum(CASE WHEN a IS NOT NULL AND e IS NOT NULL THEN e END),
+               sum(CASE WHEN {paired} THEN a END), sum(CASE WHEN {paired} THEN e END),
                sum(st = 'actual'), sum(st = 'estimated'), sum(st = 'included'),
                sum(st NOT IN ('actual', 'estimated', 'included')),
                {sums}, count(DISTINCT sid), sum(calls)

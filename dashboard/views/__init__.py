@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from flask import Flask
 
-from dashboard.views import api, chains, health, overview, search, sessions
+from dashboard.views import api, chains, costs, health, overview, search, sessions
 
 # (endpoint, label): the menu shows only screens that are registered.
 NAVIGATION: list[tuple[str, str]] = [
     ("search.index", "Search"),
     ("chains.index", "Chains"),
+    ("costs.index", "Costs"),
     ("overview.index", "Overview"),
 ]
 
@@ -21,4 +22,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(health.bp)
     app.register_blueprint(sessions.bp)
     app.register_blueprint(chains.bp)
+    app.register_blueprint(costs.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

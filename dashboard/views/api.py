@@ -11,6 +11,7 @@ from dashboard.repository.errors import (
     ValidationError,
 )
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
+from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
 from dashboard.web.summaries import get_summaries
@@ -103,3 +104,10 @@ def chain(session_id: str):
             "totals": found.totals,
         }
     )
+
+
+@bp.get("/costs")
+def costs():
+    """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
+    request_ = parse_costs_request(current_time().date())
+    return jsonify(get_reader().spend(**request_.options()).to_json())

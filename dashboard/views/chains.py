@@ -10,6 +10,7 @@ from dashboard.web.reader import get_reader
 
 bp = Blueprint("chains", __name__)
 
+
 @bp.get("/chains")
 def index():
     """List the longest, the most recent and the most expensive chains."""

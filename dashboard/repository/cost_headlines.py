@@ -1,0 +1,105 @@
+"""This month's headline figures: spend so far, last month at the same point, projection.
+
+Built only from :func:`dashboard.repository.costs.spend` results, through whatever
+callable returns them (``StateReader.spend`` in the app, a lambda over a connection in
+tests), so this module holds no SQL and opens nothing itself.
+"""
+
+from __future__ import annotations
+
+from calendar import monthrange
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from dashboard.repository.costs import Cell, Spend
+
+SpendFunction = Callable[..., Spend]
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The key with the most effective spend, and that spend."""
+
+    key: str
+    effective_usd: float
+
+
+@dataclass(frozen=True)
+class Headlines:
+    """What the cards above the costs charts show (``None``: unknown, never $0)."""
+
+    month: str  # "2026-11"
+    day: int  # day of month of ``now`` (the "same point" of last month)
+    elapsed_fraction: float  # of this month, by the clock
+    spend_so_far: float | None
+    last_month_same_point: float | None
+    projection: float | None  # spend so far ÷ elapsed fraction
+    top_provider: Leader | None
+    top_model: Leader | None
+    actual_share: float | None  # share of this month's spend backed by billed figures
+
+    def to_json(self) -> dict[str, Any]:
+        def leader(found: Leader | None) -> dict[str, Any] | None:
+            return (
+                None if found is None else {"key": found.key, "effective_usd": found.effective_usd}
+            )
+
+        return {
+            "month": self.month, "day": self.day, "elapsed_fraction": self.elapsed_fraction,
+            "spend_so_far": self.spend_so_far, "last_month_same_point": self.last_month_same_point,
+            "projection": self.projection, "top_provider": leader(self.top_provider),
+            "top_model": leader(self.top_model), "actual_share": self.actual_share,
+        }  # fmt: skip
+
+
+def headlines(
+    spend: SpendFunction, *, now: datetime, timezone: str | None = None,
+    sources: tuple[str, ...] = (),
+) -> Headlines:  # fmt: skip
+    """This month's figures as of ``now`` (an aware datetime in the user's timezone).
+
+    ``spend`` is called like :func:`costs.spend` without the connection and layout.
+    Days are whole: "so far" runs to the end of today, and last month is cut at the end
+    of the same day of the month (or its last day, when it is shorter).
+    """
+    today = now.date()
+    first = today.replace(day=1)
+    following = _next_month(first)
+    tomorrow = today + timedelta(days=1)
+    options: dict[str, Any] = {"period": "month", "timezone": timezone, "sources": sources}
+    by_provider = spend(by="provider", start=first, end=tomorrow, **options)
+    by_model = spend(by="model", start=first, end=tomorrow, **options)
+
+    last_first = (first - timedelta(days=1)).replace(day=1)
+    last_day = min(today.day, monthrange(last_first.year, last_first.month)[1])
+    last = spend(
+        by="provider", start=last_first, end=last_first.replace(day=last_day) + timedelta(days=1),
+        **options,
+    )  # fmt: skip
+
+    month_start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)
+    month_end = datetime(following.year, following.month, following.day, tzinfo=now.tzinfo)
+    elapsed = (now - month_start).total_seconds() / (month_end - month_start).total_seconds()
+    elapsed = min(max(elapsed, 0.0), 1.0)
+    so_far = by_provider.totals.effective_usd
+    projection = so_far / elapsed if so_far is not None and elapsed > 0 else None
+    return Headlines(
+        month=first.strftime("%Y-%m"), day=today.day, elapsed_fraction=elapsed,
+        spend_so_far=so_far, last_month_same_point=last.totals.effective_usd,
+        projection=projection, top_provider=_leader(by_provider.rows),
+        top_model=_leader(by_model.rows), actual_share=by_provider.totals.actual_share,
+    )  # fmt: skip
+
+
+def _next_month(first: date) -> date:
+    return (first.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def _leader(rows: list[Cell]) -> Leader | None:
+    known = [c for c in rows if c.effective_usd]
+    if not known:
+        return None
+    best = min(known, key=lambda c: (-(c.effective_usd or 0.0), c.key))
+    return Leader(best.key, best.effective_usd or 0.0)

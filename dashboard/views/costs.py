@@ -1,0 +1,144 @@
+"""Costs: estimated against billed spend per period, tokens by kind, headline cards, CSV."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from flask import Blueprint, Response, current_app, request
+
+from dashboard.repository.cost_headlines import headlines
+from dashboard.repository.costs import DIMENSIONS, DRIFT_FLAG, PERIODS
+from dashboard.repository.errors import ValidationError
+from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
+from dashboard.web.htmx import render_page
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("costs", __name__)
+
+
+@dataclass(frozen=True)
+class CostsRequest:
+    """The costs filters of a query string, with the default range filled in."""
+
+    period: str
+    by: str
+    start: date
+    end: date  # exclusive: the "before" day
+    sources: tuple[str, ...]
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments for ``StateReader.spend``."""
+        return {
+            "period": self.period, "by": self.by, "start": self.start, "end": self.end,
+            "timezone": current_timezone(), "sources": self.sources,
+        }  # fmt: skip
+
+
+def current_timezone() -> str | None:
+    """The user's timezone: ``TIMEZONE`` from the config, else the machine's."""
+    return current_app.config.get("TIMEZONE") or None
+
+
+def current_time() -> datetime:
+    """Now, in the user's timezone (``COSTS_NOW``, epoch seconds, pins it for tests)."""
+    stamp = float(current_app.config.get("COSTS_NOW") or time.time())
+    zone = current_timezone()
+    if zone:
+        return datetime.fromtimestamp(stamp, ZoneInfo(zone))
+    return datetime.fromtimestamp(stamp).astimezone()
+
+
+def default_range(period: str, today: date) -> tuple[date, date]:
+    """Twelve months or twelve weeks ending with the current one, or the last thirty days."""
+    if period == "month":
+        first = today.replace(day=1)
+        months = first.year * 12 + first.month - 1 - 11
+        start = date(months // 12, months % 12 + 1, 1)
+        end = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
+        return start, end
+    if period == "week":
+        monday = today - timedelta(days=today.weekday())
+        return monday - timedelta(weeks=11), monday + timedelta(weeks=1)
+    return today - timedelta(days=29), today + timedelta(days=1)
+
+
+def parse_costs_request(today: date) -> CostsRequest:
+    """The CostsRequest of this request's query string (ValidationError if malformed)."""
+    args = request.args
+    period = args.get("period") or "month"
+    by = args.get("by") or "provider"
+    if period not in PERIODS:
+        raise ValidationError(f"period must be one of {', '.join(PERIODS)}")
+    if by not in DIMENSIONS:
+        raise ValidationError(f"by must be one of {', '.join(DIMENSIONS)}")
+    default_start, default_end = default_range(period, today)
+    start = _day(args.get("from"), "from") or default_start
+    end = _day(args.get("to"), "to") or default_end
+    sources = tuple(sorted({s for s in args.getlist("source") if s}))
+    return CostsRequest(period, by, start, end, sources)
+
+
+def _day(raw: str | None, name: str) -> date | None:
+    if not raw or not raw.strip():
+        return None
+    try:
+        return date.fromisoformat(raw.strip())
+    except ValueError as exc:
+        raise ValidationError(f"{name} must be a date like 2026-11-30") from exc
+
+
+def monthly_budget() -> float | None:
+    """``MONTHLY_BUDGET_USD`` (or ``RECALL_MONTHLY_BUDGET_USD``) as dollars; None when unset."""
+    raw = current_app.config.get("MONTHLY_BUDGET_USD")
+    if raw in (None, ""):
+        return None
+    try:
+        budget = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return budget if budget > 0 else None
+
+
+@bp.get("/costs")
+def index():
+    """Show spend per period (estimated against billed), tokens, this month's headlines."""
+    reader = get_reader()
+    now = current_time()
+    context: dict[str, Any] = {
+        "args": request.args, "sources": reader.search_facets().get("sources", []),
+        "has_usage": reader.layout().has_model_usage, "dimension_labels": DIMENSION_LABELS,
+        "periods": PERIODS, "drift_flag": DRIFT_FLAG, "budget": monthly_budget(), "error": None,
+    }  # fmt: skip
+    try:
+        costs = parse_costs_request(now.date())
+        found = reader.spend(**costs.options())
+    except ValidationError as exc:
+        context["error"] = str(exc)
+    else:
+        top = headlines(reader.spend, now=now, timezone=current_timezone(), sources=costs.sources)
+        context.update(
+            costs=costs, spend=found, table=cost_table(found), chart=chart_data(found),
+            headlines=top, last_day=costs.end - timedelta(days=1),
+            over_budget=context["budget"] is not None and top.projection is not None
+            and top.projection > context["budget"],
+        )  # fmt: skip
+    response = render_page("costs.html", "_costs.html", "costs", **context)
+    if context["error"]:
+        response.status_code = 400
+    return response
+
+
+@bp.get("/costs.csv")
+def export():
+    """Download exactly the rows and columns of the costs tables as CSV."""
+    costs = parse_costs_request(current_time().date())
+    table = cost_table(get_reader().spend(**costs.options()))
+    filename = f"recall-costs-{costs.period}-{costs.by}.csv"
+    return Response(
+        table.csv_text(), mimetype="text/csv",
+        headers={"Content-Disposition": f"attachment; filename={filename}"},
+    )  # fmt: skip

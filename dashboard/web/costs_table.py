@@ -1,0 +1,180 @@
+"""The costs tables, cell by cell: one place decides what the page and the CSV show.
+
+The page renders :attr:`Shown.text`; ``/costs.csv`` writes :attr:`Shown.csv`, the same
+figure without the dollar sign, thousands separators or units, so a spreadsheet reads
+numbers. Unknown money is the word ``unknown`` in both, never ``0``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.repository.costs import DRIFT_FLAG, STATUSES, TOKEN_KINDS, Cell, Spend
+from dashboard.web.filters import usd
+
+DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task"}
+TOKEN_LABELS = {
+    "input": "Input", "output": "Output", "cache_read": "Cache read",
+    "cache_write": "Cache write", "reasoning": "Reasoning",
+}  # fmt: skip
+CHART_KEYS = 8  # the chart draws this many keys and folds the rest into "other"
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str  # the table heading
+    csv: str  # the CSV heading
+    numeric: bool = True
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One table cell: what the page shows, what the CSV holds, how it is styled."""
+
+    text: str
+    csv: str
+    classes: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    cell: Cell
+    spend: list[Shown]
+    tokens: list[Shown]
+
+
+@dataclass(frozen=True)
+class CostTable:
+    spend_columns: list[Column]
+    token_columns: list[Column]
+    rows: list[Row]
+    total: Row
+
+    def csv_text(self) -> str:
+        """The CSV: the spend table's columns, then the token table's (period and key once)."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow([c.csv for c in self.spend_columns + self.token_columns[2:]])
+        for row in [*self.rows, self.total]:
+            writer.writerow([s.csv for s in row.spend + row.tokens[2:]])
+        return out.getvalue()
+
+
+def cost_table(spend: Spend) -> CostTable:
+    """The two tables under the charts for ``spend`` (same rows, then a total row)."""
+    key = DIMENSION_LABELS[spend.by]
+    spend_columns = [
+        Column("Period", "period", numeric=False), Column(key, spend.by, numeric=False),
+        Column("Estimated", "estimated_usd"), Column("Billed", "actual_usd"),
+        Column("Effective", "effective_usd"), Column("Drift", "drift"),
+        Column("Billed share", "billed_share_pct"), Column("Status", "status_mix", numeric=False),
+        Column("Sessions", "sessions"), Column("API calls", "api_calls"),
+    ]  # fmt: skip
+    token_columns = [
+        Column("Period", "period", numeric=False),
+        Column(key, spend.by, numeric=False),
+        *(Column(TOKEN_LABELS[k], f"{k}_tokens") for k in TOKEN_KINDS),
+    ]
+    rows = [_row(c, c.period, c.key) for c in spend.rows]
+    return CostTable(spend_columns, token_columns, rows, _row(spend.totals, "Total", "all"))
+
+
+def _row(cell: Cell, period: str, key: str) -> Row:
+    included = _included_only(cell)
+    labels = [Shown(period, period, "label"), Shown(key, key, "label")]
+    spend = [
+        *labels,
+        money(cell.estimated_usd, included),
+        money(cell.actual_usd, included),
+        money(cell.effective_usd, included),
+        drift(cell),
+        share(cell.actual_share),
+        status_mix(cell.status_mix),
+        count(cell.sessions),
+        count(cell.api_calls),
+    ]
+    tokens = [*labels, *(count(cell.tokens.get(k, 0)) for k in TOKEN_KINDS)]
+    return Row(cell, spend, tokens)
+
+
+def _included_only(cell: Cell) -> bool:
+    mix = cell.status_mix
+    return mix.get("included", 0) > 0 and all(
+        mix.get(s, 0) == 0 for s in STATUSES if s != "included"
+    )
+
+
+def money(amount: float | None, included: bool = False) -> Shown:
+    """Dollars as the ``usd`` filter shows them; ``unknown`` (muted) when no price is known."""
+    if included and not amount:
+        return Shown("included", "included", "muted", "Covered by a subscription or plan")
+    if amount is None:
+        return Shown("unknown", "unknown", "muted", "No price is known for these calls")
+    text = usd(amount)
+    return Shown(text, text.replace("$", "").replace(",", ""))
+
+
+def drift(cell: Cell) -> Shown:
+    """Billed ÷ estimated over the calls that carry both; flagged beyond ``DRIFT_FLAG``."""
+    if cell.drift is None:
+        return Shown("—", "", "muted", "Needs calls with both an estimate and a billed figure")
+    figure = f"{cell.drift:.2f}"
+    if cell.drift_flagged:
+        return Shown(
+            f"{figure}×", figure, "drift-flagged",
+            f"The bill differs from the local estimate by more than {DRIFT_FLAG:g}×",
+        )  # fmt: skip
+    return Shown(f"{figure}×", figure)
+
+
+def share(fraction: float | None) -> Shown:
+    if fraction is None:
+        return Shown("—", "", "muted")
+    figure = f"{fraction * 100:.0f}"
+    return Shown(f"{figure}%", figure)
+
+
+def status_mix(mix: dict[str, int]) -> Shown:
+    text = ", ".join(f"{mix[s]} {s}" for s in STATUSES if mix.get(s))
+    return Shown(text or "—", text, "status")
+
+
+def count(n: int) -> Shown:
+    return Shown(f"{n:,}", str(n))
+
+
+def chart_data(spend: Spend) -> dict[str, Any]:
+    """What ``static/costs.js`` draws: per-key spend series and per-kind token series.
+
+    Unknown stays ``null`` (a gap in the chart, not a zero bar). Keys beyond the
+    ``CHART_KEYS`` largest are summed into ``other``; the tables list every key.
+    """
+    totals: dict[str, float] = {}
+    for c in spend.rows:
+        totals[c.key] = totals.get(c.key, 0.0) + (c.effective_usd or 0.0)
+    ranked = sorted(totals, key=lambda k: (-totals[k], k))
+    keys = ranked[:CHART_KEYS]
+    if len(ranked) > CHART_KEYS:
+        keys.append("other")
+    index = {p: i for i, p in enumerate(spend.periods)}
+    series: dict[str, dict[str, list[float | None]]] = {
+        kind: {k: [None] * len(spend.periods) for k in keys} for kind in ("estimated", "actual")
+    }
+    tokens = {k: [0] * len(spend.periods) for k in TOKEN_KINDS}
+    for c in spend.rows:
+        i = index[c.period]
+        key = c.key if c.key in keys else "other"
+        for kind, value in (("estimated", c.estimated_usd), ("actual", c.actual_usd)):
+            if value is not None:
+                series[kind][key][i] = (series[kind][key][i] or 0.0) + value
+        for k in TOKEN_KINDS:
+            tokens[k][i] += c.tokens.get(k, 0)
+    return {
+        "by": spend.by, "periods": spend.periods, "keys": keys, "spend": series,
+        "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
+        "token_kinds": list(TOKEN_KINDS),
+    }  # fmt: skip

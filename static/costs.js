@@ -1,0 +1,135 @@
+// Costs page charts (Chart.js, vendored). The tables under each chart hold the same
+// numbers and are the page without JavaScript; the canvases show only once this
+// script marks <html> with "charts-on". Data comes from the JSON block #costs-data.
+(function () {
+  "use strict";
+
+  // Colour-blind-friendly (Okabe-Ito order), readable on light and dark backgrounds.
+  const PALETTE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#8c6bb1", "#999999"];
+  const TOKEN_COLOURS = ["#0072b2", "#e69f00", "#56b4e9", "#009e73", "#cc79a7"];
+  const scheme = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+  function cssVar(name, fallback) {
+    const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+
+  function alpha(hex, a) {
+    const n = parseInt(hex.slice(1), 16);
+    return "rgba(" + ((n >> 16) & 255) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  function dollars(value) {
+    if (value === null || value === undefined) return "unknown";
+    return Math.abs(value) >= 1 ? "$" + value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) : "$" + value.toFixed(4);
+  }
+
+  function compact(value) {
+    return Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 }).format(value);
+  }
+
+  function baseOptions(text, grid) {
+    return {
+      responsive: true,
+      maintainAspectRatio: false,
+      animation: false,
+      interaction: { mode: "nearest", axis: "x", intersect: true },
+      plugins: { legend: { position: "bottom", labels: { color: text, boxWidth: 14 } } },
+      scales: {
+        x: { stacked: true, ticks: { color: text }, grid: { display: false } },
+        y: { stacked: true, beginAtZero: true, ticks: { color: text }, grid: { color: grid } },
+      },
+    };
+  }
+
+  function spendChart(canvas, data, text, grid) {
+    const datasets = [];
+    data.keys.forEach(function (key, i) {
+      const colour = PALETTE[i % PALETTE.length];
+      datasets.push({
+        label: key, stack: "estimated", data: data.spend.estimated[key],
+        backgroundColor: alpha(colour, 0.3), borderColor: colour, borderWidth: 1,
+      });
+      datasets.push({
+        label: key, stack: "billed", data: data.spend.actual[key],
+        backgroundColor: colour, borderColor: colour, borderWidth: 1,
+      });
+    });
+    const options = baseOptions(text, grid);
+    options.scales.y.ticks.callback = function (v) {
+      return "$" + Intl.NumberFormat("en-US", { maximumSignificantDigits: 3 }).format(v);
+    };
+    // One legend entry per key; clicking it hides both of that key's columns.
+    options.plugins.legend.labels.filter = function (item, chartData) {
+      return chartData.datasets[item.datasetIndex].stack === "billed";
+    };
+    options.plugins.legend.onClick = function (event, item, legend) {
+      const chart = legend.chart;
+      const key = chart.data.datasets[item.datasetIndex].label;
+      const visible = chart.isDatasetVisible(item.datasetIndex);
+      chart.data.datasets.forEach(function (d, i) {
+        if (d.label === key) chart.setDatasetVisibility(i, !visible);
+      });
+      chart.update();
+    };
+    options.plugins.tooltip = {
+      callbacks: {
+        label: function (ctx) {
+          return ctx.dataset.label + " · " + ctx.dataset.stack + ": " + dollars(ctx.raw);
+        },
+      },
+    };
+    return new window.Chart(canvas, { type: "bar", data: { labels: data.periods, datasets: datasets }, options: options });
+  }
+
+  function tokensChart(canvas, data, text, grid) {
+    const datasets = data.token_kinds.map(function (kind, i) {
+      return { label: data.token_labels[i], data: data.tokens[kind], backgroundColor: TOKEN_COLOURS[i % TOKEN_COLOURS.length] };
+    });
+    const options = baseOptions(text, grid);
+    options.scales.y.ticks.callback = function (v) { return compact(v); };
+    options.plugins.tooltip = {
+      callbacks: {
+        label: function (ctx) { return ctx.dataset.label + ": " + ctx.raw.toLocaleString("en-US") + " tokens"; },
+      },
+    };
+    return new window.Chart(canvas, { type: "bar", data: { labels: data.periods, datasets: datasets }, options: options });
+  }
+
+  function draw() {
+    if (typeof window.Chart === "undefined") return; // tables only
+    const node = document.getElementById("costs-data");
+    // No ids on the canvases: HTMX would copy the old canvas's style attribute (set by
+    // Chart.js) onto the new one while settling, which the CSP blocks.
+    const spendCanvas = document.querySelector('#costs canvas[data-chart="spend"]');
+    const tokensCanvas = document.querySelector('#costs canvas[data-chart="tokens"]');
+    if (!node || !spendCanvas || !tokensCanvas) return;
+    let data;
+    try {
+      data = JSON.parse(node.textContent);
+    } catch (error) {
+      return;
+    }
+    document.documentElement.classList.add("charts-on");
+    const text = cssVar("--muted", "#656d76");
+    const grid = cssVar("--line", "#d0d7de");
+    [spendCanvas, tokensCanvas].forEach(function (canvas) {
+      const old = window.Chart.getChart(canvas);
+      if (old) old.destroy();
+    });
+    spendChart(spendCanvas, data, text, grid);
+    tokensChart(tokensCanvas, data, text, grid);
+  }
+
+  // A filter change swaps #costs (outerHTML): draw the new canvases.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const target = event.detail && event.detail.target;
+    if (target && target.id === "costs") draw();
+  });
+  if (scheme && scheme.addEventListener) scheme.addEventListener("change", draw);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", draw);
+  } else {
+    draw();
+  }
+})();

@@ -1,0 +1,64 @@
+"""The costs page in real Chromium: both charts drawn; without JavaScript, the tables."""
+
+from __future__ import annotations
+
+from tests.browser_support import SCREENSHOTS, PageWatch, Server
+
+# The demo's sessions end on its anchor day (2026-11-30); ask for that year explicitly
+# so the page does not depend on today's date.
+RANGE = "from=2025-12-01&to=2026-12-01"
+
+DRAWN = """(kind) => {
+  const canvas = document.querySelector(`canvas[data-chart="${kind}"]`);
+  const chart = window.Chart && window.Chart.getChart(canvas);
+  return {chart: Boolean(chart), width: canvas.width, height: canvas.height,
+          datasets: chart ? chart.data.datasets.length : 0};
+}"""
+
+
+def test_both_charts_are_drawn(demo_server: Server, page) -> None:
+    watch = PageWatch()
+    watch.attach(page)
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    for canvas in ("spend", "tokens"):
+        drawn = page.evaluate(DRAWN, canvas)
+        assert drawn["chart"] and drawn["width"] > 300 and drawn["height"] > 100, (canvas, drawn)
+        assert drawn["datasets"] > 0
+        assert page.locator(f'canvas[data-chart="{canvas}"]').is_visible()
+    assert page.locator("table.costs-spend").is_visible()
+    assert page.locator("table.costs-tokens").is_visible()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "costs.png"), full_page=True)
+
+    # A filter change swaps the section through HTMX and the charts are drawn again.
+    page.select_option("#costs-by", "model")
+    page.wait_for_url("**by=model**")
+    page.wait_for_function(
+        "() => window.Chart && Chart.getChart(document.querySelector('canvas[data-chart=spend]'))"
+        " && document.querySelector('table.costs-spend th:nth-child(2)').textContent === 'Model'"
+    )
+    assert page.evaluate(DRAWN, "tokens")["chart"]
+    assert watch.problems == []
+
+
+def test_without_javascript_the_tables_are_the_page(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/costs?{RANGE}")
+        assert page.locator("table.costs-spend").is_visible()
+        assert page.locator("table.costs-tokens").is_visible()
+        assert page.locator("table.costs-spend tbody tr").count() > 1
+        assert page.locator("canvas").count() == 2
+        assert not page.locator('canvas[data-chart="spend"]').is_visible()
+        assert not page.locator('canvas[data-chart="tokens"]').is_visible()
+        # The form still works as a plain GET.
+        page.select_option("#costs-by", "source")
+        page.click(".costs-apply button")
+        page.wait_for_url("**by=source**")
+        assert page.locator("table.costs-spend th").nth(1).inner_text() == "Source"
+    finally:
+        context.close()

@@ -1,0 +1,79 @@
+"""This month's headline figures, from spend() results over the right days."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from dashboard.repository.cost_headlines import Leader, headlines
+from dashboard.repository.costs import Spend, spend
+from dashboard.repository.home import HermesHome
+from dashboard.repository.reader import StateReader
+from tests import hermes_shapes as shapes
+
+PARIS = ZoneInfo("Europe/Paris")
+
+
+class Recorder:
+    """A spend() stand-in over a real file that remembers each call's range."""
+
+    def __init__(self, reader: StateReader) -> None:
+        self.reader = reader
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, **options: Any) -> Spend:
+        self.calls.append(options)
+        return self.reader.spend(**options)
+
+
+@pytest.fixture
+def reader(tmp_path: Path) -> StateReader:
+    shapes.build_seed_inline(tmp_path / "state.db")
+    return StateReader(HermesHome(tmp_path))
+
+
+def test_ranges_follow_the_calendar(reader: StateReader) -> None:
+    record = Recorder(reader)
+    # March 31st: last month (February 2026) has 28 days, so it is cut at its end.
+    headlines(record, now=datetime(2026, 3, 31, 18, tzinfo=PARIS), timezone="Europe/Paris")
+    ranges = [(c["by"], c["start"], c["end"]) for c in record.calls]
+    assert ranges == [
+        ("provider", date(2026, 3, 1), date(2026, 4, 1)),
+        ("model", date(2026, 3, 1), date(2026, 4, 1)),
+        ("provider", date(2026, 2, 1), date(2026, 3, 1)),
+    ]
+    assert {c["timezone"] for c in record.calls} == {"Europe/Paris"}
+
+
+def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
+    now = datetime(2026, 7, 25, 12, tzinfo=PARIS)
+    found = headlines(reader.spend, now=now, timezone="Europe/Paris")
+    with reader.snapshot() as snap:
+        month = spend(
+            snap.conn, snap.layout, by="provider", start=date(2026, 7, 1), end=date(2026, 7, 26),
+            timezone="Europe/Paris",
+        )  # fmt: skip
+    assert found.month == "2026-07" and found.day == 25
+    # July has 31 days; noon on the 25th is 24.5 days in (no DST change in July).
+    assert found.elapsed_fraction == pytest.approx(24.5 / 31)
+    assert found.spend_so_far == month.totals.effective_usd
+    assert found.projection == pytest.approx((month.totals.effective_usd or 0) / (24.5 / 31))
+    assert found.last_month_same_point is None  # nothing in June: unknown, not $0
+    assert found.top_provider == Leader("openrouter", month.rows[0].effective_usd or 0.0)
+    assert found.top_model is not None and found.top_model.key == "anthropic/claude-sonnet-4.5"
+    assert found.actual_share == month.totals.actual_share
+    assert found.to_json()["top_provider"] == {
+        "key": "openrouter", "effective_usd": found.top_provider.effective_usd,
+    }  # fmt: skip
+
+
+def test_a_month_without_spend_is_unknown(reader: StateReader) -> None:
+    found = headlines(
+        reader.spend, now=datetime(2026, 1, 10, tzinfo=PARIS), timezone="Europe/Paris"
+    )
+    assert found.spend_so_far is None and found.projection is None
+    assert found.top_provider is None and found.top_model is None and found.actual_share is None

@@ -1,0 +1,391 @@
+"""The costs page, its CSV and its JSON show exactly the repository's numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, date, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.demo.build import build_demo_home
+from dashboard.repository.costs import STATUSES, TOKEN_KINDS, Cell, Spend, spend
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.readonly import open_readonly
+from dashboard.web.filters import usd
+from tests import hermes_shapes as shapes
+from tests.conftest import make_app
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
+SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
+YEAR = {"from": "2026-01-01", "to": "2027-01-01"}
+
+
+# --- Reading what the page shows --------------------------------------------------------
+
+
+class Tables(HTMLParser):
+    """Every ``table.costs-table``: header labels and rows of (text, classes) cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, dict[str, list]] = {}
+        self._table: dict[str, list] | None = None
+        self._row: list[tuple[str, str]] | None = None
+        self._cell: list[str] | None = None
+        self._classes = ""
+        self._in_head = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes = a.get("class") or ""
+        if tag == "table" and "costs-table" in classes:
+            kind = "spend" if "costs-spend" in classes else "tokens"
+            self._table = self.tables[kind] = {"head": [], "rows": [], "flagged_rows": []}
+        elif self._table is None:
+            return
+        elif tag == "thead":
+            self._in_head = True
+        elif tag == "tr":
+            self._row = []
+            if "drift-row" in classes:
+                self._table["flagged_rows"].append(len(self._table["rows"]))
+        elif tag in ("td", "th"):
+            self._cell, self._classes = [], classes
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._table is None:
+            return
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell).strip(), self._classes))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            if self._in_head:
+                self._table["head"] = [text for text, _ in self._row]
+            else:
+                self._table["rows"].append(self._row)
+            self._row = None
+        elif tag == "thead":
+            self._in_head = False
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def shown_tables(html: str) -> dict[str, dict[str, list]]:
+    parser = Tables()
+    parser.feed(html)
+    return parser.tables
+
+
+def texts(row: list[tuple[str, str]]) -> list[str]:
+    return [text for text, _ in row]
+
+
+# --- What the repository says, formatted independently -----------------------------------
+
+
+def repository_spend(home: Path, **options: object) -> Spend:
+    with closing(open_readonly(home / "state.db")) as conn:
+        return spend(conn, detect_layout(conn, home / "state.db"), timezone="UTC", **options)
+
+
+def money(value: float | None, cell: Cell) -> str:
+    mix = cell.status_mix
+    only_included = mix.get("included", 0) > 0 and sum(mix.values()) == mix["included"]
+    if only_included and not value:
+        return "included"
+    return usd(value)  # "unknown" for None
+
+
+def expected_spend_row(cell: Cell, period: str, key: str) -> list[str]:
+    drift = "—" if cell.drift is None else f"{cell.drift:.2f}×"
+    share = "—" if cell.actual_share is None else f"{cell.actual_share * 100:.0f}%"
+    mix = ", ".join(f"{cell.status_mix[s]} {s}" for s in STATUSES if cell.status_mix.get(s))
+    return [
+        period, key, money(cell.estimated_usd, cell), money(cell.actual_usd, cell),
+        money(cell.effective_usd, cell), drift, share, mix or "—",
+        f"{cell.sessions:,}", f"{cell.api_calls:,}",
+    ]  # fmt: skip
+
+
+def expected_token_row(cell: Cell, period: str, key: str) -> list[str]:
+    return [period, key, *(f"{cell.tokens[k]:,}" for k in TOKEN_KINDS)]
+
+
+def as_csv(text: str) -> str:
+    """A table cell as the CSV holds it: no $ sign, separators, units or dashes."""
+    if text == "—":
+        return ""
+    return re.sub(r"[$,×%]", "", text) if re.fullmatch(r"\$?[\d,.]+[×%]?", text) else text
+
+
+# --- Fixtures -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("costs") / "demo"
+    build_demo_home(home, sessions=60, messages=1500, anchor_day="2026-11-30")
+    return home
+
+
+def client_for(home: Path, data: Path, now: datetime = NOW, **extra: object) -> FlaskClient:
+    app = make_app(home, data, COSTS_NOW=now.timestamp(), TIMEZONE="UTC", **extra)
+    return app.test_client()
+
+
+@pytest.fixture
+def demo(demo_home: Path, tmp_path: Path) -> FlaskClient:
+    return client_for(demo_home, tmp_path / "data")
+
+
+@pytest.fixture(params=["current", "seed"])
+def shape_home(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """With session_model_usage (current form) and without it (seed form)."""
+    home = tmp_path / request.param
+    build = shapes.build_current_views if request.param == "current" else shapes.build_seed_inline
+    build(home / "state.db")
+    yield home
+
+
+def get(client: FlaskClient, path: str, status: int = 200, **params: object) -> str:
+    response = client.get(path, query_string=params)
+    assert response.status_code == status, (path, params, response.get_data(as_text=True)[:500])
+    return response.get_data(as_text=True)
+
+
+# --- The page, the CSV and the JSON against the repository -------------------------------
+
+CASES = [
+    {},
+    {"by": "model"},
+    {"by": "task"},
+    {"by": "source", "period": "week"},
+    {"period": "day", "by": "provider", "source": ["telegram", "tui"]},
+    {"from": "2026-06-01", "to": "2026-12-01", "by": "model", "source": ["cli", "telegram"]},
+]
+
+
+@pytest.mark.parametrize("params", CASES, ids=lambda p: "-".join(map(str, p.values())) or "default")
+def test_page_csv_and_json_show_the_repository_numbers(
+    demo: FlaskClient, demo_home: Path, params: dict
+) -> None:
+    period, by = params.get("period", "month"), params.get("by", "provider")
+    default = {
+        "month": (date(2025, 12, 1), date(2026, 12, 1)),
+        "week": (date(2026, 9, 14), date(2026, 12, 7)),  # 12 ISO weeks through 2026-W49
+        "day": (date(2026, 11, 1), date(2026, 12, 1)),
+    }[period]
+    start = date.fromisoformat(params["from"]) if "from" in params else default[0]
+    end = date.fromisoformat(params["to"]) if "to" in params else default[1]
+    sources = tuple(sorted(params.get("source", [])))
+    truth = repository_spend(demo_home, period=period, by=by, start=start, end=end, sources=sources)
+    assert truth.rows, "the demo should have spend in every case"
+
+    tables = shown_tables(get(demo, "/costs", **params))
+    spend_rows, token_rows = tables["spend"]["rows"], tables["tokens"]["rows"]
+    assert len(spend_rows) == len(token_rows) == len(truth.rows) + 1  # + the total row
+    for shown, cell in zip(spend_rows, truth.rows, strict=False):
+        assert texts(shown) == expected_spend_row(cell, cell.period, cell.key)
+    for shown, cell in zip(token_rows, truth.rows, strict=False):
+        assert texts(shown) == expected_token_row(cell, cell.period, cell.key)
+    assert texts(spend_rows[-1]) == expected_spend_row(truth.totals, "Total", "all")
+    assert texts(token_rows[-1]) == expected_token_row(truth.totals, "Total", "all")
+    flagged = [i for i, c in enumerate(truth.rows) if c.drift_flagged]
+    assert tables["spend"]["flagged_rows"] == flagged
+    for i in flagged:
+        assert "drift-flagged" in spend_rows[i][5][1]
+
+    # The CSV: the same rows, the spend table's columns then the token table's.
+    response = demo.get("/costs.csv", query_string=params)
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    assert response.headers["Content-Disposition"] == (
+        f"attachment; filename=recall-costs-{period}-{by}.csv"
+    )
+    header, *lines = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+    assert len(header) == len(tables["spend"]["head"]) + len(tables["tokens"]["head"]) - 2
+    assert header[:2] == ["period", by]
+    assert len(lines) == len(spend_rows)
+    for line, srow, trow in zip(lines, spend_rows, token_rows, strict=True):
+        assert line == [as_csv(t) for t in texts(srow) + texts(trow)[2:]]
+
+    # The JSON: the repository's own to_json, through JSON.
+    body = demo.get("/api/costs", query_string=params)
+    assert body.status_code == 200
+    assert body.get_json() == json.loads(json.dumps(truth.to_json()))
+
+
+def test_shapes_with_and_without_usage_rows(shape_home: Path, tmp_path: Path) -> None:
+    client = client_for(shape_home, tmp_path / "data", now=SHAPES_NOW)
+    html = get(client, "/costs", **YEAR)
+    truth = repository_spend(
+        shape_home, period="month", by="provider", start=date(2026, 1, 1), end=date(2027, 1, 1)
+    )
+    rows = shown_tables(html)["spend"]["rows"]
+    assert [texts(r) for r in rows[:-1]] == [
+        expected_spend_row(c, c.period, c.key) for c in truth.rows
+    ]
+    usage = truth.source_table == "session_model_usage"
+    assert ('<option value="task"' in html) is usage
+    get(client, "/costs", 200 if usage else 400, by="task", **YEAR)
+    get(client, "/api/costs", 200 if usage else 400, by="task", **YEAR)
+
+
+def test_unknown_cost_is_never_shown_as_zero(hermes_home: Path, tmp_path: Path) -> None:
+    client = client_for(hermes_home, tmp_path / "data", now=SHAPES_NOW)
+    tables = shown_tables(get(client, "/costs", **YEAR))
+    # The "custom" provider's sessions (a local model) have no price at all.
+    (custom,) = [r for r in tables["spend"]["rows"] if texts(r)[1] == "custom"]
+    assert texts(custom)[2:5] == ["unknown"] * 3
+    assert all("muted" in classes for _, classes in custom[2:5])
+    csv_text = get(client, "/costs.csv", **YEAR)
+    (line,) = [row for row in csv.reader(io.StringIO(csv_text)) if row[1] == "custom"]
+    assert line[2:5] == ["unknown"] * 3
+    api = client.get("/api/costs", query_string=YEAR).get_json()
+    (row,) = [r for r in api["rows"] if r["key"] == "custom"]
+    assert row["estimated_usd"] is None and row["effective_usd"] is None
+
+
+def test_large_drift_is_flagged(tmp_path: Path) -> None:
+    from dashboard.repository.store import SessionStore, Usage
+
+    at = SHAPES_NOW.timestamp()
+    with SessionStore(tmp_path / "own" / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        # Billed 2.5x the estimate for the same calls: flagged. 1.1x: not flagged.
+        store.record_usage(sid, Usage(model="a", billing_provider="openrouter",
+                                      estimated_cost_usd=0.10, actual_cost_usd=0.25,
+                                      cost_status="actual", at=at))  # fmt: skip
+        store.record_usage(sid, Usage(model="b", billing_provider="steady",
+                                      estimated_cost_usd=1.00, actual_cost_usd=1.10,
+                                      cost_status="actual", at=at))  # fmt: skip
+    client = client_for(tmp_path / "own", tmp_path / "data", now=SHAPES_NOW)
+    tables = shown_tables(get(client, "/costs", **YEAR))
+    rows = tables["spend"]["rows"]
+    (flagged,) = tables["spend"]["flagged_rows"]
+    assert texts(rows[flagged])[1] == "openrouter"
+    assert "drift-flagged" in rows[flagged][5][1]
+    assert not any(
+        "drift-flagged" in cls for r in rows[:flagged] + rows[flagged + 1 :] for _, cls in r
+    )
+
+
+def test_sessions_only_files_show_no_drift(tmp_path: Path) -> None:
+    # A sessions row mixes a billed main loop with an estimated title call: no pairing.
+    home = tmp_path / "seed"
+    shapes.build_seed_inline(home / "state.db")
+    client = client_for(home, tmp_path / "data", now=SHAPES_NOW)
+    assert shown_tables(get(client, "/costs", **YEAR))["spend"]["flagged_rows"] == []
+
+
+# --- Headline cards and the budget ----------------------------------------------------------
+
+
+def cards(html: str) -> dict[str, str]:
+    found = re.findall(
+        r'<div class="stat-value[^"]*">(.*?)</div><div class="stat-label">(.*?)</div>', html
+    )
+    return {re.sub(r"<[^>]+>", "", label): re.sub(r"<[^>]+>", "", value) for value, label in found}
+
+
+def test_headline_cards(demo: FlaskClient, demo_home: Path) -> None:
+    shown = cards(get(demo, "/costs"))
+    so_far = repository_spend(
+        demo_home, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1)
+    )
+    last = repository_spend(
+        demo_home, by="provider", start=date(2026, 10, 1), end=date(2026, 10, 31)
+    )
+    assert shown["spent so far"] == usd(so_far.totals.effective_usd)
+    assert shown["last month by day 30"] == usd(last.totals.effective_usd)
+    elapsed = 29.5 / 30  # noon on the 30th of a 30-day month
+    assert shown["projected for the month"] == usd((so_far.totals.effective_usd or 0) / elapsed)
+    top = min(so_far.rows, key=lambda c: (-(c.effective_usd or 0), c.key))
+    assert shown[f"top provider · {usd(top.effective_usd)}"] == top.key
+    share = so_far.totals.actual_share
+    assert shown["of spend billed (actual figures)"] == f"{(share or 0) * 100:.0f}%"
+
+
+def test_budget_banner_only_when_the_projection_passes_it(demo_home: Path, tmp_path: Path) -> None:
+    so_far = repository_spend(
+        demo_home, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1)
+    )
+    projection = (so_far.totals.effective_usd or 0) / (29.5 / 30)
+    below = client_for(demo_home, tmp_path / "a", MONTHLY_BUDGET_USD=projection * 0.9)
+    above = client_for(demo_home, tmp_path / "b", MONTHLY_BUDGET_USD=projection * 1.1)
+    unset = client_for(demo_home, tmp_path / "c")
+    assert "Over budget." in get(below, "/costs")
+    assert f"budget {usd(projection * 0.9)}" in get(below, "/costs")
+    assert "Over budget." not in get(above, "/costs")
+    assert f"budget {usd(projection * 1.1)}" in get(above, "/costs")
+    assert "Over budget." not in get(unset, "/costs")
+
+
+def test_budget_from_the_environment(
+    demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECALL_MONTHLY_BUDGET_USD", "0.01")
+    assert "Over budget." in get(client_for(demo_home, tmp_path / "d"), "/costs")
+
+
+# --- Requests -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"period": "year"},
+        {"by": "colour"},
+        {"from": "yesterday"},
+        {"from": "2026-05-01", "to": "2026-04-01"},
+        {"period": "day", "from": "2000-01-01", "to": "2026-01-01"},
+    ],
+)
+def test_bad_parameters_are_400(demo: FlaskClient, params: dict) -> None:
+    html = get(demo, "/costs", 400, **params)
+    assert "Can't show those costs." in html and 'id="costs-form"' in html
+    response = demo.get("/api/costs", query_string=params)
+    assert response.status_code == 400 and response.get_json()["error"]
+    assert demo.get("/costs.csv", query_string=params).status_code == 400
+
+
+def test_htmx_gets_the_partial_and_every_filter_is_in_the_url(demo: FlaskClient) -> None:
+    response = demo.get(
+        "/costs", query_string={"by": "model"}, headers={"HX-Request": "true", "HX-Target": "costs"}
+    )
+    html = response.get_data(as_text=True)
+    assert html.lstrip().startswith('<section id="costs"')
+    assert "HX-Request" in response.headers["Vary"]
+    page = get(demo, "/costs", by="source", period="week", source="cli")
+    assert 'hx-push-url="true"' in page
+    assert '<option value="source" selected>' in page
+    assert 'value="week" checked' in page
+    assert 'href="/costs.csv?by=source&amp;period=week&amp;source=cli"' in page
+
+
+def test_the_page_is_strict_csp_clean(demo: FlaskClient) -> None:
+    html = get(demo, "/costs")
+    assert " style=" not in html and "<style" not in html
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S)
+    for attrs, body in scripts:
+        assert "src=" in attrs or 'type="application/json"' in attrs, attrs
+        if body.strip():
+            json.loads(body)  # data only, never code
+    assert "Costs" in html and 'href="/costs"' in html  # in the navigation
+
+
+def test_empty_range_says_so(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", **{"from": "2020-01-01", "to": "2020-02-01"})
+    assert "No sessions in this range" in html and "<canvas" not in html
