@@ -29,6 +29,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import pct, timed  # noqa: E402
 from dashboard.repository.store import ImportSession, NewMessage, SessionStore, Usage  # noqa: E402
 from tests.browser_support import running_server  # noqa: E402
 
@@ -85,19 +86,8 @@ def naive_lineage(db: Path, session_id: str) -> int:
         conn.close()
 
 
-def timed(fn, rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
-
-
 def report(name: str, samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    p50, p95 = statistics.median(samples), pct(samples, 0.95)
     print(f"{name:<34} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
     return p50, p95
 

@@ -27,6 +27,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import pct, timed  # noqa: E402
 from dashboard.demo.build import build_demo_home  # noqa: E402
 from tests.browser_support import running_server  # noqa: E402
 
@@ -36,20 +37,6 @@ SELECT strftime('%Y-%m', started_at, 'unixepoch') AS month, billing_provider,
        sum(estimated_cost_usd), sum(actual_cost_usd), count(*)
 FROM sessions WHERE started_at >= ? GROUP BY month, billing_provider
 """
-
-
-def timed(fn, rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:

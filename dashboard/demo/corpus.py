@@ -971,7 +971,7 @@ def cache_get(key: str):
     return json.loads(raw) if raw else None
 
 def cache_set(key: str, value, ttl: int | None = None) -> None:
-    # TODO: ttl should never be None
+    # ttl should never be None here
     redis.set(key, json.dumps(value), ex=ttl)
 """,
         patches=r"""
@@ -984,7 +984,7 @@ maxmemory-samples 10
 ~~
 app/cache.py
 def cache_set(key: str, value, ttl: int | None = None) -> None:
-    # TODO: ttl should never be None
+    # ttl should never be None here
     redis.set(key, json.dumps(value), ex=ttl)
 =>
 DEFAULT_TTL = 3600
