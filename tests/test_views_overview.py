@@ -20,6 +20,16 @@ LAYOUT_TEXT = {
 }
 
 
+EVERY_PAGE = (
+    "/", "/?q=pool", "/?q=部署", "/?q=pool&sort=newest&group=session", "/overview",
+    "/sessions/{root}", "/sessions/{cont}?q=pool&all=1", "/chains", "/chains/{cont}",
+    "/chains/{cont}/transcript?all=1", "/costs", "/costs?period=day&by=source", "/costs.csv",
+    "/summaries/{root}?q=pool", "/api/search?q=pool", "/api/sessions/{root}/messages",
+    "/api/chains/{cont}", "/api/costs", "/api/session_search?query=pool", "/healthz",
+    "/static/app.css", "/nope",
+)  # fmt: skip
+
+
 def _digest(db: Path) -> tuple[str, str | None]:
     wal = Path(f"{db}-wal")
     return (
@@ -48,8 +58,10 @@ def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape
     assert ("stale — search falls back" in html) == facts.fts_stale
     if facts.has_cjk:
         assert "unusable: no such tokenizer" in html
-    for path in ("/healthz", "/static/app.css", "/nope"):  # every page there is
-        client.get(path).close()
+    for path in EVERY_PAGE:  # every page there is, and its partials and JSON
+        response = client.get(path.format(root=shapes.S_ROOT, cont=shapes.S_CONT1))
+        assert response.status_code < 500, (path, response.status_code)
+        response.close()
     assert _digest(db) == before
 
 
