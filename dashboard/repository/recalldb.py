@@ -1,4 +1,4 @@
-"""Recall's own data: the summary cache (and, later, USER.md revisions).
+"""Recall's own data: the summary cache and USER.md / MEMORY.md revisions.
 
 A separate SQLite file (default ``<home>/recall/recall.db``) written through the
 same write core as Recall's state store: a user's ``state.db`` is never touched.
@@ -6,12 +6,14 @@ same write core as Recall's state store: a user's ``state.db`` is never touched.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard.repository.errors import NotFoundError
 from dashboard.repository.schema import Migration, migrate
 from dashboard.repository.writecore import WriteCore
 
@@ -33,7 +35,28 @@ def _v1_summary_cache(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = (Migration(1, "summary cache", _v1_summary_cache),)
+def _v2_memory_revisions(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE memory_revisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            home TEXT NOT NULL,            -- which Hermes home (or profile) the file belongs to
+            name TEXT NOT NULL,            -- USER.md or MEMORY.md
+            content TEXT NOT NULL,         -- the whole file text
+            sha256 TEXT NOT NULL,          -- of the UTF-8 bytes of content
+            saved_at REAL NOT NULL,
+            note TEXT
+        )"""
+    )
+    conn.execute("CREATE INDEX idx_memory_revisions_file ON memory_revisions(home, name, saved_at)")
+
+
+MIGRATIONS = (
+    Migration(1, "summary cache", _v1_summary_cache),
+    Migration(2, "memory revisions", _v2_memory_revisions),
+)
+
+_REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")
 
 
 @dataclass(frozen=True)
@@ -86,3 +109,42 @@ class RecallData:
                 (key.home, key.session_id, key.query, key.last_message_id, key.model, text, when),
             )
         )
+
+    # -- USER.md / MEMORY.md revisions ---------------------------------------------
+
+    def add_revision(
+        self, home: str, name: str, content: str, note: str | None = None, at: float | None = None
+    ) -> int:
+        """Record one saved version of a memory file; returns the revision id."""
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+        when = time.time() if at is None else at
+        return self.core.write(
+            lambda conn: (
+                conn.execute(
+                    "INSERT INTO memory_revisions(home, name, content, sha256, saved_at, note) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (home, name, content, digest, when, note),
+                ).lastrowid
+            )
+        )
+
+    def revisions(self, home: str, name: str, limit: int = 50) -> list[dict]:
+        """The latest ``limit`` revisions of one file, newest first."""
+        with self.core.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(_REVISION_COLUMNS)} FROM memory_revisions "
+                "WHERE home=? AND name=? ORDER BY saved_at DESC, id DESC LIMIT ?",
+                (home, name, max(0, int(limit))),
+            ).fetchall()
+        return [dict(zip(_REVISION_COLUMNS, row, strict=True)) for row in rows]
+
+    def revision(self, revision_id: int) -> dict:
+        """One revision by id; :class:`NotFoundError` when there is none."""
+        with self.core.reading() as conn:
+            row = conn.execute(
+                f"SELECT {', '.join(_REVISION_COLUMNS)} FROM memory_revisions WHERE id=?",
+                (revision_id,),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"memory revision {revision_id} does not exist")
+        return dict(zip(_REVISION_COLUMNS, row, strict=True))

@@ -1,0 +1,592 @@
+"""USER.md and MEMORY.md: read, check, save safely, keep revisions.
+
+The two files live in ``<home>/memories/``; each is a list of entries joined by
+the line ``§`` (``"\\n§\\n"``). Hermes reads them once at session start and puts
+them verbatim into the system prompt, so an edit takes effect from the agent's
+next session, and every save is checked for the same threats Hermes rejects.
+
+Saving follows Hermes's own discipline so the two never corrupt each other:
+
+* an exclusive ``fcntl.flock`` on ``<file>.lock`` (the lock Hermes takes);
+* under the lock the file is re-read and its SHA-256 compared with the hash the
+  user's edit started from: a difference raises :class:`MemoryConflict` and the
+  file is never overwritten;
+* the new text goes to a temp file in the same folder, is fsynced, renamed over
+  the file with ``os.replace`` and the folder is fsynced.
+
+Revisions are kept in Recall's own database (:class:`RecallData`), never next to
+the user's files.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.recalldb import RecallData
+
+SEPARATOR = "\n§\n"
+NAMES = ("USER.md", "MEMORY.md")
+NEW_FILE_MODE = 0o600
+LOCK_TIMEOUT_S = 30.0
+_LOCK_POLL_S = 0.02
+
+BLOCK = "block"
+WARN = "warn"
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One memory file as it is on disk.
+
+    ``text`` is the exact file text ("" when missing; bytes that are not UTF-8 are
+    shown as U+FFFD), ``sha256`` the hash of the exact bytes (of ``b""`` when
+    missing) — pass it back as ``base_sha256`` when saving. ``entries`` is
+    :func:`split_entries` of ``text``: raw, unstripped, lossless.
+    """
+
+    name: str
+    path: Path
+    text: str
+    exists: bool
+    sha256: str
+    limit: int
+    entries: tuple[str, ...]
+
+    @property
+    def used(self) -> int:
+        """Characters counted against the limit (the whole file)."""
+        return len(self.text)
+
+
+def memory_path(home: HermesHome, name: str) -> Path:
+    """``<home>/memories/<name>`` for ``USER.md`` or ``MEMORY.md``; anything else is refused."""
+    if name == "USER.md":
+        return home.user_md
+    if name == "MEMORY.md":
+        return home.memory_md
+    raise NotFoundError(f"no memory file called {name!r} (only USER.md and MEMORY.md)")
+
+
+def home_key(home: HermesHome) -> str:
+    """How a home is named in Recall's revision table (its absolute path)."""
+    return str(Path(home.root).expanduser().resolve())
+
+
+def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
+    """Read one memory file; a missing file (or folder) reads as empty."""
+    path = memory_path(home, name)
+    raw = _read_bytes(path)
+    text = "" if raw is None else raw.decode("utf-8", errors="replace")
+    return MemoryFile(
+        name=name,
+        path=path,
+        text=text,
+        exists=raw is not None,
+        sha256=_sha256(raw or b""),
+        limit=home.char_limits()[name],
+        entries=tuple(split_entries(text)),
+    )
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- entries --------------------------------------------------------------------------
+
+
+def split_entries(text: str) -> list[str]:
+    """The entries of a file, split on ``"\\n§\\n"`` exactly as Hermes splits them.
+
+    Lossless: ``join_entries(split_entries(t)) == t`` for every ``t``. Entries keep
+    their whitespace (Hermes strips them when loading; see :func:`agent_entries`).
+    An empty text has no entries. A CRLF file (``"\\r\\n§\\r\\n"``) is not split,
+    because Hermes does not split it either: to the agent it is one entry.
+    """
+    if text == "":
+        return []
+    return text.split(SEPARATOR)
+
+
+def join_entries(entries: Sequence[str]) -> str:
+    """The file text for ``entries`` (the inverse of :func:`split_entries`)."""
+    return SEPARATOR.join(entries)
+
+
+# -- checks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in a memory text.
+
+    ``entry_index`` is 0-based (messages say "entry N", 1-based); ``None`` for the
+    whole file. ``severity`` is ``block`` (Recall refuses to save) or ``warn``.
+    ``code`` is one of ``threat``, ``invisible``, ``duplicate``, ``over_limit``,
+    ``empty_entry``.
+    """
+
+    entry_index: int | None
+    severity: str
+    code: str
+    message: str
+
+
+_I = re.IGNORECASE
+_SECRET_WORD = r"(?i:[A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL)[A-Z0-9_]*)"
+_NET_TOOL = r"(?<![\w-])(?:curl|wget|nc|ncat|netcat)(?![\w-])"
+_HOME_DIR = r"(?:~|\$HOME|\$\{HOME\}|/home/[^/\s]+|/root|/Users/[^/\s]+)"
+_WRITE_VERB = (
+    r"(?i:\b(?:edit|modify|change|overwrite|rewrite|write|append|update|replace|delete"
+    r"|remove|rm|truncate|tee|chmod|sed\s+-i)\b)"
+)
+_AGENT_FILE = r"(?:\.hermes/|\bSOUL\.md\b|\bconfig\.ya?ml\b)"
+
+# (pattern id, what it means, compiled pattern). Each is searched in every entry.
+THREAT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    # prompt injection
+    (
+        "prompt_injection",
+        "tells the agent to ignore its instructions",
+        re.compile(
+            r"\bignore\s+(?:all\s+|any\s+|the\s+|your\s+)?"
+            r"(?:previous|prior|above|earlier|all|preceding)\s+(?:instructions|rules|prompts?)",
+            _I,
+        ),
+    ),
+    (
+        "disregard_rules",
+        "tells the agent to disregard its rules",
+        re.compile(
+            r"\b(?:disregard|forget)\s+(?:your|all|any|the|previous|prior)\s+"
+            r"(?:\w+\s+)?(?:instructions|rules|guidelines)",
+            _I,
+        ),
+    ),
+    ("role_hijack", "tries to redefine who the agent is", re.compile(r"\byou\s+are\s+now\b", _I)),
+    (
+        "system_prompt",
+        "tries to change or reveal the system prompt",
+        re.compile(
+            r"\bsystem\s+prompt\s*(?:override|:)"
+            r"|\b(?:ignore|override|overwrite|replace|reveal|print|leak|disregard|forget|new)"
+            r"\s+(?:\w+\s+){0,2}system\s+prompt",
+            _I,
+        ),
+    ),
+    (
+        "deception",
+        "tells the agent to hide things from the user",
+        re.compile(r"\bdo\s+not\s+tell\s+the\s+user\b|\bdon'?t\s+tell\s+the\s+user\b", _I),
+    ),
+    (
+        "bypass_restrictions",
+        "tells the agent to act without restrictions",
+        re.compile(
+            r"\bact\s+as\s+(?:if|though)\s+you\s+(?:have\s+no|don'?t\s+have)\s+"
+            r"(?:restrictions|limits|rules)",
+            _I,
+        ),
+    ),
+    (
+        "chat_markup",
+        "contains chat-template markup that can forge a system or user turn",
+        re.compile(
+            r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>"
+            r"|^[ \t]*#{2,}[ \t]*(?:system|instructions?)[ \t]*:?[ \t]*$"
+            r"|\[/?INST\]|<<SYS>>",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+    ),
+    # exfiltration
+    (
+        "exfiltration",
+        "sends variables or secrets over the network",
+        re.compile(_NET_TOOL + r"[^\n]*(?:\$\{?[A-Za-z_]\w*|" + _SECRET_WORD + r")"),
+    ),
+    (
+        "read_secrets",
+        "reads a file that holds secrets",
+        re.compile(
+            r"(?<![\w-])(?:cat|less|more|head|tail|source|type|strings|base64|xxd)\s+[^\n]*"
+            r"(?:\.env\b|credentials|\.netrc|\.pgpass|\.npmrc|\.pypirc|id_rsa|id_ed25519)",
+            _I,
+        ),
+    ),
+    (
+        "ssh_access",
+        "points at SSH keys",
+        re.compile(r"authorized_keys|" + _HOME_DIR + r"/\.ssh\b|\bid_(?:rsa|ed25519|ecdsa)\b"),
+    ),
+    (
+        "env_file",
+        "points at a .env file in a home folder",
+        re.compile(_HOME_DIR + r"/(?:[^\s/]+/)*\.env\b"),
+    ),
+    # persistence: rewriting the agent's own configuration
+    (
+        "agent_config",
+        "edits the agent's own configuration",
+        re.compile(
+            _WRITE_VERB + r"[^\n]{0,80}?" + _AGENT_FILE + r"|>>?\s*\S*" + _AGENT_FILE,
+        ),
+    ),
+)
+
+INVISIBLE_CHARS: frozenset[str] = frozenset(
+    [chr(c) for c in range(0x200B, 0x200E)]
+    + ["\u2060", "\ufeff"]
+    + [chr(c) for c in range(0x202A, 0x202F)]
+    + [chr(c) for c in range(0x2066, 0x206A)]
+)
+_INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + "]")
+
+
+def check(text: str, limit: int) -> list[Finding]:
+    """Everything wrong with ``text`` as a memory file with a ``limit`` of characters.
+
+    Blocks (Recall refuses to save, as Hermes refuses these entries): threat
+    patterns (prompt injection, role hijack, chat markup, exfiltration, secret
+    files, SSH keys, edits to the agent's config) and invisible or bidi Unicode.
+    Warns: exact duplicate entries (after stripping, as Hermes compares them; Hermes
+    drops the later copies), empty entries (Hermes drops them) and a file longer
+    than ``limit`` characters. Findings come in entry order, blocks before warnings
+    within an entry; the over-limit warning is last.
+    """
+    findings: list[Finding] = []
+    seen: dict[str, int] = {}
+    entries = split_entries(text)
+    for index, entry in enumerate(entries):
+        number = index + 1
+        for pid, meaning, pattern in THREAT_PATTERNS:
+            match = pattern.search(entry)
+            if match:
+                snippet = " ".join(match.group(0).split())[:60]
+                findings.append(
+                    Finding(
+                        index,
+                        BLOCK,
+                        "threat",
+                        f"entry {number}: {meaning} ({pid}: {snippet!r}); Hermes puts "
+                        "entries verbatim into the system prompt and rejects this",
+                    )
+                )
+        reported: set[str] = set()
+        for match in _INVISIBLE_RE.finditer(entry):
+            char = match.group(0)
+            if char in reported:
+                continue
+            reported.add(char)
+            count = entry.count(char)
+            more = f" ({count} times)" if count > 1 else ""
+            findings.append(
+                Finding(
+                    index,
+                    BLOCK,
+                    "invisible",
+                    f"entry {number}, character {match.start() + 1}: invisible or bidi "
+                    f"character U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}{more}",
+                )
+            )
+        stripped = entry.strip()
+        if not stripped:
+            findings.append(
+                Finding(
+                    index,
+                    WARN,
+                    "empty_entry",
+                    f"entry {number} is empty; Hermes drops it (look for a stray §)",
+                )
+            )
+        elif stripped in seen:
+            findings.append(
+                Finding(
+                    index,
+                    WARN,
+                    "duplicate",
+                    f"entry {number} duplicates entry {seen[stripped] + 1}; "
+                    "Hermes keeps only the first",
+                )
+            )
+        else:
+            seen[stripped] = index
+    if len(text) > limit:
+        findings.append(
+            Finding(
+                None,
+                WARN,
+                "over_limit",
+                f"{len(text):,} characters is over the limit of {limit:,} "
+                f"by {len(text) - limit:,}; Hermes will refuse to add entries until it is shorter",
+            )
+        )
+    return findings
+
+
+def blocking(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == BLOCK]
+
+
+# -- saving ---------------------------------------------------------------------------
+
+
+class BlockedContentError(ValidationError):
+    """The new text has ``block`` findings; nothing was written."""
+
+    def __init__(self, name: str, findings: Sequence[Finding]) -> None:
+        self.findings = tuple(findings)
+        lines = "; ".join(f.message for f in self.findings)
+        super().__init__(f"{name} not saved: {lines}")
+
+
+class MemoryConflict(ConflictError):
+    """The file changed since the user loaded it; nothing was written.
+
+    ``theirs`` is the file's current text, ``yours`` the text that was to be
+    saved, ``base_sha256`` the hash the edit started from, ``their_sha256`` the
+    current hash (the base for a retry after merging).
+    """
+
+    def __init__(
+        self, name: str, *, theirs: str, yours: str, base_sha256: str, their_sha256: str
+    ) -> None:
+        self.name = name
+        self.theirs = theirs
+        self.yours = yours
+        self.base_sha256 = base_sha256
+        self.their_sha256 = their_sha256
+        super().__init__(f"{name} changed since it was loaded; nothing was overwritten")
+
+
+class MemoryLockTimeout(ConflictError):
+    """Another writer held ``<file>.lock`` for longer than the timeout."""
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    sha256: str
+    revision_id: int | None
+    findings: tuple[Finding, ...]  # the warnings the saved text still has
+
+
+@contextmanager
+def file_lock(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<path>.lock`` (created when missing), like Hermes.
+
+    Waits for another holder (polling, so a hung holder gives
+    :class:`MemoryLockTimeout` after ``timeout_s`` instead of a hung request).
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() >= deadline:
+                raise MemoryLockTimeout(f"{path.name} is locked by another writer ({lock_path})")
+            time.sleep(_LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def save_memory_file(
+    home: HermesHome,
+    name: str,
+    new_text: str,
+    *,
+    base_sha256: str,
+    data: RecallData | None = None,
+    note: str | None = None,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+) -> SaveResult:
+    """Replace ``name``'s text with ``new_text`` unless it changed since ``base_sha256``.
+
+    Raises :class:`BlockedContentError` (a ValidationError) when :func:`check` finds
+    a threat or invisible character, :class:`MemoryConflict` when the file on disk
+    is no longer the one the edit started from, :class:`MemoryLockTimeout` when the
+    lock cannot be had. In every one of those cases the file is left untouched.
+    With ``data``, the saved text is recorded as a revision; when the file existed
+    and has no revision yet, its previous text is recorded first.
+    """
+    path = memory_path(home, name)
+    if not isinstance(new_text, str):
+        raise ValidationError(f"{name}: the new text must be a string")
+    try:
+        new_bytes = new_text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"{name}: the text is not valid Unicode ({exc.reason})") from exc
+    findings = check(new_text, home.char_limits()[name])
+    blocked = blocking(findings)
+    if blocked:
+        raise BlockedContentError(name, blocked)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = home_key(home)
+    with file_lock(path, lock_timeout_s):
+        current = _read_bytes(path)
+        current_sha = _sha256(current or b"")
+        if current_sha != base_sha256:
+            raise MemoryConflict(
+                name,
+                theirs=(current or b"").decode("utf-8", errors="replace"),
+                yours=new_text,
+                base_sha256=base_sha256,
+                their_sha256=current_sha,
+            )
+        if data is not None and current is not None and not data.revisions(key, name, limit=1):
+            data.add_revision(
+                key, name, current.decode("utf-8", errors="replace"), note="before first edit"
+            )
+        mode = _mode_of(path)
+        _atomic_write(path, new_bytes, mode)
+        revision_id = None
+        if data is not None:
+            revision_id = data.add_revision(key, name, new_text, note=note)
+    return SaveResult(
+        sha256=_sha256(new_bytes),
+        revision_id=revision_id,
+        findings=tuple(f for f in findings if f.severity == WARN),
+    )
+
+
+def restore_revision(
+    home: HermesHome,
+    name: str,
+    revision_id: int,
+    *,
+    base_sha256: str,
+    data: RecallData,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+) -> SaveResult:
+    """Save revision ``revision_id``'s text back: the same checks and conflict rule as a save."""
+    memory_path(home, name)
+    revision = data.revision(revision_id)
+    if revision["home"] != home_key(home) or revision["name"] != name:
+        raise NotFoundError(f"revision {revision_id} is not a revision of {name} in this home")
+    return save_memory_file(
+        home,
+        name,
+        revision["content"],
+        base_sha256=base_sha256,
+        data=data,
+        note=f"restored from revision {revision_id}",
+        lock_timeout_s=lock_timeout_s,
+    )
+
+
+def _mode_of(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return NEW_FILE_MODE
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    """Temp file in the same folder, fsync, ``os.replace``, fsync the folder."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+# -- what the agent sees --------------------------------------------------------------
+
+HEADERS = {
+    "USER.md": "USER PROFILE (who the user is)",
+    "MEMORY.md": "MEMORY (your personal notes)",
+}
+_RULE = "═" * 46
+
+
+def agent_entries(text: str) -> list[str]:
+    """The entries as Hermes loads them: stripped, empty ones dropped, first copy kept."""
+    entries = [e.strip() for e in split_entries(text)]
+    return list(dict.fromkeys(e for e in entries if e))
+
+
+def agent_block(file: MemoryFile) -> str:
+    """The block the agent will get in its system prompt at its next session.
+
+    Mirrors Hermes's rendering: a rule, a header with usage
+    (``USER PROFILE (who the user is) [12% — 165/1,375 chars]``), a rule, then the
+    entries (stripped, empty and duplicate entries dropped, as Hermes loads them)
+    joined by ``§`` lines. An entry with a blocking finding is shown as
+    ``[entry N withheld: reason]`` (N is its number in the file) instead of its
+    text. Usage counts the characters of the entries shown. An empty file gives
+    ``""``: Hermes adds no block at all.
+    """
+    raw = split_entries(file.text)
+    withheld: dict[int, str] = {}
+    for finding in check(file.text, file.limit):
+        if finding.severity == BLOCK and finding.entry_index is not None:
+            withheld.setdefault(finding.entry_index, finding.code)
+    shown: list[str] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(raw):
+        stripped = entry.strip()
+        if not stripped or stripped in seen:
+            continue
+        seen.add(stripped)
+        if index in withheld:
+            reason = "a possible prompt injection or exfiltration"
+            if withheld[index] == "invisible":
+                reason = "invisible or bidi Unicode characters"
+            shown.append(f"[entry {index + 1} withheld: {reason}]")
+        else:
+            shown.append(stripped)
+    if not shown:
+        return ""
+    content = join_entries(shown)
+    used = len(content)
+    pct = min(100, int(used * 100 / file.limit)) if file.limit > 0 else 0
+    header = f"{HEADERS[file.name]} [{pct}% — {used:,}/{file.limit:,} chars]"
+    return f"{_RULE}\n{header}\n{_RULE}\n{content}"
