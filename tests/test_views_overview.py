@@ -26,6 +26,7 @@ EVERY_PAGE = (
     "/chains/{cont}/transcript?all=1", "/costs", "/costs?period=day&by=source", "/costs.csv",
     "/summaries/{root}?q=pool", "/api/search?q=pool", "/api/sessions/{root}/messages",
     "/api/chains/{cont}", "/api/costs", "/api/session_search?query=pool", "/healthz",
+    "/memory", "/memory/MEMORY.md",
     "/static/app.css", "/nope",
 )  # fmt: skip
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from flask import Flask
 
-from dashboard.views import api, chains, costs, health, overview, search, sessions
+from dashboard.views import api, chains, costs, health, memory, overview, search, sessions
 
 # (endpoint, label): the menu shows only screens that are registered.
 NAVIGATION: list[tuple[str, str]] = [
     ("search.index", "Search"),
     ("chains.index", "Chains"),
     ("costs.index", "Costs"),
+    ("memory.index", "Memory"),
     ("overview.index", "Overview"),
 ]
 
@@ -23,4 +24,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(sessions.bp)
     app.register_blueprint(chains.bp)
     app.register_blueprint(costs.bp)
+    app.register_blueprint(memory.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION
