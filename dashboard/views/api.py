@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from flask import Blueprint, jsonify, request
 
 from dashboard.repository.errors import (
@@ -9,6 +11,16 @@ from dashboard.repository.errors import (
     RecallError,
     StoreUnavailableError,
     ValidationError,
+)
+from dashboard.repository.memoryfiles import (
+    BlockedContentError,
+    MemoryConflict,
+    MemoryFile,
+    MemoryLockTimeout,
+    check,
+    read_memory_file,
+    save_memory_file,
+    split_entries,
 )
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
@@ -111,3 +123,49 @@ def costs():
     """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
     request_ = parse_costs_request(current_time().date())
     return jsonify(get_reader().spend(**request_.options()).to_json())
+
+
+MEMORY_FILES = {"user": "USER.md", "memory": "MEMORY.md"}
+
+
+def _memory_name(which: str) -> str:
+    if which not in MEMORY_FILES:
+        raise NotFoundError(f"no memory file {which!r}: use 'user' or 'memory'")
+    return MEMORY_FILES[which]
+
+
+def _memory_json(file: MemoryFile) -> dict[str, object]:
+    return {
+        "name": file.name, "content": file.text, "hash": file.sha256, "limit": file.limit,
+        "chars": len(file.text), "entries": list(split_entries(file.text)),
+        "problems": [asdict(f) for f in check(file.text, file.limit)],
+    }  # fmt: skip
+
+
+@bp.get("/memory/<which>")
+def memory_file(which: str):
+    """Return USER.md or MEMORY.md with its hash, limit, entries and problems."""
+    return jsonify(_memory_json(read_memory_file(get_reader().home, _memory_name(which))))
+
+
+@bp.put("/memory/<which>")
+def save_memory(which: str):
+    """Save a memory file if ``base_hash`` is still current (409 if not, 422 if blocked)."""
+    name = _memory_name(which)
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+        raise ValidationError('send JSON {"content": "...", "base_hash": "..."}')
+    home = get_reader().home
+    try:
+        result = save_memory_file(
+            home, name, body["content"], base_sha256=str(body.get("base_hash", "")),
+            data=get_summaries().data, note="saved through the API",
+        )  # fmt: skip
+    except BlockedContentError as exc:
+        return jsonify({"error": str(exc), "problems": [asdict(f) for f in exc.findings]}), 422
+    except MemoryConflict as exc:
+        return jsonify({"error": str(exc), "content": exc.theirs, "hash": exc.their_sha256}), 409
+    except MemoryLockTimeout as exc:
+        return jsonify({"error": str(exc), "reason": "busy"}), 503
+    return jsonify({"hash": result.sha256, "revision_id": result.revision_id,
+                    "problems": [asdict(f) for f in result.findings]})  # fmt: skip
