@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from dashboard.repository.memoryfiles import (
     agent_block,
     agent_entries,
     check,
+    edit_entries,
     home_key,
     join_entries,
     read_memory_file,
@@ -116,6 +118,58 @@ def test_agent_entries_strip_drop_empty_and_duplicates() -> None:
 
 
 # -- reading ----------------------------------------------------------------------------
+
+
+_ABC = "a\n§\n  b  \n§\nc"
+
+
+@pytest.mark.parametrize(
+    ("op", "index", "value", "expected"),
+    [
+        ("edit", 1, "B\nline two", "a\n§\nB\nline two\n§\nc"),
+        ("delete", 0, "", "  b  \n§\nc"),
+        ("delete", 2, "", "a\n§\n  b  "),
+        ("up", 1, "", "  b  \n§\na\n§\nc"),
+        ("down", 1, "", "a\n§\nc\n§\n  b  "),
+        ("add", 0, "d", "a\n§\n  b  \n§\nc\n§\nd"),
+    ],
+)
+def test_edit_entries_applies_one_op_and_keeps_the_rest(
+    op: str, index: int, value: str, expected: str
+) -> None:
+    assert edit_entries(_ABC, op, index, value) == expected
+
+
+def test_edit_entries_on_an_empty_file_and_the_last_entry() -> None:
+    assert edit_entries("", "add", 0, "first") == "first"
+    assert edit_entries("only", "delete", 0) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "index"),
+    [
+        (_ABC, "rename", 0),
+        (_ABC, "edit", 3),
+        (_ABC, "delete", -1),
+        (_ABC, "up", 0),
+        (_ABC, "down", 2),
+        ("", "edit", 0),
+    ],
+)
+def test_edit_entries_refuses_bad_ops_and_indexes(text: str, op: str, index: int) -> None:
+    with pytest.raises(ValidationError):
+        edit_entries(text, op, index, "x")
+
+
+# Entries without "§": swapping two of them can never form a new separator.
+@given(st.lists(st.text(alphabet="ab \n", max_size=6), min_size=2, max_size=6), st.data())
+def test_edit_entries_up_then_down_is_identity(entries: list[str], draw: st.DataObject) -> None:
+    text = join_entries(entries)
+    count = len(split_entries(text))
+    if count < 2:
+        return
+    index = draw.draw(st.integers(1, count - 1))
+    assert edit_entries(edit_entries(text, "up", index), "down", index - 1) == text
 
 
 def test_read_missing_file(home: HermesHome) -> None:
@@ -423,6 +477,74 @@ def test_save_times_out_when_the_lock_is_never_released(home: HermesHome, tmp_pa
         holder.kill()
         holder.communicate()
     assert home.user_md.read_text(encoding="utf-8") == "before"
+
+
+_KILLED_SAVER = r"""
+import os, sys, time
+from pathlib import Path
+from dashboard.repository.home import HermesHome
+from dashboard.repository.memoryfiles import read_memory_file, save_memory_file
+
+def replace_then_hang(src, dst):
+    print("temp written", src, flush=True)
+    time.sleep(60)
+
+os.replace = replace_then_hang  # killed between writing the temp file and the rename
+home = HermesHome(Path(sys.argv[1]))
+base = read_memory_file(home, "USER.md").sha256
+save_memory_file(home, "USER.md", "new " * 500_000, base_sha256=base)
+print("not killed", flush=True)
+"""
+
+
+def test_a_save_killed_before_the_rename_leaves_the_old_text(
+    home: HermesHome, data: RecallData
+) -> None:
+    old = join_entries(["kind words", "old text " * 10])
+    write_user_md(home, old)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_SAVER, str(home.root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().split()
+        assert line[:2] == ["temp", "written"], line
+        temp = Path(line[2])
+        assert temp.parent == home.memories and temp.name.startswith(".USER.md.")
+        assert temp.stat().st_size == len("new " * 500_000)  # fully written, not renamed
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    assert home.user_md.read_text(encoding="utf-8") == old  # exactly the old text
+    assert temp.exists()  # the killed save's leftover
+
+    loaded = read_memory_file(home, "USER.md")
+    assert loaded.text == old
+    save_memory_file(home, "USER.md", "after the crash", base_sha256=loaded.sha256, data=data)
+    assert home.user_md.read_text(encoding="utf-8") == "after the crash"
+    assert not temp.exists()  # the next save cleared the stale temp file
+    assert sorted(p.name for p in home.memories.iterdir()) == ["USER.md", "USER.md.lock"]
+
+
+def test_stale_temp_cleanup_leaves_other_files_alone(home: HermesHome) -> None:
+    write_user_md(home, "before")
+    stale = home.memories / ".USER.md.abc123.tmp"
+    stale.write_text("partial", encoding="utf-8")
+    other = home.memories / ".MEMORY.md.def456.tmp"
+    other.write_text("not ours to clear in a USER.md save", encoding="utf-8")
+    unrelated = home.memories / "notes.tmp"
+    unrelated.write_text("keep", encoding="utf-8")
+    loaded = read_memory_file(home, "USER.md")
+    save_memory_file(home, "USER.md", "after", base_sha256=loaded.sha256)
+    assert not stale.exists() and other.exists() and unrelated.exists()
+    assert home.user_md.read_text(encoding="utf-8") == "after"
 
 
 # -- revisions --------------------------------------------------------------------------

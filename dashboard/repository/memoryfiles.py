@@ -138,6 +138,37 @@ def join_entries(entries: Sequence[str]) -> str:
     return SEPARATOR.join(entries)
 
 
+ENTRY_OPS = ("edit", "delete", "up", "down", "add")
+
+
+def edit_entries(text: str, op: str, index: int, value: str = "") -> str:
+    """``text`` with one entry operation applied: the new full file text.
+
+    ``op`` is ``edit`` (entry ``index`` becomes ``value``), ``delete``, ``up`` /
+    ``down`` (swap with the neighbour) or ``add`` (``value`` becomes the last entry;
+    ``index`` is ignored). ``index`` is 0-based. Other entries are kept byte for
+    byte. A bad op, an index outside the entries, or a move past either end raises
+    :class:`ValidationError`.
+    """
+    if op not in ENTRY_OPS:
+        raise ValidationError(f"unknown entry operation {op!r} (one of {', '.join(ENTRY_OPS)})")
+    entries = split_entries(text)
+    if op == "add":
+        return join_entries([*entries, value])
+    if not 0 <= index < len(entries):
+        raise ValidationError(f"there is no entry {index + 1} (the file has {len(entries)})")
+    if op == "edit":
+        entries[index] = value
+    elif op == "delete":
+        del entries[index]
+    else:
+        other = index - 1 if op == "up" else index + 1
+        if not 0 <= other < len(entries):
+            raise ValidationError(f"entry {index + 1} cannot move {op}")
+        entries[index], entries[other] = entries[other], entries[index]
+    return join_entries(entries)
+
+
 # -- checks ---------------------------------------------------------------------------
 
 
@@ -457,6 +488,7 @@ def save_memory_file(
     path.parent.mkdir(parents=True, exist_ok=True)
     key = home_key(home)
     with file_lock(path, lock_timeout_s):
+        _remove_stale_temp_files(path)
         current = _read_bytes(path)
         current_sha = _sha256(current or b"")
         if current_sha != base_sha256:
@@ -515,9 +547,26 @@ def _mode_of(path: Path) -> int:
         return NEW_FILE_MODE
 
 
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def _remove_stale_temp_files(path: Path) -> None:
+    """Delete temp files a killed save left behind (``.<name>.*.tmp``).
+
+    Called under the file's lock: no save of ours is writing one at that moment, so
+    any such file is a leftover; the file itself was never touched by it.
+    """
+    for stale in path.parent.glob(_temp_prefix(path) + "*.tmp"):
+        try:
+            stale.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def _atomic_write(path: Path, data: bytes, mode: int) -> None:
     """Temp file in the same folder, fsync, ``os.replace``, fsync the folder."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)

@@ -25,6 +25,7 @@ from dashboard.repository.memoryfiles import (
     MemoryLockTimeout,
     agent_block,
     check,
+    edit_entries,
     home_key,
     read_memory_file,
     restore_revision,
@@ -40,8 +41,25 @@ bp = Blueprint("memory", __name__)
 HISTORY_LIMIT = 50
 
 
+def _profile() -> str | None:
+    """The ``?profile=`` of the request (forms post to URLs that keep it); None: the home."""
+    return request.args.get("profile") or None
+
+
 def _home() -> HermesHome:
-    return get_reader().home
+    """The home being edited: the main one, or one of its profiles (``?profile=<name>``)."""
+    home = get_reader().home
+    profile = _profile()
+    if profile is None:
+        return home
+    profiles = home.profiles()
+    if profile not in profiles:
+        abort(404, description=f"There is no Hermes profile called {profile!r}.")
+    return profiles[profile]
+
+
+def _profile_context() -> dict[str, Any]:
+    return {"profile": _profile(), "profiles": list(get_reader().home.profiles())}
 
 
 def _data() -> RecallData:
@@ -127,6 +145,7 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "blocked": None,
         "conflict": None,
         "error": None,
+        **_profile_context(),
     }
     context.update(extra)
     return context
@@ -137,15 +156,10 @@ def _render(file: MemoryFile, status: int = 200, **extra: Any):
 
 
 def _conflict_view(file: MemoryFile, exc: MemoryConflict):
-    base_text = None
-    for revision in _data().revisions(home_key(_home()), file.name, limit=500):
-        if revision["sha256"] == exc.base_sha256:
-            base_text = revision["content"]
-            break
     conflict = {
         "theirs": exc.theirs,
         "yours": exc.yours,
-        "base": base_text,
+        "base": _revision_text(file.name, exc.base_sha256),
         "diff": diff_lines(exc.theirs, exc.yours, file.name),
     }
     # The form now starts from their version: saving again overwrites it knowingly.
@@ -171,7 +185,7 @@ def _save(name: str, action):
     except MemoryLockTimeout as exc:
         file = read_memory_file(home, name)
         return _render(file, 503, error=f"{exc} Nothing was written; try again in a moment.")
-    return redirect(url_for("memory.show", name=name, saved=1), code=303)
+    return redirect(url_for("memory.show", name=name, profile=_profile(), saved=1), code=303)
 
 
 @bp.get("/memory")
@@ -190,8 +204,10 @@ def show(name: str):
 def preview(name: str):
     """The diff between the file on disk and the submitted text, with the findings."""
     file = read_memory_file(_home(), _checked_name(name))
-    text = _submitted_text()
-    base = _submitted_base()
+    return _preview_page(file, _submitted_text(), _submitted_base())
+
+
+def _preview_page(file: MemoryFile, text: str, base: str):
     findings = check(text, file.limit)
     return render_template(
         "memory_preview.html",
@@ -203,7 +219,51 @@ def preview(name: str):
         findings=findings,
         has_block=any(f.severity == BLOCK for f in findings),
         used=len(text),
+        **_profile_context(),
     )
+
+
+def _revision_text(name: str, sha256: str) -> str | None:
+    for revision in _data().revisions(home_key(_home()), name, limit=500):
+        if revision["sha256"] == sha256:
+            return revision["content"]
+    return None
+
+
+@bp.post("/memory/<name>/entries")
+def entries(name: str):
+    """One entry edit (edit/delete/up/down/add) turned into a full text, shown as a preview.
+
+    Nothing is written here: the preview page's Save does that. The edit applies to
+    the text the page was loaded with; if the file changed since, the conflict view.
+    """
+    file = read_memory_file(_home(), _checked_name(name))
+    base = _submitted_base()
+    op = request.form.get("op", "")
+    try:
+        index = int(request.form.get("index", "0"))
+    except ValueError:
+        abort(400, description="The entry index must be a number.")
+    value = request.form.get("value", "").replace("\r\n", "\n")
+    if base == file.sha256:
+        return _preview_page(file, edit_entries(file.text, op, index, value), base)
+    base_text = _revision_text(name, base)
+    if base_text is None:
+        return _render(
+            file,
+            409,
+            error=f"{file.name} changed since you loaded it and Recall has no copy of the "
+            "version you started from, so your change was not applied. Nothing was written; "
+            "make the change again on this page.",
+        )
+    exc = MemoryConflict(
+        name,
+        theirs=file.text,
+        yours=edit_entries(base_text, op, index, value),
+        base_sha256=base,
+        their_sha256=file.sha256,
+    )
+    return _conflict_view(file, exc)
 
 
 @bp.post("/memory/<name>")
