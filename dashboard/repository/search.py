@@ -22,7 +22,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from dashboard.repository.content import decode_content
@@ -692,7 +692,3 @@ def _int_param(value: str | None, name: str, low: int, high: int) -> int | None:
 
 def _like_escape(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-
-
-def with_page(request: SearchRequest, page: int) -> SearchRequest:
-    return replace(request, page=page)

@@ -85,6 +85,7 @@ class WriteCore:
         self.writes = 0
         self.retries = 0
         self._secured: set[str] = set()
+        self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(
             self.path,
@@ -177,8 +178,11 @@ class WriteCore:
             self._secured.add(suffix)
 
     def close(self) -> None:
-        """Checkpoint (PASSIVE) and close the connection."""
+        """Checkpoint (PASSIVE) and close the connection; closing twice does nothing."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
                 self.checkpoint()
                 self._secure_files()

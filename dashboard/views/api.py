@@ -26,7 +26,7 @@ from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
-from dashboard.web.summaries import get_summaries
+from dashboard.web.summaries import get_recall_data, get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -159,7 +159,7 @@ def save_memory(which: str):
     try:
         result = save_memory_file(
             home, name, body["content"], base_sha256=str(body.get("base_hash", "")),
-            data=get_summaries().data, note="saved through the API",
+            data=get_recall_data(), note="saved through the API",
         )  # fmt: skip
     except BlockedContentError as exc:
         return jsonify({"error": str(exc), "problems": [asdict(f) for f in exc.findings]}), 422

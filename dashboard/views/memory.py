@@ -34,7 +34,7 @@ from dashboard.repository.memoryfiles import (
 )
 from dashboard.repository.recalldb import RecallData
 from dashboard.web.reader import get_reader
-from dashboard.web.summaries import get_summaries
+from dashboard.web.summaries import get_recall_data
 
 bp = Blueprint("memory", __name__)
 
@@ -63,8 +63,7 @@ def _profile_context() -> dict[str, Any]:
 
 
 def _data() -> RecallData:
-    # The one RecallData of the app (owned by the summary service): one writer per file.
-    return get_summaries().data
+    return get_recall_data()
 
 
 def _checked_name(name: str) -> str:

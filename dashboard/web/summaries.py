@@ -30,21 +30,36 @@ def data_dir(app: Flask) -> Path:
     return Path(configured) if configured else get_reader().home.root / "recall"
 
 
+def get_recall_data() -> RecallData:
+    """The app's one RecallData (Recall's own file): one writer for summaries and memory."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    data = app.extensions.get("recall.data")
+    if data is not None:
+        return data
+    with app.extensions["recall.summaries.lock"]:
+        data = app.extensions.get("recall.data")
+        if data is None:
+            folder = data_dir(app)
+            folder.mkdir(parents=True, exist_ok=True)
+            data = RecallData(folder / "recall.db")
+            app.extensions["recall.data"] = data
+            atexit.register(data.close)
+    return data
+
+
 def get_summaries() -> SummaryService:
     """The app's SummaryService (one summarizer, one semaphore, one pool per app)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     service = app.extensions.get("recall.summaries")
     if service is not None:
         return service
+    data = get_recall_data()
     with app.extensions["recall.summaries.lock"]:
         service = app.extensions.get("recall.summaries")
         if service is None:
-            folder = data_dir(app)
-            folder.mkdir(parents=True, exist_ok=True)
             service = SummaryService(
-                get_reader(), RecallData(folder / "recall.db"),
-                Summarizer(LLMConfig.from_mapping(app.config)),
-            )  # fmt: skip
+                get_reader(), data, Summarizer(LLMConfig.from_mapping(app.config))
+            )
             app.extensions["recall.summaries"] = service
             atexit.register(service.close)
     return service
