@@ -19,6 +19,7 @@ from dashboard.demo.build import build_demo_home
 from dashboard.repository.costs import STATUSES, TOKEN_KINDS, Cell, Spend, spend
 from dashboard.repository.layout import detect_layout
 from dashboard.repository.readonly import open_readonly
+from dashboard.repository.store import SessionStore, Usage
 from dashboard.web.filters import usd
 from tests import hermes_shapes as shapes
 from tests.conftest import make_app
@@ -145,9 +146,17 @@ def client_for(home: Path, data: Path, now: datetime = NOW, **extra: object) -> 
     return app.test_client()
 
 
-@pytest.fixture
-def demo(demo_home: Path, tmp_path: Path) -> FlaskClient:
-    return client_for(demo_home, tmp_path / "data")
+@pytest.fixture(params=["rollup", "raw"])
+def demo(request: pytest.FixtureRequest, demo_home: Path, tmp_path: Path) -> FlaskClient:
+    """The page answered from Recall's per-day rollup (built first), and from the raw rows."""
+    if request.param == "raw":
+        return client_for(demo_home, tmp_path / "data", COST_ROLLUP="off")
+    client = client_for(demo_home, tmp_path / "data")
+    get(client, "/api/costs")  # starts the background build
+    rollup = client.application.extensions["recall.cost_rollup"]
+    rollup.wait_until_built(timeout=60)
+    assert rollup.last_refresh.get("rebuilt", 0) > 0
+    return client
 
 
 @pytest.fixture(params=["current", "seed"])
@@ -389,3 +398,29 @@ def test_the_page_is_strict_csp_clean(demo: FlaskClient) -> None:
 def test_empty_range_says_so(demo: FlaskClient) -> None:
     html = get(demo, "/costs", **{"from": "2020-01-01", "to": "2020-02-01"})
     assert "No sessions in this range" in html and "<canvas" not in html
+
+
+def test_new_spend_shows_up_through_the_rollup(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", started_at=NOW.timestamp() - 3600)
+        call = Usage(model="m", billing_provider="p", estimated_cost_usd=1.25,
+                     cost_status="estimated", at=NOW.timestamp() - 3600)  # fmt: skip
+        store.record_usage(sid, call)
+    client = client_for(home, tmp_path / "data")
+    assert get_json(client)["totals"]["estimated_usd"] == 1.25  # the first answer starts the build
+    rollup = client.application.extensions["recall.cost_rollup"]
+    rollup.wait_until_built(timeout=60)
+    with SessionStore(home / "state.db") as store:
+        call = Usage(model="m", billing_provider="p", estimated_cost_usd=0.5,
+                     cost_status="estimated", at=NOW.timestamp() - 60)  # fmt: skip
+        store.record_usage(sid, call)
+    assert get_json(client)["totals"]["estimated_usd"] == 1.75
+    assert "rebuilt" not in rollup.last_refresh and rollup.last_refresh["changed"] >= 1
+    assert "$1.75" in get(client, "/costs")
+
+
+def get_json(client: FlaskClient) -> dict:
+    response = client.get("/api/costs", query_string={"from": "2026-11-01", "to": "2026-12-01"})
+    assert response.status_code == 200
+    return response.get_json()

@@ -33,6 +33,7 @@ PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task")
 STATUSES = ("actual", "estimated", "included", "unknown")
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+MONEY_DIGITS = 10  # dollars are summed then rounded here (see _money)
 DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
 
 
@@ -117,11 +118,39 @@ def period_label(period: str, first: date) -> str:
     return first.isoformat()
 
 
-def spend(
-    conn: sqlite3.Connection, layout: Layout, *, period: str = "month", by: str = "provider",
-    start: date, end: date, timezone: str | None = None, sources: tuple[str, ...] = (),
-) -> Spend:  # fmt: skip
-    """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's)."""
+@dataclass(frozen=True)
+class Plan:
+    """A validated spend question: its periods (first days) in one timezone."""
+
+    period: str
+    by: str
+    start: date
+    end: date  # exclusive
+    zone: ZoneInfo
+    starts: list[date]
+    labels: list[str]
+    sources: tuple[str, ...]
+
+    @property
+    def edges(self) -> list[float]:
+        """Epoch seconds of every period start, then of the range's end."""
+        return [_epoch(d, self.zone) for d in self.starts] + [_epoch(self.end, self.zone)]
+
+    def result(self, layout: Layout, cells: list[Cell]) -> Spend:
+        rows = sorted(cells, key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
+        return Spend(
+            period=self.period, by=self.by, start=self.start, end=self.end,
+            timezone=_zone_label(self.zone),
+            source_table="session_model_usage" if layout.has_model_usage else "sessions",
+            periods=self.labels, rows=rows, totals=_sum_cells(rows),
+        )  # fmt: skip
+
+
+def plan(
+    layout: Layout, *, period: str = "month", by: str = "provider", start: date, end: date,
+    timezone: str | None = None, sources: tuple[str, ...] = (),
+) -> Plan:  # fmt: skip
+    """Check a spend question; :class:`ValidationError` names what is wrong."""
     if period not in PERIODS:
         raise ValidationError(f"period must be one of {', '.join(PERIODS)}")
     if by not in DIMENSIONS:
@@ -134,44 +163,52 @@ def spend(
     starts = period_starts(period, start, end)
     if len(starts) > 800:
         raise ValidationError("too many periods: choose a coarser period or a shorter range")
-    labels = [period_label(period, d) for d in starts]
-    edges = [_epoch(d, zone) for d in starts] + [_epoch(end, zone)]
-    usage = layout.has_model_usage
-    if by == "task" and not usage:
+    if by == "task" and not layout.has_model_usage:
         raise ValidationError("this file has no per-task usage (no session_model_usage table)")
-    sql, params = _query(layout, usage, by, edges, sources)
+    labels = [period_label(period, d) for d in starts]
+    return Plan(period, by, start, end, zone, starts, labels, tuple(sources))
+
+
+def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
+    """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's).
+
+    Options as :func:`plan`. This sums the raw rows; :mod:`cost_rollup` answers the
+    same question from Recall's per-day sums.
+    """
+    question = plan(layout, **options)  # type: ignore[arg-type]
+    sql, params = _query(layout, layout.has_model_usage, question.by, question.edges,
+                         question.sources)  # fmt: skip
     cells: dict[tuple[str, str], Cell] = {}
     for row in conn.execute(sql, params):
         index, key = row[0], row[1]
-        if index is None or index < 0 or index >= len(labels):
+        if index is None or index < 0 or index >= len(question.labels):
             continue
-        cell = _cell(labels[index], key or "unknown", row[2:])
+        cell = _cell(question.labels[index], key, row[2:])
         cells[(cell.period, cell.key)] = cell
-    rows = sorted(cells.values(), key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
-    totals = _sum_cells(rows)
-    return Spend(
-        period=period, by=by, start=start, end=end, timezone=_zone_label(zone),
-        source_table="session_model_usage" if usage else "sessions", periods=labels,
-        rows=rows, totals=totals,
-    )  # fmt: skip
+    return question.result(layout, list(cells.values()))
 
 
 def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
     """Cheap values that change whenever spend could have: a cache key for :func:`spend`.
 
     Every recorded call moves ``last_seen`` (usage rows) or a session's activity;
-    a new row moves the count. Separate statements: ``max()`` alone is one index
-    seek where an index exists.
+    a new row moves the count; the newest row's session tells a file restored from
+    elsewhere with the same count apart. Separate statements: ``max()`` alone is
+    one index seek where an index exists.
+
+    Returns ``(table, newest activity, row count, newest session rowid, newest row's
+    session)``.
     """
     if layout.has_model_usage:
-        table, moving = "session_model_usage", "last_seen"
+        table, moving, owner = "session_model_usage", "last_seen", "session_id"
     else:
-        table = "sessions"
+        table, owner = "sessions", "id"
         moving = "last_activity_at" if "last_activity_at" in layout.session_columns else "rowid"
     latest = conn.execute(f"SELECT max({moving}) FROM {table}").fetchone()[0]
     count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     sessions = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0]
-    return (table, latest, count, sessions)
+    newest = conn.execute(f"SELECT {owner} FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
+    return (table, latest, count, sessions, newest[0] if newest else None)
 
 
 def _zone(name: str | None) -> ZoneInfo:
@@ -198,37 +235,55 @@ def _epoch(day: date, zone: ZoneInfo) -> float:
     return datetime(day.year, day.month, day.day, tzinfo=zone).timestamp()
 
 
-def _query(
-    layout: Layout, usage: bool, by: str, edges: list[float], sources: tuple[str, ...]
-) -> tuple[str, list[object]]:
-    """One statement: normalise each row once (inner), then bucket and sum (outer)."""
-    cols = layout.session_columns
-    join_sessions = not usage or by == "source" or bool(sources)
-    if usage:
-        t = "u"
-        frm = "session_model_usage u" + (
-            " JOIN sessions s ON s.id = u.session_id" if join_sessions else ""
+@dataclass(frozen=True)
+class RowSql:
+    """SQL expressions reading one spend row (a usage row, or a session on older files).
+
+    Both the direct sums here and Recall's per-day rollup read rows through these,
+    so the rules (a Hermes 0 read through the status, keys, tokens) live in one place.
+    """
+
+    table: str  # "u" (session_model_usage) or "s" (sessions)
+    ts: str
+    keys: dict[str, str]  # dimension -> expression; never NULL or ''
+    status: str
+    est: str
+    act: str
+    tokens: tuple[str, ...]  # one per TOKEN_KINDS
+    sid: str
+    calls: str
+
+    def source_from(self, join_sessions: bool) -> str:
+        if self.table == "s":
+            return "sessions s"
+        # LEFT JOIN: a usage row whose session row is gone still cost money.
+        return "session_model_usage u" + (
+            " LEFT JOIN sessions s ON s.id = u.session_id" if join_sessions else ""
         )
-        ts = "coalesce(u.last_seen, u.first_seen)"
-        calls, sid = "u.api_call_count", "u.session_id"
-        key = {
-            "provider": "nullif(u.billing_provider, '')",
-            "model": "nullif(u.model, '')",
-            "source": "s.source",
-            "task": "coalesce(nullif(u.task, ''), 'main')",
-        }[by]
-    else:
-        t = "s"
-        frm = "sessions s"
-        ts = "s.started_at"
-        calls = "s.api_call_count" if "api_call_count" in cols else "NULL"
-        sid = "s.id"
-        pick = {"provider": "billing_provider", "model": "model", "source": "source"}[by]
-        key = f"s.{pick}" if pick in cols else "NULL"
+
+
+def row_sql(layout: Layout) -> RowSql:
+    """How to read spend rows from this file's layout."""
+    cols = layout.session_columns
+    usage = layout.has_model_usage
+    t = "u" if usage else "s"
 
     def column(name: str) -> str:
         return f"{t}.{name}" if usage or name in cols else "NULL"
 
+    def label(expr: str) -> str:
+        return f"coalesce(nullif({expr}, ''), 'unknown')"
+
+    if usage:
+        keys = {
+            "provider": label("u.billing_provider"), "model": label("u.model"),
+            "source": label("s.source"), "task": "coalesce(nullif(u.task, ''), 'main')",
+        }  # fmt: skip
+        ts, sid, calls = "coalesce(u.last_seen, u.first_seen)", "u.session_id", "u.api_call_count"
+    else:
+        pairs = (("provider", "billing_provider"), ("model", "model"), ("source", "source"))
+        keys = {dim: label(column(col)) for dim, col in pairs}
+        ts, sid, calls = "s.started_at", "s.id", column("api_call_count")
     status = f"coalesce({column('cost_status')}, 'unknown')"
     est_col, act_col = column("estimated_cost_usd"), column("actual_cost_usd")
     # Read figures through the status: Hermes's usage table stores 0 for "none".
@@ -241,8 +296,18 @@ def _query(
         f"WHEN {status} IN ('actual', 'included') THEN {act_col} "
         f"WHEN {act_col} > 0 THEN {act_col} ELSE NULL END"
     )
-    tokens = ", ".join(f"coalesce({column(f'{k}_tokens')}, 0) AS t_{k}" for k in TOKEN_KINDS)
-    where = f"{ts} >= ? AND {ts} < ?"
+    tokens = tuple(f"coalesce({column(f'{k}_tokens')}, 0)" for k in TOKEN_KINDS)
+    return RowSql(t, ts, keys, status, est, act, tokens, sid, f"coalesce({calls}, 0)")
+
+
+def _query(
+    layout: Layout, usage: bool, by: str, edges: list[float], sources: tuple[str, ...]
+) -> tuple[str, list[object]]:
+    """One statement: normalise each row once (inner), then bucket and sum (outer)."""
+    r = row_sql(layout)
+    frm = r.source_from(join_sessions=by == "source" or bool(sources))
+    tokens = ", ".join(f"{expr} AS t_{k}" for expr, k in zip(r.tokens, TOKEN_KINDS, strict=True))
+    where = f"{r.ts} >= ? AND {r.ts} < ?"
     inner_params: list[object] = [edges[0], edges[-1]]
     if sources:
         where += f" AND s.source IN ({','.join('?' * len(sources))})"
@@ -250,8 +315,9 @@ def _query(
     # LIMIT -1 keeps SQLite from flattening the inner query into the outer one,
     # which would evaluate each CASE once per aggregate instead of once per row.
     inner = (
-        f"SELECT {ts} AS ts, {key} AS key, {status} AS st, {est} AS e, {act} AS a, {tokens}, "
-        f"{sid} AS sid, coalesce({calls}, 0) AS calls FROM {frm} WHERE {where} LIMIT -1"
+        f"SELECT {r.ts} AS ts, {r.keys[by]} AS key, {r.status} AS st, {r.est} AS e, "
+        f"{r.act} AS a, {tokens}, {r.sid} AS sid, {r.calls} AS calls "
+        f"FROM {frm} WHERE {where} LIMIT -1"
     )
     steps = " ".join(f"WHEN ts < ? THEN {i - 1}" for i in range(1, len(edges)))
     params = [*edges[1:], *inner_params]
@@ -273,8 +339,14 @@ def _query(
     return sql, params
 
 
+def _money(value: float | None) -> float | None:
+    """A sum of dollars rounded to 1e-10: the raw sums and the rollup add the same
+    figures in different orders, and float dust must not make them disagree."""
+    return None if value is None else round(value, MONEY_DIGITS)
+
+
 def _cell(period: str, key: str, values: tuple) -> Cell:
-    est, act, eff, both_act, both_est = values[0:5]
+    est, act, eff, both_act, both_est = (_money(v) for v in values[0:5])
     mix = dict(zip(STATUSES, (int(v or 0) for v in values[5:9]), strict=True))
     tokens = dict(zip(TOKEN_KINDS, (int(v or 0) for v in values[9:14]), strict=True))
     return Cell(
@@ -288,7 +360,7 @@ def _cell(period: str, key: str, values: tuple) -> Cell:
 def _sum_cells(cells: list[Cell]) -> Cell:
     def total(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
-        return sum(known) if known else None
+        return _money(sum(known)) if known else None
 
     est = total([c.estimated_usd for c in cells])
     act = total([c.actual_usd for c in cells])

@@ -12,6 +12,7 @@ from typing import Any
 
 from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
+from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.costs import Spend, fingerprint, spend
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
@@ -53,6 +54,15 @@ class StateReader:
     @property
     def path(self) -> Path:
         return self.home.state_db
+
+    def open_for_rollup(self) -> tuple[sqlite3.Connection, Layout]:
+        """A read-only connection and layout a background cost-rollup build can own."""
+        conn = open_readonly(self.path)
+        try:
+            return conn, detect_layout(conn, self.path)
+        except BaseException:
+            conn.close()
+            raise
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
@@ -145,12 +155,13 @@ class StateReader:
             parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
             return chain, parts
 
-    def spend(self, **options: Any) -> Spend:
-        """Spend by period and dimension (see :func:`costs.spend` for the options).
+    def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
+        """Spend by period and dimension (see :func:`costs.plan` for the options).
 
-        Answers are kept while the file's spend fingerprint is unchanged: a year
-        by month over 100k sessions takes a few hundred ms to sum, and the page,
-        its CSV and the JSON ask the same question in a row.
+        With a ``rollup`` (Recall's per-day sums) the answer comes from it once it is
+        built, else from the raw rows. Answers are kept while the file's spend
+        fingerprint is unchanged: the page, its CSV and the JSON ask the same
+        question in a row.
         """
         with self.snapshot() as snap:
             key = (repr(sorted(options.items())), fingerprint(snap.conn, snap.layout))
@@ -158,7 +169,9 @@ class StateReader:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            result = spend(snap.conn, snap.layout, **options)
+            result = rollup.spend(snap.conn, snap.layout, **options) if rollup else None
+            if result is None:
+                result = spend(snap.conn, snap.layout, **options)
         with self._spend_lock:
             self._spend_cache[key] = result
             while len(self._spend_cache) > SPEND_CACHE_SIZE:

@@ -1,4 +1,4 @@
-"""Recall's own data: the summary cache and USER.md / MEMORY.md revisions.
+"""Recall's own data: the summary cache, USER.md / MEMORY.md revisions, cost rollup.
 
 A separate SQLite file (default ``<home>/recall/recall.db``) written through the
 same write core as Recall's state store: a user's ``state.db`` is never touched.
@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard.repository.cost_rollup import create_tables as create_cost_tables
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.schema import Migration, migrate
 from dashboard.repository.writecore import WriteCore
@@ -54,6 +55,7 @@ def _v2_memory_revisions(conn: sqlite3.Connection) -> None:
 MIGRATIONS = (
     Migration(1, "summary cache", _v1_summary_cache),
     Migration(2, "memory revisions", _v2_memory_revisions),
+    Migration(3, "cost rollup", create_cost_tables),
 )
 
 _REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")

@@ -26,6 +26,7 @@ from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
+from dashboard.web.rollup import spend_function
 from dashboard.web.summaries import get_recall_data, get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -122,7 +123,7 @@ def chain(session_id: str):
 def costs():
     """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
     request_ = parse_costs_request(current_time().date())
-    return jsonify(get_reader().spend(**request_.options()).to_json())
+    return jsonify(spend_function()(**request_.options()).to_json())
 
 
 MEMORY_FILES = {"user": "USER.md", "memory": "MEMORY.md"}

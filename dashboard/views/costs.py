@@ -16,6 +16,7 @@ from dashboard.repository.errors import ValidationError
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
+from dashboard.web.rollup import spend_function
 
 bp = Blueprint("costs", __name__)
 
@@ -115,11 +116,12 @@ def index():
     }  # fmt: skip
     try:
         costs = parse_costs_request(now.date())
-        found = reader.spend(**costs.options())
+        spend = spend_function()
+        found = spend(**costs.options())
     except ValidationError as exc:
         context["error"] = str(exc)
     else:
-        top = headlines(reader.spend, now=now, timezone=current_timezone(), sources=costs.sources)
+        top = headlines(spend, now=now, timezone=current_timezone(), sources=costs.sources)
         context.update(
             costs=costs, spend=found, table=cost_table(found), chart=chart_data(found),
             headlines=top, last_day=costs.end - timedelta(days=1),
@@ -136,7 +138,7 @@ def index():
 def export():
     """Download exactly the rows and columns of the costs tables as CSV."""
     costs = parse_costs_request(current_time().date())
-    table = cost_table(get_reader().spend(**costs.options()))
+    table = cost_table(spend_function()(**costs.options()))
     filename = f"recall-costs-{costs.period}-{costs.by}.csv"
     return Response(
         table.csv_text(), mimetype="text/csv",

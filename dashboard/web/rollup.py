@@ -1,0 +1,36 @@
+"""The app's cost rollup: Recall's per-day spend sums for the home it shows."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from flask import current_app
+
+from dashboard.repository.cost_rollup import CostRollup
+from dashboard.repository.costs import Spend
+from dashboard.web.reader import get_reader
+from dashboard.web.summaries import get_recall_data
+
+
+def get_cost_rollup() -> CostRollup | None:
+    """One rollup per app, built in the background on first use; None when turned off."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    if str(app.config.get("COST_ROLLUP", "on")).lower() in ("off", "0", "false", "no"):
+        return None
+    rollup = app.extensions.get("recall.cost_rollup")
+    if rollup is not None:
+        return rollup
+    data = get_recall_data()
+    with app.extensions["recall.summaries.lock"]:
+        rollup = app.extensions.get("recall.cost_rollup")
+        if rollup is None:
+            reader = get_reader()
+            rollup = CostRollup(data.core, str(reader.path), connect=reader.open_for_rollup)
+            app.extensions["recall.cost_rollup"] = rollup
+    return rollup
+
+
+def spend_function() -> Callable[..., Spend]:
+    """``StateReader.spend`` bound to the app's rollup."""
+    return functools.partial(get_reader().spend, get_cost_rollup())

@@ -1,0 +1,273 @@
+"""The per-day cost rollup answers exactly what summing the raw rows answers."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from dashboard.demo.build import build_demo_home
+from dashboard.repository.cost_rollup import CostRollup
+from dashboard.repository.costs import Spend, spend
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.readonly import open_readonly
+from dashboard.repository.recalldb import RecallData
+from dashboard.repository.store import SessionStore, Usage
+from tests import hermes_shapes as shapes
+
+TZ = "Europe/Stockholm"
+ZONE = ZoneInfo(TZ)
+
+
+def at(day: date, hour: int = 12, minute: int = 0) -> float:
+    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=ZONE).timestamp()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[RecallData]:
+    recall = RecallData(tmp_path / "recall" / "recall.db")
+    yield recall
+    recall.close()
+
+
+def answers(db: Path, rollup: CostRollup, **options: object) -> tuple[Spend, Spend]:
+    """(raw sums, rollup) for the same question over the file as it is now."""
+    conn = open_readonly(db)
+    try:
+        layout = detect_layout(conn, db)
+        raw = spend(conn, layout, **options)
+        rolled = rollup.spend(conn, layout, **options)
+    finally:
+        conn.close()
+    assert rolled is not None
+    return raw, rolled
+
+
+def assert_same(raw: Spend, rolled: Spend) -> None:
+    assert rolled.periods == raw.periods and rolled.source_table == raw.source_table
+    assert [(c.period, c.key) for c in rolled.rows] == [(c.period, c.key) for c in raw.rows]
+    for want, got in zip([*raw.rows, raw.totals], [*rolled.rows, rolled.totals], strict=True):
+        where = (want.period, want.key)
+        for name in ("estimated_usd", "actual_usd", "effective_usd", "drift", "actual_share"):
+            expected, value = getattr(want, name), getattr(got, name)
+            if expected is None:
+                assert value is None, (where, name)  # unknown stays unknown, never $0
+            else:
+                assert value == pytest.approx(expected, rel=1e-9, abs=1e-12), (where, name)
+        assert got.status_mix == want.status_mix, where
+        assert got.tokens == want.tokens, where
+        assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where
+
+
+def check(db: Path, rollup: CostRollup, **options: object) -> Spend:
+    raw, rolled = answers(db, rollup, timezone=TZ, **options)
+    assert_same(raw, rolled)
+    return rolled
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("rollup") / "home"
+    build_demo_home(home, sessions=300, messages=6000, anchor_day="2026-11-30")
+    return home / "state.db"
+
+
+RANGES = {"month": date(2025, 12, 1), "week": date(2026, 9, 9), "day": date(2026, 11, 3)}
+
+
+@pytest.mark.parametrize("period", ["month", "week", "day"])
+def test_demo_home_every_period_and_dimension(demo: Path, data: RecallData, period: str) -> None:
+    rollup = CostRollup(data.core, str(demo))
+    for by in ("provider", "model", "source", "task"):
+        found = check(demo, rollup, period=period, by=by, start=RANGES[period],
+                      end=date(2026, 12, 1))  # fmt: skip
+        assert found.rows, by
+    check(demo, rollup, period=period, by="provider", start=RANGES[period],
+          end=date(2026, 12, 1), sources=("cli", "telegram"))  # fmt: skip
+
+
+def test_demo_home_has_sessions_spanning_days_and_counts_them_once(
+    demo: Path, data: RecallData
+) -> None:
+    rollup = CostRollup(data.core, str(demo))
+    check(demo, rollup, period="month", by="source", start=date(2025, 12, 1),
+          end=date(2026, 12, 1))  # fmt: skip
+    with data.core.reading() as conn:
+        multi = conn.execute("SELECT count(*) FROM cost_multi").fetchone()[0]
+    assert multi > 0  # the correction above was exercised, not vacuous
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+def test_every_hermes_shape(tmp_path: Path, data: RecallData, shape: str) -> None:
+    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    conn = open_readonly(db)
+    usage = detect_layout(conn, db).has_model_usage
+    conn.close()
+    rollup = CostRollup(data.core, str(db))
+    dims = ("provider", "model", "source", "task") if usage else ("provider", "model", "source")
+    for by in dims:
+        options = {"by": by, "start": date(2026, 1, 1), "end": date(2027, 1, 1), "timezone": TZ}
+        conn = open_readonly(db)
+        try:
+            rolled = rollup.spend(conn, detect_layout(conn, db), **options)
+        finally:
+            conn.close()
+        if not usage:
+            assert rolled is None  # sessions-only files are summed from the raw rows
+            continue
+        check(db, rollup, **{k: v for k, v in options.items() if k != "timezone"})
+
+
+def test_incremental_updates_match_raw_sums(tmp_path: Path, data: RecallData) -> None:
+    db = tmp_path / "state.db"
+    nov = date(2026, 11, 10)
+    with SessionStore(db) as store:
+        a = store.create_session("cli", started_at=at(nov))
+        store.record_usage(
+            a,
+            Usage(
+                model="claude",
+                billing_provider="anthropic",
+                estimated_cost_usd=0.5,
+                cost_status="estimated",
+                at=at(nov),
+            ),
+        )
+    rollup = CostRollup(data.core, str(db))
+    ask = {"period": "month", "by": "provider", "start": date(2026, 10, 1), "end": date(2027, 1, 1)}
+    check(db, rollup, **ask)
+    assert "rebuilt" in rollup.last_refresh
+
+    with SessionStore(db) as store:
+        # A new row, and the same row again a day later (Hermes upserts: last_seen moves).
+        store.record_usage(a, Usage(model="gpt", billing_provider="openrouter", task="vision",
+                                    estimated_cost_usd=0.1, actual_cost_usd=0.2,
+                                    cost_status="actual", at=at(nov, 13)))  # fmt: skip
+        store.record_usage(a, Usage(model="claude", billing_provider="anthropic",
+                                    estimated_cost_usd=0.25, cost_status="estimated",
+                                    input_tokens=70, at=at(date(2026, 11, 11))))  # fmt: skip
+    for by in ("provider", "model", "task", "source"):
+        found = check(db, rollup, **{**ask, "by": by})
+    assert rollup.last_refresh.get("changed") == 0  # later questions reuse the first refresh
+    assert found.totals.sessions == 1
+
+    with SessionStore(db) as store:
+        # The session resumes in December: its claude row moves to another month.
+        store.record_usage(a, Usage(model="claude", billing_provider="anthropic",
+                                    estimated_cost_usd=1.0, cost_status="estimated",
+                                    at=at(date(2026, 12, 2))))  # fmt: skip
+        b = store.create_session("telegram", started_at=at(date(2026, 12, 3)))
+        store.record_usage(
+            b,
+            Usage(
+                model="local",
+                billing_provider="custom",
+                cost_status="unknown",
+                at=at(date(2026, 12, 3)),
+            ),
+        )
+    found = check(db, rollup, **ask)
+    assert 2 <= rollup.last_refresh["changed"] <= 3 and "rebuilt" not in rollup.last_refresh
+    by_month = {(c.period, c.key): c for c in found.rows}
+    assert ("2026-11", "anthropic") not in by_month  # moved out, nothing left behind
+    assert by_month[("2026-12", "custom")].effective_usd is None
+    for period in ("week", "day"):
+        check(db, rollup, **{**ask, "period": period, "start": date(2026, 11, 1)})
+
+
+def test_deleted_rows_trigger_a_rebuild(tmp_path: Path, data: RecallData) -> None:
+    db = tmp_path / "state.db"
+    day = date(2026, 11, 10)
+    with SessionStore(db) as store:
+        ids = [store.create_session("cli", started_at=at(day)) for _ in range(3)]
+        for n, sid in enumerate(ids):
+            store.record_usage(sid, Usage(model="m", billing_provider="p",
+                                          estimated_cost_usd=1.0 + n, cost_status="estimated",
+                                          at=at(day)))  # fmt: skip
+    rollup = CostRollup(data.core, str(db))
+    ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    check(db, rollup, **ask)
+    with SessionStore(db) as store:
+        store.delete_session(ids[0])
+        store.record_usage(ids[1], Usage(model="m", billing_provider="p", estimated_cost_usd=5.0,
+                                         cost_status="estimated", at=at(day, 14)))  # fmt: skip
+    found = check(db, rollup, **ask)
+    assert "rebuilt" in rollup.last_refresh
+    assert found.totals.estimated_usd == pytest.approx(2.0 + 5.0 + 3.0)
+
+
+def test_a_replaced_file_with_the_same_row_count_is_rebuilt(tmp_path: Path, data: RecallData):
+    db = tmp_path / "state.db"
+    day = date(2026, 11, 10)
+    for name, cost in (("first.db", 1.0), ("second.db", 7.0)):
+        with SessionStore(tmp_path / name) as store:
+            sid = store.create_session("cli", started_at=at(day))
+            store.record_usage(sid, Usage(model="m", billing_provider="p",
+                                          estimated_cost_usd=cost, cost_status="estimated",
+                                          at=at(day)))  # fmt: skip
+    shutil.copy(tmp_path / "first.db", db)
+    rollup = CostRollup(data.core, str(db))
+    ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    assert check(db, rollup, **ask).totals.estimated_usd == pytest.approx(1.0)
+    db.unlink()
+    shutil.copy(tmp_path / "second.db", db)  # a restore from another machine
+    assert check(db, rollup, **ask).totals.estimated_usd == pytest.approx(7.0)
+    assert "rebuilt" in rollup.last_refresh
+
+
+def test_another_timezone_rebuilds_its_days(demo: Path, data: RecallData) -> None:
+    rollup = CostRollup(data.core, str(demo))
+    ask = {"period": "day", "by": "provider", "start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    check(demo, rollup, **ask)
+    raw, rolled = answers(demo, rollup, timezone="Asia/Kolkata", **ask)  # a half-hour offset
+    assert_same(raw, rolled)
+    assert "rebuilt" in rollup.last_refresh
+    with data.core.reading() as conn:
+        zone = conn.execute("SELECT zone FROM cost_rollup_state").fetchone()[0]
+    assert zone == "Asia/Kolkata"
+
+
+def test_two_recall_processes_share_one_rollup(tmp_path: Path, demo: Path) -> None:
+    # Two apps over one data dir: each has its own connection to recall.db.
+    db = tmp_path / "state.db"
+    shutil.copy(demo, db)
+    first, second = (RecallData(tmp_path / "recall.db") for _ in range(2))
+    try:
+        one, two = CostRollup(first.core, str(db)), CostRollup(second.core, str(db))
+        ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1), "by": "model"}
+        check(db, one, **ask)
+        with SessionStore(db) as store:
+            sid = store.create_session("cli", started_at=at(date(2026, 11, 20)))
+            store.record_usage(sid, Usage(model="m", billing_provider="p",
+                                          estimated_cost_usd=3.0, cost_status="estimated",
+                                          at=at(date(2026, 11, 20))))  # fmt: skip
+        check(db, two, **ask)  # applies the new row
+        # The new row, plus any row at the watermark (read again: ties are not skipped).
+        assert 1 <= two.last_refresh["changed"] <= 2 and "rebuilt" not in two.last_refresh
+        check(db, one, **ask)  # sees the state two left: nothing to do, nothing twice
+        assert one.last_refresh == {"changed": 0}
+    finally:
+        first.close()
+        second.close()
+
+
+def test_background_build_answers_none_until_built(demo: Path, data: RecallData) -> None:
+    def connect() -> tuple[sqlite3.Connection, object]:
+        conn = open_readonly(demo)
+        return conn, detect_layout(conn, demo)
+
+    rollup = CostRollup(data.core, str(demo), connect=connect)
+    conn = open_readonly(demo)
+    try:
+        layout = detect_layout(conn, demo)
+        ask = {"start": date(2026, 1, 1), "end": date(2026, 12, 1), "timezone": TZ}
+        assert rollup.spend(conn, layout, **ask) is None  # the caller sums the raw rows
+        rollup.wait_until_built(timeout=60)
+        assert_same(spend(conn, layout, **ask), rollup.spend(conn, layout, **ask))
+    finally:
+        conn.close()
