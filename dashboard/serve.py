@@ -66,6 +66,7 @@ def serve(
 
     from dashboard import create_app
     from dashboard.demo.build import build_demo_home
+    from dashboard.web.rollup import prepare_cost_rollup
 
     if not is_loopback(host):
         if not allow_remote:
@@ -97,6 +98,8 @@ def serve(
             **(settings or {}),
         }
     )
+    with app.app_context():
+        prepare_cost_rollup()  # in the background, so the first /costs is already fast
     shown = f"[{host}]" if ":" in host else host
     print(f"Recall is serving {plan.home.state_db} at http://{shown}:{port}/", flush=True)
     waitress.serve(app, host=host, port=port, threads=threads, ident="Recall", _quiet=True)

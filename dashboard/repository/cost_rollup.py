@@ -23,6 +23,7 @@ change without a moving timestamp.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -65,10 +66,12 @@ ROW_COLUMNS = ("sid", "day", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "c
 
 def create_tables(conn: sqlite3.Connection) -> None:
     """Recall migration 3 (see :mod:`recalldb`)."""
+    # Homes by number: the path would be repeated in every one of ~2 rows per usage row.
+    conn.execute("CREATE TABLE cost_homes (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
     conn.execute(
         """
         CREATE TABLE cost_rollup_state (
-            home TEXT PRIMARY KEY,
+            home INTEGER PRIMARY KEY,
             version TEXT NOT NULL,
             zone TEXT NOT NULL,             -- IANA key the days are local to
             watermark REAL,                 -- the newest last_seen read
@@ -82,7 +85,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.execute(
         f"""
         CREATE TABLE cost_row (
-            home TEXT NOT NULL, rid INTEGER NOT NULL, sid TEXT NOT NULL,
+            home INTEGER NOT NULL, rid INTEGER NOT NULL, sid TEXT NOT NULL,
             day INTEGER,                    -- proleptic ordinal of the local date; NULL: no time
             provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
             status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
@@ -94,7 +97,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.execute(
         f"""
         CREATE TABLE cost_day (
-            home TEXT NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,
+            home INTEGER NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,
             model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL, {sums},
             PRIMARY KEY (home, day, provider, model, source, task)
         ) WITHOUT ROWID"""
@@ -102,13 +105,13 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.execute(
         """
         CREATE TABLE cost_day_sessions (
-            home TEXT NOT NULL, dim TEXT NOT NULL, day INTEGER NOT NULL, key TEXT NOT NULL,
+            home INTEGER NOT NULL, dim TEXT NOT NULL, day INTEGER NOT NULL, key TEXT NOT NULL,
             source TEXT NOT NULL, sessions INTEGER NOT NULL,
             PRIMARY KEY (home, dim, day, key, source)
         ) WITHOUT ROWID"""
     )
     conn.execute(
-        "CREATE TABLE cost_multi (home TEXT NOT NULL, sid TEXT NOT NULL, "
+        "CREATE TABLE cost_multi (home INTEGER NOT NULL, sid TEXT NOT NULL, "
         "PRIMARY KEY (home, sid)) WITHOUT ROWID"
     )
 
@@ -171,11 +174,21 @@ class CostRollup:
         """``connect`` returns ``(conn, layout)`` of the home's state.db for a background
         build; without it the first question builds in the caller's thread."""
         self.core = core
-        self.home = home
+        self.path = home
         self._connect = connect
         self._lock = threading.Lock()
         self._builder: threading.Thread | None = None
         self.last_refresh: dict[str, float] = {}  # what the last refresh did (for benches)
+
+    @functools.cached_property
+    def home(self) -> int:
+        """This home's number in Recall's file."""
+
+        def number(w: sqlite3.Connection) -> int:
+            w.execute("INSERT OR IGNORE INTO cost_homes(path) VALUES (?)", (self.path,))
+            return w.execute("SELECT id FROM cost_homes WHERE path = ?", (self.path,)).fetchone()[0]
+
+        return self.core.write(number)
 
     # -- answering ----------------------------------------------------------------
 
@@ -267,6 +280,15 @@ class CostRollup:
 
     # -- building -----------------------------------------------------------------
 
+    def prepare(self, zone: ZoneInfo) -> None:
+        """Start a background build when there is none for ``zone`` (at server start)."""
+        if self._connect is None:
+            return
+        with self._lock:
+            state = self._state()
+            if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
+                self._start_build(zone)
+
     def _start_build(self, zone: ZoneInfo) -> None:
         if self._builder is not None and self._builder.is_alive():
             return
@@ -277,6 +299,8 @@ class CostRollup:
             try:
                 conn, layout = connect()
                 try:
+                    if not layout.has_model_usage:
+                        return  # sessions-only files are always summed directly
                     with self._lock:
                         self._rebuild(conn, layout, zone)
                 finally:
@@ -474,7 +498,7 @@ def _clean(vector: list[float]) -> list[float]:
     return out
 
 
-def _row_values(home: str, rid: int, row: Row) -> tuple:
+def _row_values(home: int, rid: int, row: Row) -> tuple:
     return (home, rid, row.sid, row.day, row.provider, row.model, row.source, row.task,
             row.status, row.e, row.a, *row.tokens, row.calls)  # fmt: skip
 
@@ -484,7 +508,7 @@ def _to_row(values: Iterable) -> Row:
     return Row(sid, day, provider, model, source, task, status, e, a, tuple(rest[:-1]), rest[-1])
 
 
-def _load_rows(w: sqlite3.Connection, home: str, rows: dict[int, Row]) -> dict[int, Row]:
+def _load_rows(w: sqlite3.Connection, home: int, rows: dict[int, Row]) -> dict[int, Row]:
     out: dict[int, Row] = {}
     ids = list(rows)
     for i in range(0, len(ids), CHUNK):
@@ -499,7 +523,7 @@ def _load_rows(w: sqlite3.Connection, home: str, rows: dict[int, Row]) -> dict[i
 
 
 def _session_rows(
-    w: sqlite3.Connection, home: str, sessions: set[str]
+    w: sqlite3.Connection, home: int, sessions: set[str]
 ) -> dict[str, set[tuple[str, str, str, int]]]:
     out: dict[str, set[tuple[str, str, str, int]]] = {sid: set() for sid in sessions}
     ids = list(sessions)
@@ -515,7 +539,7 @@ def _session_rows(
     return out
 
 
-def _apply_days(w: sqlite3.Connection, home: str, delta: dict[tuple, list[float]]) -> None:
+def _apply_days(w: sqlite3.Connection, home: int, delta: dict[tuple, list[float]]) -> None:
     cols = ", ".join(SUM_COLUMNS)
     where = "home = ? AND day = ? AND provider = ? AND model = ? AND source = ? AND task = ?"
     for key, change in delta.items():
@@ -531,7 +555,7 @@ def _apply_days(w: sqlite3.Connection, home: str, delta: dict[tuple, list[float]
 
 
 def _apply_sessions(
-    w: sqlite3.Connection, home: str, before: dict[str, set], after: dict[str, set]
+    w: sqlite3.Connection, home: int, before: dict[str, set], after: dict[str, set]
 ) -> None:
     change: dict[tuple[str, str, str, int], int] = defaultdict(int)
     for sid in before:

@@ -159,7 +159,7 @@ def plan(
         raise ValidationError("the range must end after it starts")
     if (end - start).days > 3660:
         raise ValidationError("the range is limited to ten years")
-    zone = _zone(timezone)
+    zone = resolve_zone(timezone)
     starts = period_starts(period, start, end)
     if len(starts) > 800:
         raise ValidationError("too many periods: choose a coarser period or a shorter range")
@@ -211,7 +211,8 @@ def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
     return (table, latest, count, sessions, newest[0] if newest else None)
 
 
-def _zone(name: str | None) -> ZoneInfo:
+def resolve_zone(name: str | None) -> ZoneInfo:
+    """The IANA zone ``name``, else the machine's; :class:`ValidationError` if unknown."""
     if name:
         try:
             return ZoneInfo(name)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from flask import current_app
 
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend
+from dashboard.repository.costs import Spend, resolve_zone
+from dashboard.repository.errors import ValidationError
 from dashboard.web.reader import get_reader
 from dashboard.web.summaries import get_recall_data
 
@@ -34,3 +35,14 @@ def get_cost_rollup() -> CostRollup | None:
 def spend_function() -> Callable[..., Spend]:
     """``StateReader.spend`` bound to the app's rollup."""
     return functools.partial(get_reader().spend, get_cost_rollup())
+
+
+def prepare_cost_rollup() -> None:
+    """Start building the rollup for the configured timezone, if the home has usage rows."""
+    rollup = get_cost_rollup()
+    if rollup is None:
+        return
+    try:
+        rollup.prepare(resolve_zone(current_app.config.get("TIMEZONE") or None))
+    except ValidationError:
+        pass  # a bad TIMEZONE is reported by the costs page itself
