@@ -271,3 +271,23 @@ def test_background_build_answers_none_until_built(demo: Path, data: RecallData)
         assert_same(spend(conn, layout, **ask), rollup.spend(conn, layout, **ask))
     finally:
         conn.close()
+
+
+def test_usage_rows_whose_session_is_gone(tmp_path: Path, data: RecallData) -> None:
+    db = tmp_path / "state.db"
+    day = date(2026, 11, 10)
+    with SessionStore(db) as store:
+        sid = store.create_session("cli", started_at=at(day))
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
+                                      cost_status="estimated", at=at(day)))  # fmt: skip
+    with sqlite3.connect(db) as conn:  # Hermes does not enforce foreign keys
+        conn.execute(
+            "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+            "estimated_cost_usd, cost_status, first_seen, last_seen) "
+            "VALUES ('gone', 'm', 'p', 2.0, 'estimated', ?, ?)",
+            (at(day), at(day)),
+        )
+    conn.close()
+    rollup = CostRollup(data.core, str(db))
+    found = check(db, rollup, by="source", start=date(2026, 11, 1), end=date(2026, 12, 1))
+    assert {c.key: c.sessions for c in found.rows} == {"cli": 1, "unknown": 1}

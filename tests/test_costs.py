@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from contextlib import closing
 from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -47,7 +48,7 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str)
                 "SELECT coalesce(u.last_seen, u.first_seen), u.billing_provider,"
                 " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
                 " u.actual_cost_usd, u.input_tokens, u.session_id FROM session_model_usage u"
-                " JOIN sessions s ON s.id = u.session_id"
+                " LEFT JOIN sessions s ON s.id = u.session_id"
             ).fetchall()
         else:
             rows = conn.execute(
@@ -227,3 +228,29 @@ def test_reader_cache_follows_new_spend(tmp_path: Path) -> None:
                                       cost_status="estimated", at=at + 60))  # fmt: skip
     again = reader.spend(**ask)
     assert again is not first and again.totals.estimated_usd == pytest.approx(3.0)
+
+
+def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    at = datetime(2026, 11, 10, 12, tzinfo=ZoneInfo(TZ)).timestamp()
+    with SessionStore(db) as store:
+        sid = store.create_session("cli", started_at=at)
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
+                                      cost_status="estimated", at=at))  # fmt: skip
+    # Hermes does not enforce foreign keys: a usage row can outlive its session row.
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+            "estimated_cost_usd, cost_status, first_seen, last_seen) "
+            "VALUES ('gone', 'm', 'p', 2.0, 'estimated', ?, ?)",
+            (at, at),
+        )
+    for by in ("provider", "source"):
+        _check(db, "month", by, date(2026, 11, 1), date(2026, 12, 1))
+    conn = open_readonly(db)
+    try:
+        by_source = spend(conn, detect_layout(conn, db), by="source", start=date(2026, 11, 1),
+                          end=date(2026, 12, 1), timezone=TZ)  # fmt: skip
+    finally:
+        conn.close()
+    assert {c.key: c.estimated_usd for c in by_source.rows} == {"cli": 1.0, "unknown": 2.0}
