@@ -186,10 +186,14 @@ def when(ts: float | None) -> str:
 
 
 def session_search_result(
-    reader: StateReader, service: SummaryService, query: str, limit: int = DEFAULT_TOOL_LIMIT
-) -> dict[str, object]:
-    """The seed's ``session_search`` answer; an empty query lists recent sessions (no model)."""
-    request = SearchRequest(query=query.strip(), per_page=limit)
+    reader: StateReader, service: SummaryService, query: str, limit: int = DEFAULT_TOOL_LIMIT,
+    exclude: Sequence[str] = (),
+) -> dict[str, object]:  # fmt: skip
+    """The seed's ``session_search`` answer; an empty query lists recent sessions (no model).
+
+    ``exclude``: session ids left out (an agent's own current conversation).
+    """
+    request = SearchRequest(query=query.strip(), per_page=limit, exclude=tuple(exclude))
     found = reader.search(request)
     if found.route == "recent":
         results = [

@@ -125,6 +125,12 @@ class StateReader:
                 snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
             )
 
+    def chain_members(self, session_id: str) -> list[str]:
+        """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
+        with self.snapshot() as snap:
+            lineage = self._lineage.get(snap.conn, snap.layout)
+        return lineage.family(lineage.root(session_id))
+
     def search_facets(self) -> dict[str, list[str]]:
         """Sources and models present, for the search filters."""
         with self.snapshot() as snap:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from flask import Flask
 
-from dashboard.views import api, chains, costs, health, memory, overview, search, sessions
+from dashboard.views import (
+    api,
+    chains,
+    costs,
+    health,
+    memory,
+    overview,
+    preview,
+    search,
+    sessions,
+)
 
 # (endpoint, label): the menu shows only screens that are registered.
 NAVIGATION: list[tuple[str, str]] = [
@@ -12,12 +22,14 @@ NAVIGATION: list[tuple[str, str]] = [
     ("chains.index", "Chains"),
     ("costs.index", "Costs"),
     ("memory.index", "Memory"),
+    ("preview.index", "Preview"),
     ("overview.index", "Overview"),
 ]
 
 
 def register_blueprints(app: Flask) -> None:
     app.register_blueprint(search.bp)
+    app.register_blueprint(preview.bp)
     app.register_blueprint(overview.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(health.bp)

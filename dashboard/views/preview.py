@@ -1,0 +1,56 @@
+"""What the agent sees: the volatile end of its system prompt for a message."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, request
+
+from dashboard.repository.errors import NotFoundError, ValidationError
+from dashboard.repository.search import SearchRequest
+from dashboard.web.agent_memory import get_preview_manager
+from dashboard.web.htmx import render_page
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("preview", __name__)
+
+MAX_MESSAGE_CHARS = 20_000  # longer than any chat message; keeps the page's work bounded
+
+
+@bp.get("/preview")
+def index():
+    """Type a message; see USER.md, MEMORY.md, recalled memories and the context line."""
+    message = request.args.get("message", "")
+    session_id = request.args.get("session", "").strip() or None
+    model = request.args.get("model", "").strip() or None
+    context: dict[str, object] = {"message": message, "session_id": session_id or "",
+                                  "model": model or "", "error": None, "block": None}  # fmt: skip
+    try:
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise ValidationError(
+                f"The message is {len(message):,} characters; the preview takes at most "
+                f"{MAX_MESSAGE_CHARS:,}."
+            )
+        context["block"] = get_preview_manager().volatile_block(
+            message, session_id=session_id, model=model or session_model(session_id),
+            now=time.time(),
+        )  # fmt: skip
+    except ValidationError as exc:
+        context["error"] = str(exc)
+    response = render_page("preview.html", "_preview.html", "preview", **context)
+    if context["error"]:
+        response.status_code = 400
+    return response
+
+
+def session_model(session_id: str | None) -> str | None:
+    """The model of the session being continued, else of the most recent session."""
+    reader = get_reader()
+    if session_id:
+        try:
+            segment = reader.chain(session_id).segment(session_id)
+        except NotFoundError as exc:
+            raise ValidationError(f"No session with id {session_id!r} in this home.") from exc
+        return segment.model if segment else None
+    recent = reader.search(SearchRequest(per_page=1)).results
+    return recent[0].model if recent else None
