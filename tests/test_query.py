@@ -18,6 +18,7 @@ from dashboard.repository.query import (
     ParsedQuery,
     Term,
     parse_query,
+    terms_query,
 )
 
 JSON_ROW = "\x00json:" + json.dumps(
@@ -531,3 +532,30 @@ def test_anything_accepted_is_valid_fts5(db: sqlite3.Connection, typed: str) -> 
     # display is canonical: read back, it parses to itself with nothing to repair.
     again = parse_query(query.display, max_chars=10 * len(query.display))
     assert (again.display, again.repairs) == (query.display, ())
+
+
+# -- a message as a query --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("What did we decide about the redis caching strategy last week?",
+         '"decide" OR "redis" OR "caching" OR "strategy" OR "week"'),
+        ("上次我们讨论的redis缓存策略是什么", '"redis" OR "缓存策略"'),
+        ('Fix "the" (NOT) AND OR NEAR(x) bug*', '"fix" OR "near" OR "bug"'),
+        ("ok, and then?", ""),
+        ("", ""),
+        ("Ärger with 2026 and 42", '"Ärger"'),  # case is the index's business
+    ],
+)  # fmt: skip
+def test_terms_query(message: str, expected: str) -> None:
+    assert terms_query(message) == expected
+    if expected:
+        assert parse_query(expected).display == expected  # nothing read as syntax
+
+
+def test_terms_query_keeps_the_longest_terms() -> None:
+    words = "alpha bravo charlie deltadelta echoechoecho foxtrot golfgolf hotel indiaindia juliet"
+    chosen = terms_query(words, max_terms=4)
+    assert chosen == '"deltadelta" OR "echoechoecho" OR "golfgolf" OR "indiaindia"'

@@ -44,7 +44,9 @@ BUILTIN = "builtin"
 ROLES = ("system", "user", "assistant", "tool")
 # What was said, not tool output: a file listing matching the words is not a memory.
 RECALLED_ROLES = ("user", "assistant")
-DEFAULT_SESSIONS = 5  # recalled sessions per prefetch, before the character budget
+DEFAULT_SESSIONS = 5
+# One write's budget before the turn writer backs off and tries again (it never drops).
+WRITE_PATIENCE_S = 5.0  # recalled sessions per prefetch, before the character budget
 
 
 class MemoryProvider(ABC):
@@ -114,6 +116,7 @@ class RecallMemoryProvider(MemoryProvider):
         readonly: bool = False,
         budget_chars: int = DEFAULT_BUDGET_CHARS,
         max_sessions: int = DEFAULT_SESSIONS,
+        write_patience_s: float = WRITE_PATIENCE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home).expanduser())
@@ -123,6 +126,7 @@ class RecallMemoryProvider(MemoryProvider):
         self.readonly = readonly
         self.budget_chars = budget_chars
         self.max_sessions = max_sessions
+        self.write_patience_s = write_patience_s
         self.clock = clock
         self.session_id: str | None = None
         self.model: str | None = None
@@ -264,7 +268,7 @@ class RecallMemoryProvider(MemoryProvider):
         with self._lock:
             if self._writer is None:
                 self.home.root.mkdir(parents=True, exist_ok=True)
-                self._store = SessionStore(self.home.state_db)
+                self._store = SessionStore(self.home.state_db, patience_s=self.write_patience_s)
                 self._writer = TurnWriter(self._store)
             return self._writer
 

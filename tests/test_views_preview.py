@@ -1,0 +1,123 @@
+"""/preview: the agent's volatile block for a typed message, read-only and escaped."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.repository.store import NewMessage, SessionStore
+from tests.conftest import make_app
+
+EVIL = '<script>alert("x")</script> the marmoset deploy'
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    root = tmp_path / "home"
+    (root / "memories").mkdir(parents=True)
+    (root / "memories" / "USER.md").write_text("Name: Ada\n§\nLikes <b>bold</b> tea", "utf-8")
+    now = time.time()
+    with SessionStore(root / "state.db") as store:
+        store.create_session("cli", session_id="old", model="model-old", started_at=now - 9e5)
+        store.append_messages("old", [NewMessage("user", EVIL, timestamp=now - 9e5)])
+        store.create_session("cli", session_id="mine", model="model-mine", started_at=now - 60)
+        store.append_messages("mine", [NewMessage("user", "marmoset again", timestamp=now - 60)])
+    return root
+
+
+@pytest.fixture
+def client(home: Path, tmp_path: Path) -> FlaskClient:
+    return make_app(home, tmp_path / "data").test_client()
+
+
+def part(html: str, kind: str) -> str:
+    found = re.search(rf'data-part="{kind}">(.*?)</section>', html, re.S)
+    assert found, kind
+    return found.group(1)
+
+
+def test_the_page_shows_every_part_with_sizes(client: FlaskClient) -> None:
+    html = client.get("/preview", query_string={"message": "How is the marmoset deploy?"})
+    assert html.status_code == 200
+    text = html.get_data(as_text=True)
+    assert "USER PROFILE (who the user is)" in part(text, "user")
+    assert "MEMORY.md is empty or missing" in part(text, "memory")
+    recalled = part(text, "recalled")
+    assert "# Relevant Memories" in recalled and "[Long-term — 10 days ago]" in recalled
+    assert 'href="/sessions/old#m' in recalled and 'href="/sessions/mine#m' in recalled
+    assert "Model: model-mine" in part(text, "context")  # the latest session's model
+    chars = int(re.search(r"data-preview-chars>([\d,]+)<", text).group(1).replace(",", ""))
+    assert chars > 200
+
+
+def test_history_and_memory_files_are_escaped(client: FlaskClient) -> None:
+    text = client.get("/preview", query_string={"message": "marmoset"}).get_data(as_text=True)
+    assert "<script>alert" not in text and "&lt;script&gt;alert(&#34;x&#34;)" in text
+    assert "<b>bold</b>" not in text and "&lt;b&gt;bold&lt;/b&gt;" in text
+
+
+def test_continuing_a_session_leaves_its_chain_out(client: FlaskClient) -> None:
+    text = client.get("/preview", query_string={"message": "marmoset", "session": "mine"})
+    recalled = part(text.get_data(as_text=True), "recalled")
+    assert "/sessions/old" in recalled and "/sessions/mine" not in recalled
+    assert "Session: mine\nModel: model-mine" in text.get_data(as_text=True)
+    other = client.get("/preview", query_string={"message": "x", "session": "old"})
+    assert "Model: model-old" in other.get_data(as_text=True)
+
+
+def test_an_empty_message_explains_itself(client: FlaskClient) -> None:
+    text = client.get("/preview").get_data(as_text=True)
+    assert "Type a message to see what the agent would recall" in text
+    assert "Session: (new session)" in text
+    nothing = client.get("/preview", query_string={"message": "zebrafish quantum"})
+    assert "Nothing recalled" in nothing.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [({"message": "x", "session": "no-such-session"}, "No session with id"),
+     ({"message": "y" * 20_001}, "at most 20,000")],
+)  # fmt: skip
+def test_bad_input_is_a_clear_400(client: FlaskClient, params: dict, message: str) -> None:
+    response = client.get("/preview", query_string=params)
+    assert response.status_code == 400
+    assert message in response.get_data(as_text=True)
+    partial = client.get("/preview", query_string=params,
+                         headers={"HX-Request": "true", "HX-Target": "preview"})  # fmt: skip
+    assert partial.status_code == 400 and "<html" not in partial.get_data(as_text=True)
+
+
+def test_htmx_gets_the_partial(client: FlaskClient) -> None:
+    response = client.get("/preview", query_string={"message": "marmoset"},
+                          headers={"HX-Request": "true", "HX-Target": "preview"})  # fmt: skip
+    text = response.get_data(as_text=True)
+    assert text.lstrip().startswith('<section id="preview"') and "<html" not in text
+
+
+def test_previewing_writes_nothing(client: FlaskClient, home: Path, tmp_path: Path) -> None:
+    def digest() -> str:
+        return hashlib.sha256((home / "state.db").read_bytes()).hexdigest()
+
+    before = digest()
+    for message in ("marmoset", "deploy plan", ""):
+        client.get("/preview", query_string={"message": message, "session": "mine"})
+    assert digest() == before
+
+
+def test_a_missing_store_gets_the_clear_page(tmp_path: Path) -> None:
+    app = make_app(tmp_path / "nohome", tmp_path / "data")
+    response = app.test_client().get("/preview", query_string={"message": "hello world"})
+    assert response.status_code == 500 and "state.db" in response.get_data(as_text=True)
+
+
+def test_the_page_is_in_the_menu_and_csp_clean(client: FlaskClient) -> None:
+    response = client.get("/preview")
+    text = response.get_data(as_text=True)
+    assert 'href="/preview"' in client.get("/overview").get_data(as_text=True)
+    assert "<script>" not in text and " style=" not in text
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
