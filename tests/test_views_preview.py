@@ -121,3 +121,18 @@ def test_the_page_is_in_the_menu_and_csp_clean(client: FlaskClient) -> None:
     assert 'href="/preview"' in client.get("/overview").get_data(as_text=True)
     assert "<script>" not in text and " style=" not in text
     assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+def test_the_json_api_is_the_same_block(client: FlaskClient) -> None:
+    params = {"message": "marmoset", "session": "mine", "model": "m-x"}
+    data = client.get("/api/preview", query_string=params).get_json()
+    assert [p["kind"] for p in data["parts"]] == ["user", "memory", "recalled", "context"]
+    assert data["text"] == "\n\n".join(p["text"] for p in data["parts"] if p["text"])
+    assert data["chars"] == len(data["text"]) and data["tokens"] > 0
+    (item,) = data["parts"][2]["items"]
+    assert item["session_id"] == "old" and item["label"].startswith("Long-term — ")
+    assert data["parts"][3]["text"].endswith("Session: mine\nModel: m-x")
+    page = client.get("/preview", query_string=params).get_data(as_text=True)
+    assert f"data-preview-chars>{data['chars']:,}<" in page
+    bad = client.get("/api/preview", query_string={"message": "x", "session": "nope"})
+    assert bad.status_code == 400 and "No session" in bad.get_json()["error"]

@@ -88,6 +88,20 @@ class VolatileBlock:
     def tokens(self) -> int:
         return approx_tokens(self.text)
 
+    def to_json(self) -> dict[str, object]:
+        """The ``/api/preview`` shape."""
+        return {
+            "text": self.text, "chars": self.chars, "tokens": self.tokens,
+            "notes": list(self.notes),
+            "parts": [
+                {"kind": p.kind, "title": p.title, "text": p.text, "chars": p.chars,
+                 "tokens": p.tokens,
+                 "items": [{"session_id": i.session_id, "message_id": i.message_id,
+                            "label": i.label} for i in p.items]}
+                for p in self.parts
+            ],
+        }  # fmt: skip
+
 
 def age_words(seconds: float) -> str:
     """``just now``, ``5 mins ago``, ``3 hours ago``, ``yesterday``, ``2 weeks ago``…"""

@@ -24,6 +24,7 @@ from dashboard.repository.memoryfiles import (
 )
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
+from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import spend_function
@@ -117,6 +118,16 @@ def chain(session_id: str):
             "totals": found.totals,
         }
     )
+
+
+@bp.get("/preview")
+def preview():
+    """What the agent would get for ``message`` (``session``, ``model`` optional)."""
+    block = preview_block(
+        request.args.get("message", ""), request.args.get("session", "").strip() or None,
+        request.args.get("model", "").strip() or None,
+    )  # fmt: skip
+    return jsonify(block.to_json())
 
 
 @bp.get("/costs")

@@ -6,6 +6,7 @@ import time
 
 from flask import Blueprint, request
 
+from dashboard.agent import VolatileBlock
 from dashboard.repository.errors import NotFoundError, ValidationError
 from dashboard.repository.search import SearchRequest
 from dashboard.web.agent_memory import get_preview_manager
@@ -26,21 +27,25 @@ def index():
     context: dict[str, object] = {"message": message, "session_id": session_id or "",
                                   "model": model or "", "error": None, "block": None}  # fmt: skip
     try:
-        if len(message) > MAX_MESSAGE_CHARS:
-            raise ValidationError(
-                f"The message is {len(message):,} characters; the preview takes at most "
-                f"{MAX_MESSAGE_CHARS:,}."
-            )
-        context["block"] = get_preview_manager().volatile_block(
-            message, session_id=session_id, model=model or session_model(session_id),
-            now=time.time(),
-        )  # fmt: skip
+        context["block"] = preview_block(message, session_id, model)
     except ValidationError as exc:
         context["error"] = str(exc)
     response = render_page("preview.html", "_preview.html", "preview", **context)
     if context["error"]:
         response.status_code = 400
     return response
+
+
+def preview_block(message: str, session_id: str | None, model: str | None) -> VolatileBlock:
+    """The block for a message; ValidationError for a message too long or an unknown session."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ValidationError(
+            f"The message is {len(message):,} characters; the preview takes at most "
+            f"{MAX_MESSAGE_CHARS:,}."
+        )
+    return get_preview_manager().volatile_block(
+        message, session_id=session_id, model=model or session_model(session_id), now=time.time()
+    )
 
 
 def session_model(session_id: str | None) -> str | None:
