@@ -64,8 +64,8 @@ def test_the_block_matches_the_seeds_shape() -> None:
         '[Long-term — 2 weeks ago]\nSession "Untitled session" (cli):\n'
         "assistant: type hints, line length 100"
     )
-    assert [(i.session_id, i.message_id, i.label) for i in block.items] == [
-        ("s1", 1, "Recent — 5 mins ago"), ("s2", 1, "Long-term — 2 weeks ago"),
+    assert [(i.session_id, i.message_id, i.label, i.title) for i in block.items] == [
+        ("s1", 1, "Recent — 5 mins ago", "Plugin work"), ("s2", 1, "Long-term — 2 weeks ago", None),
     ]  # fmt: skip
 
 

@@ -42,6 +42,7 @@ class RecalledItem:
     message_id: int | None
     label: str  # "Recent — 5 mins ago"
     text: str  # the item's body as it appears in the block
+    title: str | None = None  # the session's title, when it has one
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class VolatileBlock:
                 {"kind": p.kind, "title": p.title, "text": p.text, "chars": p.chars,
                  "tokens": p.tokens,
                  "items": [{"session_id": i.session_id, "message_id": i.message_id,
-                            "label": i.label} for i in p.items]}
+                            "label": i.label, "title": i.title} for i in p.items]}
                 for p in self.parts
             ],
         }  # fmt: skip
@@ -169,7 +170,7 @@ def recalled_block(
         pieces.append(entry)
         used += len(entry) + 2
         items.append(RecalledItem(result.session_id, best.message_id if best else None, label,
-                                  body))  # fmt: skip
+                                  body, result.title))  # fmt: skip
     return RecalledBlock("\n\n".join(pieces), tuple(items), 0)
 
 

@@ -1,0 +1,104 @@
+"""What the agent sees, in real Chromium: live preview, URL state, recalled links, errors."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.browser_support import SCREENSHOTS, PageWatch, Server
+
+# Words of the demo's redis conversations (a user asks about connected_clients on redis).
+MESSAGE = "redis connected_clients keeps growing; share one client or one per request?"
+PARTS = ("user", "memory", "recalled", "context")
+UNKNOWN = "no-such-session-0000"
+
+
+def figure(page, selector: str) -> int:
+    return int(page.locator(selector).inner_text().replace(",", ""))
+
+
+def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> None:
+    watch = PageWatch()
+    watch.attach(page)
+    swaps: list[str] = []  # the HTMX requests, to catch a double request per edit
+    page.on("request", lambda r: r.headers.get("hx-request") and swaps.append(r.url))
+    page.goto(demo_server.url + "/preview")
+    # Before any message: the files and the context line, nothing recalled yet.
+    expect(page.locator("section.preview-part[data-part=context] pre")).to_be_visible()
+    expect(page.locator("section.preview-part[data-part=recalled]")).to_contain_text(
+        "Type a message"
+    )
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+
+    page.locator("#preview-message").fill(MESSAGE)
+    page.wait_for_url("**/preview?*message=*")
+    recalled = page.locator("section.preview-part[data-part=recalled]")
+    expect(recalled.locator("pre.preview-text")).to_contain_text("# Relevant Memories")
+    assert page.evaluate("window.__sameDocument") is True
+    for part in PARTS:
+        section = page.locator(f"section.preview-part[data-part={part}]")
+        expect(section).to_have_count(1)
+        expect(section.locator("h2")).to_be_visible()
+    expect(recalled.locator("pre.preview-text")).to_contain_text(
+        re.compile(r"\[(Recent|Long-term) — ")
+    )
+    assert "redis" in page.url
+    assert figure(page, "[data-preview-chars]") > 0
+    assert figure(page, "[data-preview-tokens]") > 0
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "preview.png"), full_page=True)
+    page.locator("#preview-message").press("Tab")  # leaving the box asks nothing again
+
+    # A recalled memory links to its session, at the message that matched.
+    first = recalled.locator("ol.preview-items li a").first
+    href = first.get_attribute("href") or ""
+    assert re.fullmatch(r"/sessions/[^/#?]+#m\d+", href), href
+    first.click()
+    page.wait_for_url(re.compile(r"/sessions/"))
+    expect(page.locator("#transcript")).to_be_visible()
+    expect(page.locator(href[href.index("#") :])).to_be_in_viewport()
+
+    # Back: the preview is rebuilt from its URL, message and all.
+    page.go_back()
+    page.wait_for_url("**/preview?*message=*")
+    expect(page.locator("#preview-message")).to_have_value(MESSAGE)
+    expect(recalled.locator("pre.preview-text")).to_contain_text("# Relevant Memories")
+    assert watch.problems == []
+
+    # Continuing a session that is not there: a clear message, not a broken page.
+    page.locator("input[name=session]").fill(UNKNOWN)
+    page.locator("input[name=session]").press("Enter")
+    notice = page.locator("#preview .notice.error")
+    expect(notice).to_contain_text(f"No session with id '{UNKNOWN}'")
+    expect(page.locator("section.preview-part")).to_have_count(0)
+    # The 400 is the answer the page asked for (htmx swaps it in): the only problems
+    # allowed are that response and Chromium's note about it; no CSP violation.
+    unexpected = [
+        p for p in watch.problems
+        if not (p.startswith("http 400: ") and "/preview?" in p)
+        and not (p.startswith("console: Failed to load resource") and " 400 " in p)
+    ]  # fmt: skip
+    assert unexpected == []
+    page.wait_for_timeout(300)  # a second, queued request would have gone out by now
+    assert len(swaps) == 2, swaps  # one for the message, one for Enter in the session box
+
+
+def test_without_javascript_the_form_is_a_plain_get(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(demo_server.url + "/preview")
+        page.locator("#preview-message").fill(MESSAGE)
+        page.get_by_role("button", name="Preview").click()
+        page.wait_for_url("**/preview?*message=*")
+        for part in PARTS:
+            expect(page.locator(f"section.preview-part[data-part={part}]")).to_have_count(1)
+        expect(page.locator("section.preview-part[data-part=recalled] pre")).to_contain_text(
+            "# Relevant Memories"
+        )
+        assert page.locator("ol.preview-items li a").count() > 0
+    finally:
+        context.close()
