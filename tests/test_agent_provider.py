@@ -354,3 +354,27 @@ def test_queue_prefetch_runs_on_another_thread(searchable: Path) -> None:
     assert seen and seen[0] != caller
     assert "pelican" in p.prefetch("something else entirely")
     p.shutdown()
+
+
+def test_a_continuation_excludes_its_parent_before_its_row_is_written(tmp_path: Path) -> None:
+    home = write_home(tmp_path / "home")
+    with SessionStore(home / "state.db") as store:
+        add_session(store, "root", [("user", "the wombat plan")], NOW - 900)
+        store.end_session("root", "compression", ended_at=NOW - 800)
+        add_session(store, "other", [("user", "wombat elsewhere")], NOW - 86400)
+    p = RecallMemoryProvider(home, clock=lambda: NOW)
+    blocker = sqlite3.connect(home / "state.db", timeout=0)
+    blocker.execute("BEGIN IMMEDIATE")  # the child's row cannot be written yet
+    try:
+        p.initialize("child", parent_session_id="root")
+        found = p.prefetch_block("wombat", session_id="child")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert [i.session_id for i in found.items] == ["other"]
+    p.shutdown()
+    # Once written, the chain is read from the store (a later segment included).
+    later = RecallMemoryProvider(home, readonly=True, clock=lambda: NOW)
+    assert [i.session_id for i in later.prefetch_block("wombat", session_id="child").items] == [
+        "other"
+    ]

@@ -139,7 +139,7 @@ class RecallMemoryProvider(MemoryProvider):
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-prefetch")
         self._pending: Future[RecalledBlock] | None = None
-        self._chains: dict[str, tuple[str, ...]] = {}
+        self._parent: str | None = None
 
     @property
     def name(self) -> str:
@@ -171,6 +171,7 @@ class RecallMemoryProvider(MemoryProvider):
             raise ValidationError("a session id is needed")
         self.session_id = session_id
         self.model = kwargs.get("model")
+        self._parent = kwargs.get("parent_session_id")
         self._snapshot = self.file_blocks()
         if not self.readonly:
             self._writer_for().create_session(session_id, **kwargs)
@@ -229,16 +230,21 @@ class RecallMemoryProvider(MemoryProvider):
         return recalled_block(found.results, self.clock(), self.budget_chars)
 
     def _chain(self, session_id: str) -> tuple[str, ...]:
+        """The sessions of ``session_id``'s compaction chain (~1 ms: read every time, as
+        the chain grows when the agent compresses)."""
         if not session_id:
             return ()
-        known = self._chains.get(session_id)
-        if known is None:
+        members = {session_id}
+        starts = [session_id]
+        if session_id == self.session_id and self._parent:
+            # The new segment's row may still be queued: its parent says where it belongs.
+            starts.append(self._parent)
+        for start in starts:
             try:
-                known = tuple(self.reader.chain_members(session_id))
+                members.update(self.reader.chain_members(start))
             except StoreUnavailableError:
-                known = (session_id,)
-            self._chains[session_id] = known
-        return known
+                pass
+        return tuple(sorted(members))
 
     # -- writing -------------------------------------------------------------------
 
@@ -249,7 +255,6 @@ class RecallMemoryProvider(MemoryProvider):
         if self.session_id is None:
             raise RuntimeError("initialize() the provider with a session first")
         messages = [to_new_message(m) for m in turn_messages]
-        self._chains.pop(self.session_id, None)
         self._writer_for().append_turn(self.session_id, messages)
 
     def on_session_end(self, reason: str = "user_exit") -> None:
