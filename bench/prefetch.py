@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if following is None:
             continue
         provider.queue_prefetch(message, session_id=sid)
-        provider._pending.result()  # the agent's model call gives it this long and more
+        provider._pending[1].result()  # the agent's model call gives it this long and more
         t0 = time.perf_counter()
         provider.prefetch(following, session_id=sid)
         speculative.append((time.perf_counter() - t0) * 1000)

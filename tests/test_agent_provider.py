@@ -378,3 +378,15 @@ def test_a_continuation_excludes_its_parent_before_its_row_is_written(tmp_path: 
     assert [i.session_id for i in later.prefetch_block("wombat", session_id="child").items] == [
         "other"
     ]
+
+
+def test_a_queued_prefetch_serves_only_its_own_session(searchable: Path) -> None:
+    p = RecallMemoryProvider(searchable, readonly=True, clock=lambda: NOW)
+    p.queue_prefetch("pelican", session_id="a")
+    p._pool.submit(lambda: None).result()  # the queued search has run
+    p.prefetch("pelican", session_id="b")  # another conversation: searched afresh
+    assert p.stats == {"searches": 2, "speculative_used": 0}
+    p.queue_prefetch("pelican", session_id="a")
+    p.prefetch("anything", session_id="a")
+    assert p.stats == {"searches": 3, "speculative_used": 1}
+    p.shutdown()

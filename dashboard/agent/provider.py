@@ -138,7 +138,7 @@ class RecallMemoryProvider(MemoryProvider):
         self._summaries: Any = None
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-prefetch")
-        self._pending: Future[RecalledBlock] | None = None
+        self._pending: tuple[str, Future[RecalledBlock]] | None = None
         self._parent: str | None = None
 
     @property
@@ -195,20 +195,26 @@ class RecallMemoryProvider(MemoryProvider):
         return self.prefetch_block(query, session_id=session_id).text
 
     def prefetch_block(self, query: str, *, session_id: str = "") -> RecalledBlock:
-        """The recalled block: the speculative one if a prefetch was queued, else searched now."""
+        """The recalled block: the speculative one if a prefetch was queued, else searched now.
+
+        The queued block was searched for the previous turn's message (the seed's
+        speculative prefetch: the topic rarely changes between turns); it is used only
+        in the session it was queued for.
+        """
+        sid = session_id or self.session_id or ""
         with self._lock:
             pending, self._pending = self._pending, None
-        if pending is not None:
+        if pending is not None and pending[0] == sid:
             with self._lock:
                 self.stats["speculative_used"] += 1
-            return pending.result()
-        return self.recall(query, session_id=session_id or self.session_id or "")
+            return pending[1].result()
+        return self.recall(query, session_id=sid)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         sid = session_id or self.session_id or ""
         future = self._pool.submit(self.recall, query, session_id=sid)
         with self._lock:
-            self._pending = future
+            self._pending = (sid, future)
 
     def recall(self, query: str, *, session_id: str = "") -> RecalledBlock:
         """Stage-1 search for ``query``'s telling terms, outside ``session_id``'s chain."""
