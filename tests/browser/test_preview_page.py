@@ -47,7 +47,7 @@ def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> Non
     assert figure(page, "[data-preview-chars]") > 0
     assert figure(page, "[data-preview-tokens]") > 0
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "preview.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "preview-recalled.png"), full_page=True)
     page.locator("#preview-message").press("Tab")  # leaving the box asks nothing again
 
     # A recalled memory links to its session, at the message that matched.
