@@ -46,6 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
     search.set_defaults(run=_search)
 
+    preview = commands.add_parser(
+        "preview", help="print what the agent would get for a message (read-only)"
+    )
+    preview.add_argument("message", help="the message, as the user would send it")
+    preview.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    preview.add_argument("--session", help="preview a turn inside this session")
+    preview.add_argument("--model", help="the model named in the context line")
+    preview.add_argument("--json", action="store_true", help="the /api/preview JSON")
+    preview.set_defaults(run=_preview)
+
     serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
     serve.add_argument("--home", help="Hermes home (default: $HERMES_HOME, ~/.hermes, or a demo)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -151,6 +161,27 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     finally:
         service.close()
     print(json.dumps(answer, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from dashboard.agent import MemoryManager, RecallMemoryProvider
+    from dashboard.repository.home import resolve_home
+
+    provider = RecallMemoryProvider(resolve_home(args.home), readonly=True)
+    if not provider.is_available():
+        print(f"recall: {provider.unavailable_reason}", file=sys.stderr)
+        return 2
+    manager = MemoryManager()
+    manager.add_provider(provider)
+    model = args.model or provider.latest_model(args.session)  # NotFoundError: exit 2
+    block = manager.volatile_block(args.message, session_id=args.session, model=model)
+    manager.shutdown_all()
+    if args.json:
+        print(json.dumps(block.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(block.text)
+    print(f"\n[{block.chars:,} characters, about {block.tokens:,} tokens]", file=sys.stderr)
     return 0
 
 

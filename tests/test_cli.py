@@ -71,3 +71,33 @@ def test_search_with_summaries_is_the_tool_shape(hermes_home: Path, tmp_path: Pa
         assert body["success"] and body["count"] == len(body["results"]) <= 2
         assert all("summary" in r and r["when"] for r in body["results"])
         assert len(stub.requests) == body["count"]
+
+
+def test_preview_prints_the_block_and_writes_nothing(tmp_path: Path) -> None:
+    from dashboard.repository.store import NewMessage, SessionStore
+
+    home = tmp_path / "home"
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "USER.md").write_text("Name: Ada", encoding="utf-8")
+    with SessionStore(home / "state.db") as store:
+        store.create_session("cli", session_id="s1", model="m-1")
+        store.append_messages("s1", [NewMessage("user", "the heron migration")])
+    before = (home / "state.db").read_bytes()
+    done = recall("preview", "how did the heron migration go?", "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    assert "USER PROFILE (who the user is)" in done.stdout and "Name: Ada" in done.stdout
+    assert "# Relevant Memories" in done.stdout and "the heron migration" in done.stdout
+    assert done.stdout.rstrip().endswith("Session: (new session)\nModel: m-1")
+    assert "characters, about" in done.stderr
+    as_json = json.loads(recall("preview", "heron", "--home", str(home), "--json").stdout)
+    assert [p["kind"] for p in as_json["parts"]] == ["user", "memory", "recalled", "context"]
+    inside = recall("preview", "heron", "--home", str(home), "--session", "s1", "--json")
+    assert json.loads(inside.stdout)["parts"][2]["text"] == ""  # its own chain is left out
+    assert (home / "state.db").read_bytes() == before
+
+
+def test_preview_errors_are_clear(tmp_path: Path, hermes_home: Path) -> None:
+    missing = recall("preview", "x", "--home", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "state.db: missing" in missing.stderr
+    unknown = recall("preview", "x", "--home", str(hermes_home), "--session", "nope")
+    assert unknown.returncode == 2 and "'nope' does not exist" in unknown.stderr

@@ -176,6 +176,15 @@ class RecallMemoryProvider(MemoryProvider):
         if not self.readonly:
             self._writer_for().create_session(session_id, **kwargs)
 
+    def latest_model(self, session_id: str | None = None) -> str | None:
+        """The model of ``session_id`` (NotFoundError if there is none), else of the most
+        recent session: what the context line names when the caller does not say."""
+        if session_id:
+            segment = self.reader.chain(session_id).segment(session_id)
+            return segment.model if segment else None
+        recent = self.reader.search(SearchRequest(per_page=1)).results
+        return recent[0].model if recent else None
+
     # -- context -------------------------------------------------------------------
 
     def file_blocks(self) -> dict[str, str]:

@@ -8,10 +8,8 @@ from flask import Blueprint, request
 
 from dashboard.agent import VolatileBlock
 from dashboard.repository.errors import NotFoundError, ValidationError
-from dashboard.repository.search import SearchRequest
 from dashboard.web.agent_memory import get_preview_manager
 from dashboard.web.htmx import render_page
-from dashboard.web.reader import get_reader
 
 bp = Blueprint("preview", __name__)
 
@@ -50,12 +48,9 @@ def preview_block(message: str, session_id: str | None, model: str | None) -> Vo
 
 def session_model(session_id: str | None) -> str | None:
     """The model of the session being continued, else of the most recent session."""
-    reader = get_reader()
-    if session_id:
-        try:
-            segment = reader.chain(session_id).segment(session_id)
-        except NotFoundError as exc:
-            raise ValidationError(f"No session with id {session_id!r} in this home.") from exc
-        return segment.model if segment else None
-    recent = reader.search(SearchRequest(per_page=1)).results
-    return recent[0].model if recent else None
+    provider = get_preview_manager().builtin
+    assert provider is not None
+    try:
+        return provider.latest_model(session_id)
+    except NotFoundError as exc:
+        raise ValidationError(f"No session with id {session_id!r} in this home.") from exc
