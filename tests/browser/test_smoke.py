@@ -47,3 +47,27 @@ def test_error_page_is_styled_not_a_stack_trace(demo_server: Server, page) -> No
     assert response is not None and response.status == 404
     assert "404" in page.locator("h1").inner_text()
     assert [p for p in watch.problems if "404" not in p] == []
+
+
+WIDEST = """() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"""
+
+
+def test_a_phone_width_never_scrolls_sideways(
+    demo_server: Server, demo_sessions: dict[str, str], browser
+) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        pages = ["/", "/?q=redis", "/chains", "/costs", "/memory", "/preview?message=redis",
+                 "/overview", f"/sessions/{demo_sessions['middle']}",
+                 f"/chains/{demo_sessions['middle']}"]  # fmt: skip
+        wide = {}
+        for path in pages:
+            page.goto(demo_server.url + path)
+            page.wait_for_load_state("networkidle")
+            width = page.evaluate(WIDEST)
+            if width > 390:
+                wide[path] = width
+        assert wide == {}
+    finally:
+        context.close()
