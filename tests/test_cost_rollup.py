@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -291,3 +292,46 @@ def test_usage_rows_whose_session_is_gone(tmp_path: Path, data: RecallData) -> N
     rollup = CostRollup(data.core, str(db))
     found = check(db, rollup, by="source", start=date(2026, 11, 1), end=date(2026, 12, 1))
     assert {c.key: c.sessions for c in found.rows} == {"cli": 1, "unknown": 1}
+
+
+class GatedConnection(sqlite3.Connection):
+    """A real connection whose statements wait for a gate: a build caught mid-way."""
+
+    gate = threading.Event()
+    reached = threading.Event()
+
+    def execute(self, *args, **kwargs):  # type: ignore[override]
+        self.reached.set()
+        self.gate.wait(30)
+        return super().execute(*args, **kwargs)
+
+
+def test_questions_never_wait_for_a_background_build(demo: Path, data: RecallData) -> None:
+    def connect() -> tuple[sqlite3.Connection, object]:
+        probe = open_readonly(demo)
+        layout = detect_layout(probe, demo)
+        probe.close()
+        conn = sqlite3.connect(f"file:{demo}?mode=ro", uri=True, factory=GatedConnection,
+                               check_same_thread=False)  # fmt: skip
+        return conn, layout
+
+    GatedConnection.gate.clear()
+    GatedConnection.reached.clear()
+    rollup = CostRollup(data.core, str(demo), connect=connect)
+    ask = {"start": date(2026, 1, 1), "end": date(2026, 12, 1), "timezone": TZ}
+    conn = open_readonly(demo)
+    try:
+        layout = detect_layout(conn, demo)
+        assert rollup.spend(conn, layout, **ask) is None  # the build starts, then stalls
+        assert GatedConnection.reached.wait(10)  # the builder is mid-way
+        answers: list[object] = []
+        asker = threading.Thread(target=lambda: answers.append(rollup.spend(conn, layout, **ask)))
+        asker.start()
+        asker.join(timeout=5)
+        assert not asker.is_alive() and answers == [None]  # the raw sums answer meanwhile
+        GatedConnection.gate.set()
+        rollup.wait_until_built(timeout=60)
+        assert_same(spend(conn, layout, **ask), rollup.spend(conn, layout, **ask))
+    finally:
+        GatedConnection.gate.set()
+        conn.close()

@@ -204,15 +204,11 @@ class CostRollup:
     def refresh(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> bool:
         """Bring the sums up to date with the file; False when a background build started."""
         with self._lock:
+            if self._builder is not None and self._builder.is_alive():
+                return False  # answered from the raw rows meanwhile; never wait for a build
             state = self._state()
             if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
-                if self._connect is not None:
-                    self._start_build(zone)
-                    return False
-                self._rebuild(conn, layout, zone)
-                return True
-            if self._builder is not None and self._builder.is_alive():
-                return False
+                return self._rebuild_soon(conn, layout, zone)
             conn.execute("BEGIN")  # one read snapshot for the fingerprint and the rows
             try:
                 mark = fingerprint(conn, layout)
@@ -226,13 +222,20 @@ class CostRollup:
             finally:
                 conn.execute("COMMIT")
             t0 = time.perf_counter()
-            if self._apply(changed, state, mark, newest[0] if newest else None):
-                self.last_refresh = {
-                    "changed": len(changed), "apply_ms": (time.perf_counter() - t0) * 1000
-                }  # fmt: skip
-            else:
-                self._rebuild(conn, layout, zone)
+            if not self._apply(changed, state, mark, newest[0] if newest else None):
+                return self._rebuild_soon(conn, layout, zone)
+            self.last_refresh = {
+                "changed": len(changed), "apply_ms": (time.perf_counter() - t0) * 1000
+            }  # fmt: skip
             return True
+
+    def _rebuild_soon(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> bool:
+        """Rebuild in the background when it can (False: not ready yet), else right now."""
+        if self._connect is not None:
+            self._start_build(zone)
+            return False
+        self._rebuild(conn, layout, zone)
+        return True
 
     def _answer(self, layout: Layout, question: Plan) -> Spend:
         by = question.by
@@ -301,8 +304,8 @@ class CostRollup:
                 try:
                     if not layout.has_model_usage:
                         return  # sessions-only files are always summed directly
-                    with self._lock:
-                        self._rebuild(conn, layout, zone)
+                    # No lock held: refresh() sees the builder alive and answers at once.
+                    self._rebuild(conn, layout, zone)
                 finally:
                     conn.close()
             except Exception:  # the page keeps answering from the raw rows
