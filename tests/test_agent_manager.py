@@ -29,6 +29,7 @@ class External(MemoryProvider):
         self.release = threading.Event()
         self.slow = False
         self.finished = threading.Event()
+        self.asked = 0
 
     @property
     def name(self) -> str:
@@ -44,6 +45,7 @@ class External(MemoryProvider):
         return f"[{self._name}] peer card: prefers tea"
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
+        self.asked += 1
         if self.slow:  # a network backend having a bad day
             self.release.wait(timeout=30)
         self.finished.set()
@@ -149,6 +151,9 @@ def test_a_slow_provider_does_not_hold_the_turn(
         assert not slow.finished.is_set()  # still stuck when the turn went on
         assert "the albatross cache is slow" in block and "[honcho]" not in block
         assert m.stats["late"] == 1
+        # The next turn does not ask it again while it is stuck, nor wait for it.
+        assert "albatross" in m.prefetch_all("albatross")
+        assert slow.asked == 1 and m.stats["late"] == 2
     finally:
         slow.release.set()
     assert slow.finished.wait(10)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from dashboard.agent.blocks import Part, RecalledBlock, VolatileBlock, context_line
@@ -37,6 +37,7 @@ class MemoryManager:
         self.providers: list[MemoryProvider] = []
         self.stats = {"late": 0, "failed": 0}
         self._lock = threading.Lock()
+        self._running: dict[int, Future[RecalledBlock]] = {}  # provider -> its last prefetch
         # Enough workers that a provider stuck past its deadline never delays another.
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-memory")
 
@@ -133,10 +134,20 @@ class MemoryManager:
         return VolatileBlock(tuple(parts), tuple(notes))
 
     def _prefetch(self, query: str, session_id: str) -> list[tuple[MemoryProvider, RecalledBlock]]:
-        jobs = {
-            self._pool.submit(self._one_prefetch, provider, query, session_id): provider
-            for provider in self.providers
-        }
+        jobs = {}
+        for provider in self.providers:
+            with self._lock:
+                stuck = self._running.get(id(provider))
+                if stuck is not None and not stuck.done():
+                    # Still busy with an earlier turn: asking again would only pile up
+                    # threads behind a backend that is not answering.
+                    self.stats["late"] += 1
+                    log.warning("memory provider %r: still on an earlier prefetch; skipped",
+                                provider.name)  # fmt: skip
+                    continue
+                job = self._pool.submit(self._one_prefetch, provider, query, session_id)
+                self._running[id(provider)] = job
+            jobs[job] = provider
         done, late = wait(jobs, timeout=self.prefetch_wait_s)
         if late:
             with self._lock:
