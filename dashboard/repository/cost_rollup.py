@@ -45,6 +45,7 @@ from dashboard.repository.costs import (
     plan,
     row_sql,
 )
+from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.layout import Layout
 from dashboard.repository.writecore import WriteCore
 
@@ -308,6 +309,8 @@ class CostRollup:
                     self._rebuild(conn, layout, zone)
                 finally:
                     conn.close()
+            except StoreUnavailableError as exc:  # the pages explain a missing or broken file
+                log.warning("cost rollup not built: %s", exc)
             except Exception:  # the page keeps answering from the raw rows
                 log.exception("building the cost rollup failed")
 
