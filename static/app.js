@@ -9,6 +9,26 @@
     event.detail.headers["X-CSRF-Token"] = token;
   });
 
+  // Copy buttons: shown only when there is a script to run them (they start hidden).
+  document.addEventListener("htmx:load", function (event) {
+    event.detail.elt.querySelectorAll("[data-copy-target]").forEach(function (button) {
+      button.hidden = !(navigator.clipboard && window.isSecureContext);
+    });
+  });
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("[data-copy-target]");
+    if (!button) return;
+    const source = document.getElementById(button.getAttribute("data-copy-target"));
+    if (!source) return;
+    const label = button.textContent;
+    navigator.clipboard.writeText(source.textContent).then(
+      function () { button.textContent = "Copied"; },
+      function () { button.textContent = "Copy failed"; }
+    ).finally(function () {
+      setTimeout(function () { button.textContent = label; }, 1500);
+    });
+  });
+
   // "/" focuses the page's main search or filter box, as in most search tools.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;

@@ -50,6 +50,19 @@ def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> Non
     page.screenshot(path=str(SCREENSHOTS / "preview-recalled.png"), full_page=True)
     page.locator("#preview-message").press("Tab")  # leaving the box asks nothing again
 
+    # Copy puts exactly the block the agent gets on the clipboard.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=demo_server.url)
+    copy = page.get_by_role("button", name="Copy the whole block")
+    expect(copy).to_be_visible()
+    copy.click()
+    # By its target, not its name: the name becomes "Copied".
+    expect(page.locator("[data-copy-target=preview-whole]")).to_have_text("Copied")
+    whole = page.locator("#preview-whole").text_content()
+    assert page.evaluate("navigator.clipboard.readText()") == whole
+    assert "# Relevant Memories" in whole and whole.endswith(
+        page.locator("section.preview-part[data-part=context] pre").text_content()
+    )
+
     # A recalled memory links to its session, at the message that matched.
     first = recalled.locator("ol.preview-items li a").first
     href = first.get_attribute("href") or ""
@@ -100,5 +113,6 @@ def test_without_javascript_the_form_is_a_plain_get(demo_server: Server, browser
             "# Relevant Memories"
         )
         assert page.locator("ol.preview-items li a").count() > 0
+        assert not page.get_by_role("button", name="Copy the whole block").is_visible()
     finally:
         context.close()
