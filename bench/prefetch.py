@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import pct, timed  # noqa: E402
 from dashboard.agent import RecallMemoryProvider  # noqa: E402
 from dashboard.agent.blocks import recalled_block  # noqa: E402
-from dashboard.agent.provider import RECALLED_ROLES  # noqa: E402
+from dashboard.agent.provider import PREFETCH_RANK_WINDOW, RECALLED_ROLES  # noqa: E402
 from dashboard.demo.build import build_demo_home  # noqa: E402
 from dashboard.repository.content import JSON_PREFIX  # noqa: E402
 from dashboard.repository.home import HermesHome  # noqa: E402
@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         chain_ms.append(median_ms(lambda s=sid: provider.reader.chain_members(s), args.rounds))
         own = SearchRequest(query=terms_query(message), roles=RECALLED_ROLES,
                             per_page=provider.max_sessions,
-                            exclude=tuple(provider.reader.chain_members(sid)))  # fmt: skip
+                            exclude=tuple(provider.reader.chain_members(sid)),
+                            rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
         found = provider.reader.search(own)
         routes[found.route] = routes.get(found.route, 0) + 1
         own_ms.append(median_ms(lambda r=own: provider.reader.search(r), args.rounds))
@@ -181,7 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"non-empty blocks: {blocks}/{len(picked)}, "
           f"{statistics.median(block_chars or [0]):.0f} chars median")  # fmt: skip
     print(line("raw stage-1 search (reader.search, terms_query)", raw))
-    print(line("  provider's request alone (roles, per_page=5, chain excluded)", own_ms))
+    print(
+        line(
+            "  provider's request alone (roles, per_page=5, chain excluded, newest 2,000 ranked)",
+            own_ms,
+        )
+    )
     print(line("  chain lookup (reader.chain_members)", chain_ms))
     print(line("  recalled block (blocks.recalled_block)", block_ms))
     print(line("prefetch, first call per message (colder caches)", first))

@@ -241,6 +241,15 @@ def test_common_terms_bound_the_ranking_work(many: StateReader, monkeypatch) -> 
     assert seen == everything
 
 
+def test_a_request_can_rank_fewer_matches(many: StateReader) -> None:
+    # An agent's prefetch ranks only the newest matches (s45 holds the newest 45).
+    narrow = many.search(SearchRequest(query="haystack", per_page=50, rank_window=40))
+    assert narrow.bounded and narrow.ranked_matches == 40
+    assert [r.session_id for r in narrow.results] == ["s45"]
+    wide = many.search(SearchRequest(query="haystack", per_page=50, rank_window=10_000))
+    assert not wide.bounded and len(wide.results) == 45  # never more than the default
+
+
 def test_below_the_bound_order_is_exact_bm25(many: StateReader) -> None:
     import sqlite3
 

@@ -45,6 +45,9 @@ ROLES = ("system", "user", "assistant", "tool")
 # What was said, not tool output: a file listing matching the words is not a memory.
 RECALLED_ROLES = ("user", "assistant")
 DEFAULT_SESSIONS = 5
+# Matches ranked per prefetch: a message's common words (fix, test) match thousands of
+# rows; ranking only the newest 2,000 keeps the turn fast and favours recent history.
+PREFETCH_RANK_WINDOW = 2_000
 # One write's budget before the turn writer backs off and tries again (it never drops).
 WRITE_PATIENCE_S = 5.0  # recalled sessions per prefetch, before the character budget
 
@@ -234,7 +237,8 @@ class RecallMemoryProvider(MemoryProvider):
             return RecalledBlock("")
         try:
             request = SearchRequest(query=terms, roles=RECALLED_ROLES, per_page=self.max_sessions,
-                                    exclude=self._chain(session_id))  # fmt: skip
+                                    exclude=self._chain(session_id),
+                                    rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
             found = self.reader.search(request)
         except StoreUnavailableError as exc:
             log.warning("recall: prefetch skipped, the store is unavailable (%s)", exc)

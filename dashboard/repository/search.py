@@ -60,6 +60,7 @@ class SearchRequest:
     page: int = 1
     per_page: int = 20
     older_than: int | None = None  # continue a bounded search below this message id
+    rank_window: int | None = None  # fewer matches ranked (an agent's prefetch), not in URLs
 
     @classmethod
     def from_params(cls, get: Callable[[str], str | None], getlist: Callable[[str], list[str]],
@@ -348,8 +349,10 @@ def _window(request: SearchRequest, route: _Route) -> int:
     if request.sort != "relevance":
         return SORT_WINDOW
     if route.match and '"*' in route.match.replace(" ", ""):  # a prefix term: "deploy"*
-        return PREFIX_RANK_WINDOW
-    return RANK_WINDOW
+        window = PREFIX_RANK_WINDOW
+    else:
+        window = RANK_WINDOW
+    return min(window, request.rank_window) if request.rank_window else window
 
 
 def _scan(
