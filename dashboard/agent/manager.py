@@ -43,9 +43,13 @@ class MemoryManager:
 
     # -- registration ----------------------------------------------------------------
 
-    def add_provider(self, provider: MemoryProvider) -> bool:
-        """Register ``provider``; False (with a warning) when it is refused."""
-        if not provider.is_available():
+    def add_provider(self, provider: MemoryProvider, *, check_available: bool = True) -> bool:
+        """Register ``provider``; False (with a warning) when it is refused.
+
+        ``check_available=False`` registers a provider whose store may come and go (the
+        dashboard's preview, which explains a missing file on each request).
+        """
+        if check_available and not provider.is_available():
             reason = getattr(provider, "unavailable_reason", None) or "not available"
             log.warning("memory provider %r is not available (%s); not added", provider.name,
                         reason)  # fmt: skip

@@ -34,9 +34,11 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_file
 from dashboard.repository.query import terms_query
 from dashboard.repository.reader import StateReader
+from dashboard.repository.recalldb import RecallData
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.summarizer import LLMConfig
+from dashboard.summaries import SummaryService
+from dashboard.summarizer import LLMConfig, Summarizer
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ class RecallMemoryProvider(MemoryProvider):
         self._snapshot: dict[str, str] | None = None
         self._store: SessionStore | None = None
         self._writer: TurnWriter | None = None
-        self._summaries: Any = None
+        self._summaries: SummaryService | None = None
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-prefetch")
         self._pending: tuple[str, Future[RecalledBlock]] | None = None
@@ -307,11 +309,7 @@ class RecallMemoryProvider(MemoryProvider):
         exclude = self._chain(self.session_id) if self.session_id else ()
         return session_search_tool(self.reader, self._summary_service(), arguments, exclude)
 
-    def _summary_service(self) -> Any:
-        from dashboard.repository.recalldb import RecallData
-        from dashboard.summaries import SummaryService
-        from dashboard.summarizer import Summarizer
-
+    def _summary_service(self) -> SummaryService:
         with self._lock:
             if self._summaries is None:
                 self.data_dir.mkdir(parents=True, exist_ok=True)

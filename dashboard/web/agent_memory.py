@@ -26,8 +26,7 @@ def get_preview_manager() -> MemoryManager:
             provider = RecallMemoryProvider(reader.home, reader=reader, readonly=True,
                                             data_dir=data_dir(app))  # fmt: skip
             manager = MemoryManager()
-            # Registered without the availability check: a missing or broken store is
-            # shown by the page's own error handling, request by request.
-            manager.providers.append(provider)
+            # A missing or broken store is explained by the page, request by request.
+            manager.add_provider(provider, check_available=False)
             app.extensions["recall.preview_manager"] = manager
     return manager
