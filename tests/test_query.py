@@ -559,3 +559,15 @@ def test_terms_query_keeps_the_longest_terms() -> None:
     words = "alpha bravo charlie deltadelta echoechoecho foxtrot golfgolf hotel indiaindia juliet"
     chosen = terms_query(words, max_terms=4)
     assert chosen == '"deltadelta" OR "echoechoecho" OR "golfgolf" OR "indiaindia"'
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400))
+def test_any_message_becomes_a_safe_query(message: str) -> None:
+    query = terms_query(message)
+    if not query:
+        return
+    parsed = parse_query(query)  # never a syntax error, whatever the message held
+    terms = query.split(" OR ")
+    assert 1 <= len(terms) <= 8 and len(parsed.positive) == len(terms)
+    assert all(t.startswith('"') and t.endswith('"') and len(t) >= 5 for t in terms)
