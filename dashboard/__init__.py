@@ -15,7 +15,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app: defaults, then ``RECALL_*`` environment, then ``config``."""
     from dashboard.views import register_blueprints
     from dashboard.web import errors as error_pages
-    from dashboard.web import filters, htmx, reader, security, summaries
+    from dashboard.web import filters, htmx, reader, resources, security, summaries
 
     app = Flask(
         __name__,
@@ -41,6 +41,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     filters.init_app(app)
     htmx.init_app(app)
     reader.init_app(app)
+    resources.init_app(app)
     summaries.init_app(app)
     error_pages.init_app(app)
     register_blueprints(app)

@@ -40,13 +40,14 @@ from dashboard.repository.costs import (
     Cell,
     Plan,
     Spend,
-    _cell,
     fingerprint,
+    make_cell,
     plan,
     row_sql,
 )
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.layout import Layout
+from dashboard.repository.readonly import read_snapshot
 from dashboard.repository.writecore import WriteCore
 
 log = logging.getLogger(__name__)
@@ -193,16 +194,25 @@ class CostRollup:
 
     # -- answering ----------------------------------------------------------------
 
-    def spend(self, conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend | None:
-        """Like :func:`costs.spend`; None while a first build runs in the background."""
+    def spend(
+        self, conn: sqlite3.Connection, layout: Layout, *, mark: tuple | None = None,
+        **options: object,
+    ) -> Spend | None:  # fmt: skip
+        """Like :func:`costs.spend`; None while a first build runs in the background.
+
+        ``mark``: the file's :func:`costs.fingerprint`, when the caller has read it in
+        the read transaction ``conn`` is in.
+        """
         question = plan(layout, **options)  # type: ignore[arg-type]
         if not layout.has_model_usage:
             return None
-        if not self.refresh(conn, layout, question.zone):
+        if not self.refresh(conn, layout, question.zone, mark):
             return None
         return self._answer(layout, question)
 
-    def refresh(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> bool:
+    def refresh(
+        self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo, mark: tuple | None = None
+    ) -> bool:
         """Bring the sums up to date with the file; False when a background build started."""
         with self._lock:
             if self._builder is not None and self._builder.is_alive():
@@ -210,9 +220,8 @@ class CostRollup:
             state = self._state()
             if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
                 return self._rebuild_soon(conn, layout, zone)
-            conn.execute("BEGIN")  # one read snapshot for the fingerprint and the rows
-            try:
-                mark = fingerprint(conn, layout)
+            with read_snapshot(conn):  # one state of the file: the fingerprint and the rows
+                mark = mark if mark is not None else fingerprint(conn, layout)
                 if repr(mark) == state.fingerprint:
                     self.last_refresh = {"changed": 0}
                     return True
@@ -220,8 +229,6 @@ class CostRollup:
                     "SELECT session_id FROM session_model_usage WHERE rowid = ?", (state.max_rid,)
                 ).fetchone()
                 changed = self._read_rows(conn, layout, zone, state)
-            finally:
-                conn.execute("COMMIT")
             t0 = time.perf_counter()
             if not self._apply(changed, state, mark, newest[0] if newest else None):
                 return self._rebuild_soon(conn, layout, zone)
@@ -346,12 +353,9 @@ class CostRollup:
 
     def _rebuild(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> None:
         t0 = time.perf_counter()
-        conn.execute("BEGIN")
-        try:
+        with read_snapshot(conn):
             mark = fingerprint(conn, layout)
             rows = self._read_rows(conn, layout, zone, None)
-        finally:
-            conn.execute("COMMIT")
         days: dict[tuple, list[float]] = {}
         members: dict[tuple[str, str, str, int], int] = defaultdict(int)
         by_session: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
@@ -592,6 +596,6 @@ def _from_sums(period: str, key: str, values: tuple, sessions: int) -> Cell:
     eff = v["eff_sum"] if v["eff_n"] else None
     pa = v["pa_sum"] if v["pair_n"] else None
     pe = v["pe_sum"] if v["pair_n"] else None
-    return _cell(period, key, (est, act, eff, pa, pe,
+    return make_cell(period, key, (est, act, eff, pa, pe,
                                *(v[f"n_{s}"] for s in STATUSES),
                                *(v[c] for c in TOKEN_COLUMNS), sessions, v["calls"]))  # fmt: skip

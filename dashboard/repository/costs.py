@@ -176,14 +176,13 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
     same question from Recall's per-day sums.
     """
     question = plan(layout, **options)  # type: ignore[arg-type]
-    sql, params = _query(layout, layout.has_model_usage, question.by, question.edges,
-                         question.sources)  # fmt: skip
+    sql, params = _query(layout, question.by, question.edges, question.sources)
     cells: dict[tuple[str, str], Cell] = {}
     for row in conn.execute(sql, params):
         index, key = row[0], row[1]
         if index is None or index < 0 or index >= len(question.labels):
             continue
-        cell = _cell(question.labels[index], key, row[2:])
+        cell = make_cell(question.labels[index], key, row[2:])
         cells[(cell.period, cell.key)] = cell
     return question.result(layout, list(cells.values()))
 
@@ -302,7 +301,7 @@ def row_sql(layout: Layout) -> RowSql:
 
 
 def _query(
-    layout: Layout, usage: bool, by: str, edges: list[float], sources: tuple[str, ...]
+    layout: Layout, by: str, edges: list[float], sources: tuple[str, ...]
 ) -> tuple[str, list[object]]:
     """One statement: normalise each row once (inner), then bucket and sum (outer)."""
     r = row_sql(layout)
@@ -326,7 +325,7 @@ def _query(
     # (model, provider, task) of a session, both figures about its calls; a
     # sessions row mixes calls (a billed main loop beside an estimated title call),
     # so it is never paired. Included (subscription) rows bill 0 by design.
-    paired = "st = 'actual' AND a IS NOT NULL AND e IS NOT NULL" if usage else "0"
+    paired = "st = 'actual' AND a IS NOT NULL AND e IS NOT NULL" if r.table == "u" else "0"
     sums = ", ".join(f"sum(t_{k})" for k in TOKEN_KINDS)
     sql = f"""
         SELECT CASE {steps} END AS bucket, key,
@@ -346,7 +345,7 @@ def _money(value: float | None) -> float | None:
     return None if value is None else round(value, MONEY_DIGITS)
 
 
-def _cell(period: str, key: str, values: tuple) -> Cell:
+def make_cell(period: str, key: str, values: tuple) -> Cell:
     est, act, eff, both_act, both_est = (_money(v) for v in values[0:5])
     mix = dict(zip(STATUSES, (int(v or 0) for v in values[5:9]), strict=True))
     tokens = dict(zip(TOKEN_KINDS, (int(v or 0) for v in values[9:14]), strict=True))

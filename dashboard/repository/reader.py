@@ -19,7 +19,7 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
-from dashboard.repository.readonly import classify, open_readonly
+from dashboard.repository.readonly import classify, open_readonly, read_snapshot
 from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
 from dashboard.repository.transcript import (
     StitchedPart,
@@ -169,13 +169,14 @@ class StateReader:
         fingerprint is unchanged: the page, its CSV and the JSON ask the same
         question in a row.
         """
-        with self.snapshot() as snap:
-            key = (repr(sorted(options.items())), fingerprint(snap.conn, snap.layout))
+        with self.snapshot() as snap, read_snapshot(snap.conn):
+            mark = fingerprint(snap.conn, snap.layout)
+            key = (repr(sorted(options.items())), mark)
             with self._spend_lock:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            result = rollup.spend(snap.conn, snap.layout, **options) if rollup else None
+            result = rollup.spend(snap.conn, snap.layout, mark=mark, **options) if rollup else None
             if result is None:
                 result = spend(snap.conn, snap.layout, **options)
         with self._spend_lock:

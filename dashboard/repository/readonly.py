@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -67,6 +69,19 @@ def open_readonly(
                 raise error from exc
         time.sleep(IO_RETRY_SLEEP_S * (attempt + 1))
     raise AssertionError("unreachable: the last attempt raises")
+
+
+@contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Statements inside see one state of the file (a read transaction); joins an open one."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
 
 
 def classify(exc: sqlite3.Error, path: Path) -> StoreUnavailableError:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from flask import current_app
+from flask import Flask
 
 from dashboard.agent import MemoryManager, RecallMemoryProvider
 from dashboard.web.reader import get_reader
+from dashboard.web.resources import app_resource
 from dashboard.web.summaries import data_dir
 
 
@@ -15,18 +16,14 @@ def get_preview_manager() -> MemoryManager:
     The same classes an agent embeds build the preview, so the page shows what the
     agent would get; read-only, so previewing never writes a session or a turn.
     """
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    manager = app.extensions.get("recall.preview_manager")
-    if manager is not None:
+
+    def build(app: Flask) -> MemoryManager:
+        reader = get_reader()
+        provider = RecallMemoryProvider(reader.home, reader=reader, readonly=True,
+                                        data_dir=data_dir(app))  # fmt: skip
+        manager = MemoryManager()
+        # A missing or broken store is explained by the page, request by request.
+        manager.add_provider(provider, check_available=False)
         return manager
-    with app.extensions["recall.summaries.lock"]:
-        manager = app.extensions.get("recall.preview_manager")
-        if manager is None:
-            reader = get_reader()
-            provider = RecallMemoryProvider(reader.home, reader=reader, readonly=True,
-                                            data_dir=data_dir(app))  # fmt: skip
-            manager = MemoryManager()
-            # A missing or broken store is explained by the page, request by request.
-            manager.add_provider(provider, check_available=False)
-            app.extensions["recall.preview_manager"] = manager
-    return manager
+
+    return app_resource("recall.preview_manager", build, MemoryManager.shutdown_all)

@@ -5,31 +5,27 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from flask import current_app
+from flask import Flask, current_app
 
 from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.costs import Spend, resolve_zone
 from dashboard.repository.errors import ValidationError
 from dashboard.web.reader import get_reader
+from dashboard.web.resources import app_resource
 from dashboard.web.summaries import get_recall_data
 
 
 def get_cost_rollup() -> CostRollup | None:
     """One rollup per app, built in the background on first use; None when turned off."""
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    if str(app.config.get("COST_ROLLUP", "on")).lower() in ("off", "0", "false", "no"):
+    if str(current_app.config.get("COST_ROLLUP", "on")).lower() in ("off", "0", "false", "no"):
         return None
-    rollup = app.extensions.get("recall.cost_rollup")
-    if rollup is not None:
-        return rollup
-    data = get_recall_data()
-    with app.extensions["recall.summaries.lock"]:
-        rollup = app.extensions.get("recall.cost_rollup")
-        if rollup is None:
-            reader = get_reader()
-            rollup = CostRollup(data.core, str(reader.path), connect=reader.open_for_rollup)
-            app.extensions["recall.cost_rollup"] = rollup
-    return rollup
+
+    def build(app: Flask) -> CostRollup:
+        reader = get_reader()
+        return CostRollup(get_recall_data().core, str(reader.path),
+                          connect=reader.open_for_rollup)  # fmt: skip
+
+    return app_resource("recall.cost_rollup", build)
 
 
 def spend_function() -> Callable[..., Spend]:
