@@ -285,3 +285,23 @@ def test_generation_is_fast() -> None:
         count += len(corpus.turn(topic, i % 6))
     per_message = (time.perf_counter() - start) / count
     assert per_message < 100e-6  # target is ~15 µs; this only catches pathological slowdowns
+
+
+def test_topic_data_files_parse_into_every_topic():
+    """Each data file is one topic; a section name _topic does not know would be lost text."""
+    known = set(corpus_mod._topic.__kwdefaults__) | {"key"}
+    files = sorted(corpus_mod._DATA.joinpath("topics").iterdir(), key=lambda e: e.name)
+    assert [s.key for s in corpus_mod._SPECS] == [
+        f.name.split("-", 1)[1].removesuffix(".txt") for f in files
+    ]
+    for folder in ("topics", "cron"):
+        for entry in corpus_mod._DATA.joinpath(folder).iterdir():
+            sections = corpus_mod._sections(entry.read_text("utf-8"))
+            assert set(sections) <= known or entry.name == "shared.txt", entry.name
+    for spec in (*corpus_mod._SPECS, *corpus_mod._CRON):
+        assert spec.titles and spec.asks, spec.key
+
+
+def test_sections_split_only_on_header_lines():
+    text = "key: x\n\n=== titles\nA === not a header\n\n=== asks\nfirst\n  more\n"
+    assert corpus_mod._sections(text) == {"titles": "A === not a header", "asks": "first\n  more"}
