@@ -25,10 +25,11 @@ $(VSTAMP): package.json package-lock.json
 	cp node_modules/chart.js/dist/chart.umd.min.js $(VENDOR)/chart.umd.min.js
 	touch $(VSTAMP)
 
-# Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+# Browser tests drive Debian's Chromium through Playwright (never a downloaded browser);
+# Chinese text in pages and screenshots needs a CJK font (a bare Debian has none).
 $(CHROMIUM):
 	$(SUDO) apt-get update
-	$(SUDO) apt-get install -y --no-install-recommends chromium
+	$(SUDO) apt-get install -y --no-install-recommends chromium fonts-wqy-zenhei
 
 run: $(STAMP) $(VSTAMP)
 	$(BIN)/recall serve
