@@ -424,3 +424,23 @@ def get_json(client: FlaskClient) -> dict:
     response = client.get("/api/costs", query_string={"from": "2026-11-01", "to": "2026-12-01"})
     assert response.status_code == 200
     return response.get_json()
+
+
+def test_cards_say_how_much_is_known_and_that_some_is_not(tmp_path: Path) -> None:
+    # Item 2: calls of unknown price are named beside the known spend; no calls is $0.00.
+    home = tmp_path / "home"
+    at = NOW.timestamp() - 86400
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.10,
+                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(sid, Usage(model="local", billing_provider="custom", api_calls=3,
+                                      cost_status="unknown", at=at))  # fmt: skip
+    shown = cards(get(client_for(home, tmp_path / "a"), "/costs"))
+    assert shown["spent so far"] == "$2.10 + 3 calls of unknown price"
+    assert shown["last month by day 30"] == "$0.00"  # October had no calls: nothing spent
+    assert shown["projected for the month"].startswith("$2.1")
+    first_of_december = datetime(2026, 12, 1, 6, tzinfo=UTC)
+    shown = cards(get(client_for(home, tmp_path / "b", now=first_of_december), "/costs"))
+    assert shown["spent so far"] == "$0.00" and shown["projected for the month"] == "$0.00"
+    assert shown["last month by day 1"] == "$0.00"

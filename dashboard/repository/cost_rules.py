@@ -135,6 +135,15 @@ def combine(costs: Iterable[RowCost | CostSummary]) -> CostSummary:
     return CostSummary(total(est), total(billed), total(eff), counts)
 
 
+def known_spend(effective: float | None) -> float:
+    """What a period is known to have spent: $0 when it had no priced call.
+
+    The calls of unknown price are told apart by their count beside it ("$2.10 + 3
+    calls of unknown price"), never folded into the figure.
+    """
+    return effective if effective is not None else 0.0
+
+
 def total(values: Iterable[float | None]) -> float | None:
     """Sum of the known values, rounded as :func:`money`; None when none is known."""
     known = [v for v in values if v is not None]

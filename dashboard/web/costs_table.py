@@ -12,6 +12,8 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from dashboard.repository.costs import DRIFT_FLAG, STATUSES, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
@@ -116,6 +118,26 @@ def money(amount: float | None, included: bool = False) -> Shown:
         return Shown("unknown", "unknown", "muted", "No price is known for these calls")
     text = usd(amount)
     return Shown(text, text.replace("$", "").replace(",", ""))
+
+
+def cost_html(amount: float | None, unknown_calls: int = 0, included: bool = False) -> Markup:
+    """Money on every page (the ``cost`` filter): unknown is the word, never $0.
+
+    ``unknown_calls`` names the calls whose price is unknown beside the known amount
+    ("$2.10 + 3 calls of unknown price").
+    """
+    shown = money(amount, included)
+    html = escape(shown.text)
+    if shown.classes:
+        html = Markup('<span class="{}" title="{}">{}</span>').format(
+            shown.classes, shown.title, shown.text
+        )
+    if unknown_calls and amount is not None:
+        calls = "call" if unknown_calls == 1 else "calls"
+        html += Markup(
+            ' <span class="muted unknown-calls">+ {:,} {} of unknown price</span>'
+        ).format(unknown_calls, calls)
+    return Markup(html)
 
 
 def drift(cell: Cell) -> Shown:
