@@ -105,19 +105,26 @@ class CostSummary:
 
     @property
     def status(self) -> str:
-        """One word for the whole: actual (all billed), partial, estimated, included, unknown."""
-        known = {s for s, n in self.counts.items() if n and s != "unknown"}
-        if not known:
-            return "unknown"
-        if known <= {"actual", "included"}:
-            return "actual" if "actual" in known else "included"
-        if known & {"actual", "partial", "included"}:
-            return "partial"
-        return "estimated"
+        """One word for the whole (see :func:`overall_status`)."""
+        return overall_status(self.counts)
 
     @property
     def unknown(self) -> int:
         return self.counts.get("unknown", 0)
+
+
+def overall_status(counts: dict[str, int]) -> str:
+    """One status for many rows (or calls) counted per status: ``actual`` when all are
+    billed, ``partial`` when some are, ``estimated`` or ``included`` when all are, else
+    ``unknown`` (nothing priced)."""
+    known = {s for s, n in counts.items() if n and s != "unknown"}
+    if not known:
+        return "unknown"
+    if known <= {"actual", "included"}:
+        return "actual" if "actual" in known else "included"
+    if known & {"actual", "partial", "included"}:
+        return "partial"
+    return "estimated"
 
 
 def combine(costs: Iterable[RowCost | CostSummary]) -> CostSummary:

@@ -1,8 +1,9 @@
 """The costs tables, cell by cell: one place decides what the page and the CSV show.
 
-The page renders :attr:`Shown.text`; ``/costs.csv`` writes :attr:`Shown.csv`, the same
-figure without the dollar sign, thousands separators or units, so a spreadsheet reads
-numbers. Unknown money is the word ``unknown`` in both, never ``0``.
+The page renders :attr:`Shown.text`; ``/costs.csv`` writes the same rows with each
+figure at full precision in a numeric column and the status in columns of its own
+(:meth:`CostTable.csv_text`). Unknown money is the word ``unknown`` on the page and an
+empty cell in the CSV, never ``0``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.repository.costs import DRIFT_FLAG, STATUSES, TOKEN_KINDS, Cell, Spend
+from dashboard.repository.cost_rules import STATUS_LABELS, STATUSES, overall_status
+from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
 DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task"}
@@ -28,16 +30,14 @@ CHART_KEYS = 8  # the chart draws this many keys and folds the rest into "other"
 @dataclass(frozen=True)
 class Column:
     label: str  # the table heading
-    csv: str  # the CSV heading
     numeric: bool = True
 
 
 @dataclass(frozen=True)
 class Shown:
-    """One table cell: what the page shows, what the CSV holds, how it is styled."""
+    """One table cell: what the page shows and how it is styled."""
 
     text: str
-    csv: str
     classes: str = ""
     title: str = ""
 
@@ -56,30 +56,56 @@ class CostTable:
     rows: list[Row]
     total: Row
 
-    def csv_text(self) -> str:
-        """The CSV: the spend table's columns, then the token table's (period and key once)."""
+    def csv_text(self, by: str) -> str:
+        """The CSV: the rows of the tables, each figure in a column of its own.
+
+        Numeric columns hold only numbers, at full precision (empty when unknown); the
+        status of a row is its own columns (``coverage``, calls per status). Text cells
+        a spreadsheet would run as a formula are neutralised (:func:`csv_text_cell`).
+        """
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow([c.csv for c in self.spend_columns + self.token_columns[2:]])
+        writer.writerow([
+            "period", by, "estimated_usd", "actual_usd", "effective_usd", "drift",
+            "billed_share", "coverage", *(f"calls_{s}" for s in STATUSES), "sessions",
+            "api_calls", *(f"{k}_tokens" for k in TOKEN_KINDS),
+        ])  # fmt: skip
         for row in [*self.rows, self.total]:
-            writer.writerow([s.csv for s in row.spend + row.tokens[2:]])
+            c = row.cell
+            writer.writerow([
+                csv_text_cell(row.spend[0].text), csv_text_cell(row.spend[1].text),
+                *(_number(v) for v in (c.estimated_usd, c.actual_usd, c.effective_usd,
+                                       c.drift, c.actual_share)),
+                STATUS_LABELS[overall_status(c.status_mix)],
+                *(c.status_mix.get(s, 0) for s in STATUSES), c.sessions, c.api_calls,
+                *(c.tokens.get(k, 0) for k in TOKEN_KINDS),
+            ])  # fmt: skip
         return out.getvalue()
+
+
+def csv_text_cell(text: str) -> str:
+    """A text cell a spreadsheet will not run: a leading ``= + - @``, tab or CR gets a
+    single quote before it (OWASP, "CSV Injection")."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _number(value: float | None) -> str:
+    """A figure at full precision (the shortest text that reads back the same float)."""
+    return "" if value is None else repr(float(value))
 
 
 def cost_table(spend: Spend) -> CostTable:
     """The two tables under the charts for ``spend`` (same rows, then a total row)."""
     key = DIMENSION_LABELS[spend.by]
     spend_columns = [
-        Column("Period", "period", numeric=False), Column(key, spend.by, numeric=False),
-        Column("Estimated", "estimated_usd"), Column("Billed", "actual_usd"),
-        Column("Effective", "effective_usd"), Column("Drift", "drift"),
-        Column("Billed share", "billed_share_pct"), Column("Status", "status_mix", numeric=False),
-        Column("Sessions", "sessions"), Column("API calls", "api_calls"),
+        Column("Period", numeric=False), Column(key, numeric=False), Column("Estimated"),
+        Column("Billed"), Column("Effective"), Column("Drift"), Column("Billed share"),
+        Column("Calls by status", numeric=False), Column("Sessions"), Column("API calls"),
     ]  # fmt: skip
     token_columns = [
-        Column("Period", "period", numeric=False),
-        Column(key, spend.by, numeric=False),
-        *(Column(TOKEN_LABELS[k], f"{k}_tokens") for k in TOKEN_KINDS),
+        Column("Period", numeric=False),
+        Column(key, numeric=False),
+        *(Column(TOKEN_LABELS[k]) for k in TOKEN_KINDS),
     ]
     rows = [_row(c, c.period, c.key) for c in spend.rows]
     return CostTable(spend_columns, token_columns, rows, _row(spend.totals, "Total", "all"))
@@ -87,7 +113,7 @@ def cost_table(spend: Spend) -> CostTable:
 
 def _row(cell: Cell, period: str, key: str) -> Row:
     included = _included_only(cell)
-    labels = [Shown(period, period, "label"), Shown(key, key, "label")]
+    labels = [Shown(period, "label"), Shown(key, "label")]
     spend = [
         *labels,
         money(cell.estimated_usd, included),
@@ -113,11 +139,11 @@ def _included_only(cell: Cell) -> bool:
 def money(amount: float | None, included: bool = False) -> Shown:
     """Dollars as the ``usd`` filter shows them; ``unknown`` (muted) when no price is known."""
     if included and not amount:
-        return Shown("included", "included", "muted", "Covered by a subscription or plan")
+        return Shown("included", "muted", "Covered by a subscription or plan")
     if amount is None:
-        return Shown("unknown", "unknown", "muted", "No price is known for these calls")
+        return Shown("unknown", "muted", "No price is known for these calls")
     text = usd(amount)
-    return Shown(text, text.replace("$", "").replace(",", ""))
+    return Shown(text)
 
 
 def cost_html(amount: float | None, unknown_calls: int = 0, included: bool = False) -> Markup:
@@ -143,30 +169,31 @@ def cost_html(amount: float | None, unknown_calls: int = 0, included: bool = Fal
 def drift(cell: Cell) -> Shown:
     """Billed ÷ estimated over the calls that carry both; flagged beyond ``DRIFT_FLAG``."""
     if cell.drift is None:
-        return Shown("—", "", "muted", "Needs calls with both an estimate and a billed figure")
+        return Shown("—", "muted", "Needs calls with both an estimate and a billed figure")
     figure = f"{cell.drift:.2f}"
     if cell.drift_flagged:
         return Shown(
-            f"{figure}×", figure, "drift-flagged",
+            f"{figure}×", "drift-flagged",
             f"The bill differs from the local estimate by more than {DRIFT_FLAG:g}×",
         )  # fmt: skip
-    return Shown(f"{figure}×", figure)
+    return Shown(f"{figure}×")
 
 
 def share(fraction: float | None) -> Shown:
     if fraction is None:
-        return Shown("—", "", "muted")
+        return Shown("—", "muted")
     figure = f"{fraction * 100:.0f}"
-    return Shown(f"{figure}%", figure)
+    return Shown(f"{figure}%")
 
 
 def status_mix(mix: dict[str, int]) -> Shown:
-    text = ", ".join(f"{mix[s]} {s}" for s in STATUSES if mix.get(s))
-    return Shown(text or "—", text, "status")
+    """Calls per status: ``10 partly billed, 2 estimated``."""
+    text = ", ".join(f"{mix[s]:,} {STATUS_LABELS[s]}" for s in STATUSES if mix.get(s))
+    return Shown(text or "—", "status")
 
 
 def count(n: int) -> Shown:
-    return Shown(f"{n:,}", str(n))
+    return Shown(f"{n:,}")
 
 
 def chart_data(spend: Spend) -> dict[str, Any]:
