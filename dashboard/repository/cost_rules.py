@@ -142,6 +142,21 @@ def combine(costs: Iterable[RowCost | CostSummary]) -> CostSummary:
     return CostSummary(total(est), total(billed), total(eff), counts)
 
 
+NO_COST = CostSummary(None, None, None, dict.fromkeys(STATUSES, 0))
+
+
+def coverage(counts: dict[str, int], noun: str = "segments") -> str:
+    """How much of a whole is billed, in words: "billed for 2 of 10 segments, partly for 7,
+    no price for 1" (``counts``: parts per status, as :func:`combine` counts them)."""
+    whole = sum(counts.values())
+    words = [f"billed for {counts.get('actual', 0)} of {whole} {noun}"]
+    for status, phrase in (("partial", "partly for"), ("included", "included in a plan for"),
+                           ("unknown", "no price for")):  # fmt: skip
+        if counts.get(status):
+            words.append(f"{phrase} {counts[status]}")
+    return ", ".join(words)
+
+
 def known_spend(effective: float | None) -> float:
     """What a period is known to have spent: $0 when it had no priced call.
 

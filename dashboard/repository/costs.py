@@ -21,6 +21,7 @@ spent is :mod:`cost_days`. This module reads the rows and sums them:
 from __future__ import annotations
 
 import bisect
+import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -31,8 +32,10 @@ from zoneinfo import ZoneInfo
 from dashboard.repository.cost_days import DayClock, Parts, apportion, fractions, row_parts
 from dashboard.repository.cost_rules import (
     STATUSES,
+    CostSummary,
     RowCost,
     billed_share,
+    combine,
     money,
     read_cost,
     total,
@@ -419,6 +422,33 @@ def read_rows(
             tuple(_count(t) for t in counts[:-1]), max(_count(calls), 1), parts,
         )  # fmt: skip
     return rows
+
+
+def session_costs(
+    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
+) -> dict[str, CostSummary]:
+    """What each session cost, by the rules: its usage rows where it has any, else its
+    ``sessions`` row (older files, or a session recorded before the usage table)."""
+    wanted = json.dumps(sorted(set(ids)))
+    found: dict[str, list[RowCost]] = defaultdict(list)
+    if layout.has_model_usage:
+        for sid, status, est, act in conn.execute(
+            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd "
+            "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
+            (wanted,),
+        ):
+            found[sid].append(read_cost(status, est, act))
+    cols = layout.session_columns
+    pick = ", ".join(
+        f"s.{c}" if c in cols else "NULL"
+        for c in ("cost_status", "estimated_cost_usd", "actual_cost_usd")
+    )
+    for sid, status, est, act in conn.execute(
+        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value", (wanted,)
+    ):
+        if sid not in found:
+            found[sid].append(read_cost(status, est, act, usage=False))
+    return {sid: combine(rows) for sid, rows in found.items()}
 
 
 def _replies(

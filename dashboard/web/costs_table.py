@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.repository.cost_rules import STATUS_LABELS, STATUSES, overall_status
+from dashboard.repository.cost_rules import STATUS_LABELS, STATUSES, CostSummary, overall_status
 from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
@@ -146,12 +146,23 @@ def money(amount: float | None, included: bool = False) -> Shown:
     return Shown(text)
 
 
-def cost_html(amount: float | None, unknown_calls: int = 0, included: bool = False) -> Markup:
+def cost_html(
+    amount: float | CostSummary | None, unknown_calls: int = 0, included: bool = False
+) -> Markup:
     """Money on every page (the ``cost`` filter): unknown is the word, never $0.
 
     ``unknown_calls`` names the calls whose price is unknown beside the known amount
-    ("$2.10 + 3 calls of unknown price").
+    ("$2.10 + 3 calls of unknown price"). A :class:`CostSummary` (a session, a
+    segment) shows its effective spend and how it is known ("$0.1050 partly billed").
     """
+    if isinstance(amount, CostSummary):
+        html = cost_html(amount.effective)
+        if amount.effective is not None:
+            label = STATUS_LABELS[amount.status]
+            if amount.status == "partial":  # never the partial bill as the whole's
+                label += f" · {usd(amount.billed)} billed"
+            html += Markup(' <span class="muted cost-status">{}</span>').format(label)
+        return html
     shown = money(amount, included)
     html = escape(shown.text)
     if shown.classes:
