@@ -15,7 +15,15 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.repository.cost_rules import STATUS_LABELS, STATUSES, CostSummary, overall_status
+from dashboard.repository.cost_rules import (
+    STATUS_LABELS,
+    STATUSES,
+    CostSummary,
+    overall_status,
+)
+from dashboard.repository.cost_rules import (
+    money as round_money,
+)
 from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
@@ -210,31 +218,43 @@ def count(n: int) -> Shown:
 def chart_data(spend: Spend) -> dict[str, Any]:
     """What ``static/costs.js`` draws: per-key spend series and per-kind token series.
 
-    Unknown stays ``null`` (a gap in the chart, not a zero bar). Keys beyond the
-    ``CHART_KEYS`` largest are summed into ``other``; the tables list every key.
+    One column per period, as high as its effective spend, stacked by key; each key's
+    slice is split into its billed part (solid) and its estimated part (striped), so
+    the chart never sets a bill beside an estimate of other calls. Unknown stays
+    ``null`` (a gap, not a zero bar). Keys beyond the ``CHART_KEYS`` largest are
+    summed into ``other``; the tables list every key. ``totals`` per period feed the
+    tooltips.
     """
-    totals: dict[str, float] = {}
+    ranking: dict[str, float] = {}
     for c in spend.rows:
-        totals[c.key] = totals.get(c.key, 0.0) + (c.effective_usd or 0.0)
-    ranked = sorted(totals, key=lambda k: (-totals[k], k))
+        ranking[c.key] = ranking.get(c.key, 0.0) + (c.effective_usd or 0.0)
+    ranked = sorted(ranking, key=lambda k: (-ranking[k], k))
     keys = ranked[:CHART_KEYS]
     if len(ranked) > CHART_KEYS:
         keys.append("other")
     index = {p: i for i, p in enumerate(spend.periods)}
+    empty = [None] * len(spend.periods)
     series: dict[str, dict[str, list[float | None]]] = {
-        kind: {k: [None] * len(spend.periods) for k in keys} for kind in ("estimated", "actual")
+        part: {k: list(empty) for k in keys} for part in ("billed", "estimated")
     }
+    totals: dict[str, list[Any]] = {
+        "effective": list(empty), "billed": list(empty), "unknown_calls": [0] * len(empty)
+    }  # fmt: skip
     tokens = {k: [0] * len(spend.periods) for k in TOKEN_KINDS}
     for c in spend.rows:
         i = index[c.period]
         key = c.key if c.key in keys else "other"
-        for kind, value in (("estimated", c.estimated_usd), ("actual", c.actual_usd)):
-            if value is not None:
-                series[kind][key][i] = (series[kind][key][i] or 0.0) + value
+        if c.effective_usd is not None:
+            billed = c.actual_usd or 0.0
+            for part, value in (("billed", billed), ("estimated", c.effective_usd - billed)):
+                series[part][key][i] = round_money((series[part][key][i] or 0.0) + value)
+            for name, value in (("effective", c.effective_usd), ("billed", billed)):
+                totals[name][i] = round_money((totals[name][i] or 0.0) + value)
+        totals["unknown_calls"][i] += c.status_mix.get("unknown", 0)
         for k in TOKEN_KINDS:
             tokens[k][i] += c.tokens.get(k, 0)
     return {
         "by": spend.by, "periods": spend.periods, "keys": keys, "spend": series,
-        "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
+        "totals": totals, "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
         "token_kinds": list(TOKEN_KINDS),
     }  # fmt: skip
