@@ -41,13 +41,18 @@ class DayClock:
         self._starts: list[float] = []
         self._ends: list[float] = []
         self._days: list[int] = []
+        self._last = (0.0, 0.0, 0)  # the day found last: rows come roughly in time order
 
     def day(self, ts: object) -> int | None:
         """The local day (ordinal) of ``ts``; None when it is not a usable time."""
-        if isinstance(ts, bool) or not isinstance(ts, int | float):
+        if type(ts) is not float and (isinstance(ts, bool) or not isinstance(ts, int)):
             return None
+        start, end, found = self._last
+        if start <= ts < end:  # type: ignore[operator]
+            return found
         i = bisect.bisect_right(self._starts, ts) - 1
         if i >= 0 and ts < self._ends[i]:
+            self._last = (self._starts[i], self._ends[i], self._days[i])
             return self._days[i]
         try:
             local = datetime.fromtimestamp(ts, self.zone).date()

@@ -184,6 +184,8 @@ def money(value: float | None) -> float | None:
 
 
 def _number(value: object) -> float | None:
+    if type(value) is float:
+        return value  # type: ignore[return-value]
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)

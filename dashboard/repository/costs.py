@@ -21,6 +21,7 @@ spent is :mod:`cost_days`. This module reads the rows and sums them:
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import sqlite3
 from collections import defaultdict
@@ -155,7 +156,7 @@ class Plan:
         """Epoch seconds of every period start, then of the range's end."""
         return [_epoch(d, self.zone) for d in self.starts] + [_epoch(self.end, self.zone)]
 
-    @property
+    @functools.cached_property
     def days(self) -> list[int]:
         """Day ordinals of every period start, then of the range's end (exclusive)."""
         return [d.toordinal() for d in self.starts] + [self.end.toordinal()]
@@ -374,12 +375,20 @@ class Row:
         """``(day, contribution)`` per day of the row, each in SUM_COLUMNS order."""
         if not self.parts:
             return
+        cost = self.cost
+        e, a, eff, paired = cost.estimated, cost.billed, cost.effective, cost.paired
+        status = [self.calls if self.status == s else 0 for s in STATUSES]
+        if len(self.parts) == 1:  # most rows: one day, nothing to split
+            yield self.parts[0][0], [
+                1, 0.0 if e is None else e, e is not None, 0.0 if a is None else a, a is not None,
+                0.0 if eff is None else eff, eff is not None, a if paired else 0.0,
+                e if paired else 0.0, paired, *status, *self.tokens, self.calls,
+            ]  # fmt: skip
+            return
         weights = [w for _, w in self.parts]
         shares = fractions(weights)
         tokens = [apportion(t, weights) for t in self.tokens]
         calls = apportion(self.calls, weights)
-        cost = self.cost
-        e, a, eff, paired = cost.estimated, cost.billed, cost.effective, cost.paired
         for i, (day, _) in enumerate(self.parts):
             f = shares[i]
             yield day, [
@@ -405,21 +414,27 @@ def read_rows(
         f"SELECT {r.table}.rowid, {r.sid}, {r.anchor}, {r.first}, {r.last}, {keys}, "
         f"{r.status}, {r.est}, {r.act}, {', '.join(r.tokens)}, {r.calls} FROM {frm}{condition}"
     )
-    params = list(params)
-    found = conn.execute(sql, params).fetchall()
-    if not found:
-        return {}
-    replies = _replies(conn, layout, clock, f"SELECT {r.sid} FROM {frm}{condition}", params)
-    rows: dict[int, Row] = {}
+    found = conn.execute(sql, list(params)).fetchall()
     day = clock.day
-    for rid, sid, anchor, first, last, provider, model, source, task, *rest in found:
+    bounds = [(day(anchor), day(first), day(last)) for _, _, anchor, first, last, *_ in found]
+    # Only a row whose calls span several days needs its session's messages.
+    spanning = {row[1] for row, (_, lo, hi) in zip(found, bounds, strict=True)
+                if lo is not None and hi is not None and lo != hi}  # fmt: skip
+    replies = _replies(conn, layout, clock, spanning) if spanning else {}
+    rows: dict[int, Row] = {}
+    usage = layout.has_model_usage
+    for (rid, sid, _, _, _, provider, model, source, task, *rest), (anchor, lo, hi) in zip(
+        found, bounds, strict=True
+    ):
         status, est, act, *counts = rest
-        cost = read_cost(status, est, act, usage=layout.has_model_usage)
+        cost = read_cost(status, est, act, usage=usage)
         calls = counts[-1]
-        parts = row_parts(day(anchor), day(first), day(last), replies.get(sid, ()))
+        parts = row_parts(anchor, lo, hi, replies.get(sid, ())) if lo != hi else (
+            () if anchor is None else ((anchor, 1),))  # fmt: skip
         rows[rid] = Row(
             str(sid), provider, model, source, task, cost.status, cost.estimated, cost.billed,
-            tuple(_count(t) for t in counts[:-1]), max(_count(calls), 1), parts,
+            tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
+            max(calls if type(calls) is int else _count(calls), 1), parts,
         )  # fmt: skip
     return rows
 
@@ -452,18 +467,18 @@ def session_costs(
 
 
 def _replies(
-    conn: sqlite3.Connection, layout: Layout, clock: DayClock, sessions: str, params: list
+    conn: sqlite3.Connection, layout: Layout, clock: DayClock, sessions: set[str]
 ) -> dict[str, list[tuple[int, int | None]]]:
-    """``(day, token_count)`` of every assistant message of the sessions ``sessions`` selects."""
+    """``(day, token_count)`` of every assistant message of ``sessions``."""
     if not layout.message_columns:
         return {}
     tokens = "token_count" if "token_count" in layout.message_columns else "NULL"
     out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
     day = clock.day
     for sid, ts, count in conn.execute(
-        f"SELECT session_id, timestamp, {tokens} FROM messages "
-        f"WHERE role = 'assistant' AND session_id IN ({sessions})",
-        params,
+        f"SELECT m.session_id, m.timestamp, {tokens} FROM messages m "
+        "JOIN json_each(?) j ON m.session_id = j.value WHERE m.role = 'assistant'",
+        (json.dumps(sorted(sessions)),),
     ):
         local = day(ts)
         if local is not None:
@@ -479,10 +494,11 @@ def add_vector(into: dict, key: object, vector: list[float], sign: int = 1) -> N
     """Add (or with ``sign=-1`` take back) one contribution to the sums at ``key``."""
     current = into.get(key)
     if current is None:
-        into[key] = [sign * v for v in vector]
+        into[key] = vector if sign == 1 else [-v for v in vector]
+    elif sign == 1:
+        into[key] = [c + v for c, v in zip(current, vector, strict=True)]
     else:
-        for i, v in enumerate(vector):
-            current[i] += sign * v
+        into[key] = [c - v for c, v in zip(current, vector, strict=True)]
 
 
 def cell_from_sums(period: str, key: str, values: Iterable[float], sessions: int) -> Cell:
