@@ -16,7 +16,8 @@ same question summed from the raw rows (``costs.spend``).
 Last line: ``uncached_p95_ms=.. after_write_p95_ms=.. raw_sums_p50_ms=.. plain_sql_p95_ms=..``
 Target: uncached and after-write p95 <= 100 ms.
 
-Usage: python bench/costs.py [--home DIR] [--rounds 20]
+Usage: python bench/costs.py [--home DIR] [--rounds 20] [--sessions 100000]
+(``--sessions`` sizes a home built afresh; messages are four per session.)
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import sqlite3
 import statistics
 import sys
 import time
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -58,12 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--sessions", type=int, default=100_000,
+                        help="sessions of a home built afresh (four messages each)")
     args = parser.parse_args(argv)
     if not (args.home / "state.db").exists():
-        print(f"building a 100k-session demo home in {args.home} …", flush=True)
+        print(f"building a {args.sessions:,}-session demo home in {args.home} …", flush=True)
         report = build_demo_home(
-            args.home, sessions=100_000, messages=400_000, anchor_day="2026-11-30"
-        )
+            args.home, sessions=args.sessions, messages=4 * args.sessions,
+            anchor_day="2026-11-30",
+        )  # fmt: skip
         print(
             f"  {report.sessions:,} sessions, {report.messages:,} messages, {report.seconds:.0f} s"
         )
@@ -76,9 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     plain = timed(lambda: conn.execute(PLAIN_SQL, (year_ago,)).fetchall(), args.rounds)
     conn.close()
     work = ROOT / "bench" / "out"
-    params = {"period": "month", "by": "provider", "from": "2025-12-01", "to": "2026-12-01"}
-    question = {"period": "month", "by": "provider", "start": date(2025, 12, 1),
-                "end": date(2026, 12, 1), "timezone": "UTC"}  # fmt: skip
+    # Twelve months ending with the current one (UTC): the call the bench writes "now"
+    # must fall inside the range whatever the date.
+    today = datetime.now(UTC).date()
+    end = (today.replace(day=28) + timedelta(days=4)).replace(day=1)
+    first = date(end.year - 1, end.month, 1)
+    before = (first - timedelta(days=1)).replace(day=1)  # the month before the range
+    params = {"period": "month", "by": "provider", "from": first.isoformat(),
+              "to": end.isoformat()}  # fmt: skip
+    question = {"period": "month", "by": "provider", "start": first, "end": end,
+                "timezone": "UTC"}  # fmt: skip
 
     # Baseline 2: the same question summed from the raw rows, in process.
     raw_conn = open_readonly(db)
@@ -104,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             # reader keeps answers while the file is unchanged), so each is summed.
             cold = []
             for day in range(1, 21):
-                fresh = {**params, "from": f"2025-12-{day:02d}"}
+                fresh = {**params, "from": first.replace(day=day).isoformat()}
                 t0 = time.perf_counter()
                 client.get("/api/costs", params=fresh).raise_for_status()
                 cold.append((time.perf_counter() - t0) * 1000)
@@ -132,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             others = {
                 by: statistics.median(
                     timed(lambda by=by, day=day: client.get("/api/costs", params={
-                        **params, "by": by, "from": f"2025-11-{day:02d}"}).raise_for_status(),
-                        1)[0]
+                        **params, "by": by, "from": before.replace(day=day).isoformat(),
+                    }).raise_for_status(), 1)[0]
                     for day in range(1, 6)
                 )
                 for by in ("model", "source", "task")

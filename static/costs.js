@@ -21,6 +21,7 @@
 
   function dollars(value) {
     if (value === null || value === undefined) return "unknown";
+    if (value === 0) return "$0.00";
     return Math.abs(value) >= 1 ? "$" + value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) : "$" + value.toFixed(4);
   }
 
@@ -42,26 +43,46 @@
     };
   }
 
+  // The estimated part of a key's slice: its colour in stripes, so it can never be
+  // mistaken for another key's solid (billed) colour.
+  function stripes(colour) {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 8;
+    const g = tile.getContext("2d");
+    g.fillStyle = alpha(colour, 0.22);
+    g.fillRect(0, 0, 8, 8);
+    g.strokeStyle = colour;
+    g.lineWidth = 2;
+    g.beginPath();
+    g.moveTo(-2, 10); g.lineTo(10, -2);
+    g.moveTo(-2, 2); g.lineTo(2, -2);
+    g.moveTo(6, 10); g.lineTo(10, 6);
+    g.stroke();
+    return g.createPattern(tile, "repeat");
+  }
+
   function spendChart(canvas, data, text, grid) {
+    // One column per period, as high as its effective spend: each key's slice is its
+    // billed part (solid) under its estimated part (striped).
     const datasets = [];
     data.keys.forEach(function (key, i) {
       const colour = PALETTE[i % PALETTE.length];
       datasets.push({
-        label: key, stack: "estimated", data: data.spend.estimated[key],
-        backgroundColor: alpha(colour, 0.3), borderColor: colour, borderWidth: 1,
+        label: key, part: "billed", stack: "spend", data: data.spend.billed[key],
+        backgroundColor: colour, borderColor: colour, borderWidth: 1,
       });
       datasets.push({
-        label: key, stack: "billed", data: data.spend.actual[key],
-        backgroundColor: colour, borderColor: colour, borderWidth: 1,
+        label: key, part: "estimated", stack: "spend", data: data.spend.estimated[key],
+        backgroundColor: stripes(colour), patternColour: colour, borderColor: colour, borderWidth: 1,
       });
     });
     const options = baseOptions(text, grid);
     options.scales.y.ticks.callback = function (v) {
       return "$" + Intl.NumberFormat("en-US", { maximumSignificantDigits: 3 }).format(v);
     };
-    // One legend entry per key; clicking it hides both of that key's columns.
+    // One legend entry per key; clicking it hides both parts of that key's slice.
     options.plugins.legend.labels.filter = function (item, chartData) {
-      return chartData.datasets[item.datasetIndex].stack === "billed";
+      return chartData.datasets[item.datasetIndex].part === "billed";
     };
     options.plugins.legend.onClick = function (event, item, legend) {
       const chart = legend.chart;
@@ -75,7 +96,18 @@
     options.plugins.tooltip = {
       callbacks: {
         label: function (ctx) {
-          return ctx.dataset.label + " · " + ctx.dataset.stack + ": " + dollars(ctx.raw);
+          return ctx.dataset.label + " · " + ctx.dataset.part + ": " + dollars(ctx.raw);
+        },
+        footer: function (items) {
+          if (!items.length) return "";
+          const i = items[0].dataIndex;
+          const lines = [
+            "Total " + data.periods[i] + ": " + dollars(data.totals.effective[i]) +
+              " (billed " + dollars(data.totals.billed[i]) + ")",
+          ];
+          const unknown = data.totals.unknown_calls[i];
+          if (unknown) lines.push("+ " + unknown.toLocaleString("en-US") + " calls of unknown price");
+          return lines;
         },
       },
     };

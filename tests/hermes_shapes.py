@@ -1507,3 +1507,95 @@ EXPECTED: dict[str, ShapeFacts] = {
 def visible_message_count(shape: str) -> int:
     """Messages a reader should show for ``shape``."""
     return EXPECTED[shape].visible_messages
+
+
+# ---------------------------------------------------------------------------
+# Cost facts (HERMES_FACTS, "Today's Hermes"): NULL-status auxiliary rows, merged rows
+# with a partial actual, sessions whose calls span several days
+# ---------------------------------------------------------------------------
+
+#: A cli session whose calls run from Monday 2026-11-02 to Friday 2026-11-06 (UTC noon).
+S_WEEK = "20261102_120000_c057a1"
+#: A telegram session over two days whose assistant messages carry no token_count.
+S_UNCOUNTED = "20261130_200000_c057a2"
+_DAY = 86400.0
+_NOUS = ("nous", "https://inference-api.nousresearch.com/v1", "api")
+
+COST_SESSIONS: tuple[Session, ...] = (
+    Session(
+        S_WEEK, "cli", _SONNET, _OPENROUTER, (50000, 5000, 0, 0, 0),
+        (0.83, 0.05, "estimated", "official_docs_snapshot"), 12,
+        ended="20261106_130000", end_reason="cli_close", title="A week of refactoring",
+    ),  # fmt: skip
+    Session(
+        S_UNCOUNTED, "telegram", "hermes-4-405b", _NOUS, (900, 90, 0, 0, 0),
+        (0.012, None, None, "none"), 2, title="Late question",
+    ),  # fmt: skip
+)
+
+
+def _cost_messages() -> list[Message]:
+    """Assistant replies on five days (tokens 100, 300, 0 days, 600, 1000) and two uncounted."""
+    out = []
+    for n, tokens in ((0, 100), (1, 300), (3, 600), (4, 1000)):
+        out.append(Message(S_WEEK, n * _DAY, "user", f"day {n + 1}: next step"))
+        out.append(Message(S_WEEK, n * _DAY + 60, "assistant", "done", token_count=tokens))
+    for n in (0, 1):  # 20:00 on the 30th, 20:00 on the 1st of December
+        out.append(Message(S_UNCOUNTED, n * _DAY, "user", "still there?"))
+        out.append(Message(S_UNCOUNTED, n * _DAY + 30, "assistant", "yes"))
+    return out
+
+
+#: (session, model, provider, task, calls, input, output, est, actual, status, first, last)
+#: first/last are seconds after the session start.
+COST_USAGE: tuple[tuple[Any, ...], ...] = (
+    # Main loop, merged: the last call was estimated, earlier ones billed ($0.05 of them).
+    (S_WEEK, _SONNET, _OPENROUTER, "", 10, 45000, 4600, 0.80, 0.05, "estimated", 60, 4 * _DAY + 60),
+    # Auxiliary compression on day 4: a real estimate, status NULL.
+    (S_WEEK, "google/gemini-2.5-flash", _OPENROUTER, "compression", 2, 5000, 400, 0.03, 0.0,
+     None, 3 * _DAY + 60, 3 * _DAY + 60),  # fmt: skip
+    (S_UNCOUNTED, "hermes-4-405b", _NOUS, "", 2, 900, 90, 0.012, 0.0, None, 30, _DAY + 30),
+)
+
+
+def _cost_statements(conn: sqlite3.Connection, form: _Form, usage: bool) -> list[Statement]:
+    session_cols, msg_cols = _columns(conn, "sessions"), _columns(conn, "messages")
+    out = [_insert("sessions", _session_values(s, form), session_cols) for s in COST_SESSIONS]
+    for m in _cost_messages():
+        out.extend(_message_statements(m, form, msg_cols, session_cols))
+    usage_cols = _columns(conn, "session_model_usage") if usage else []
+    for row in COST_USAGE if usage else ():
+        sid, model, billing, task, calls, inp, outp, est, act, status, first, last = row
+        values = {
+            "session_id": sid, "model": model, "billing_provider": billing[0],
+            "billing_base_url": billing[1], "billing_mode": billing[2], "task": task,
+            "api_call_count": calls, "input_tokens": inp, "output_tokens": outp,
+            "estimated_cost_usd": est, "actual_cost_usd": act, "cost_status": status,
+            "cost_source": "none" if status is None else "official_docs_snapshot",
+            "first_seen": _epoch(sid) + first, "last_seen": _epoch(sid) + last,
+        }  # fmt: skip
+        out.append(_insert("session_model_usage", values, usage_cols))
+    return out
+
+
+def build_cost_facts(path: Path) -> Path:
+    """Current form plus :data:`COST_SESSIONS`: NULL-status aux rows, a partial bill, a week."""
+    path = _build_current(path)
+    with closing(_connect(path)) as conn:
+        _run(conn, _cost_statements(conn, _CURRENT, usage=True))
+    return path
+
+
+def build_cost_facts_sessions_only(path: Path) -> Path:
+    """Seed v11 form (no usage table) plus :data:`COST_SESSIONS` as session rows."""
+    path = build_seed_inline(path)
+    with closing(_connect(path)) as conn:
+        _run(conn, _cost_statements(conn, _SEED, usage=False))
+    return path
+
+
+#: Shapes with the cost facts; every shape of :data:`SHAPES` plus these for cost tests.
+COST_SHAPES: dict[str, Builder] = {
+    "cost_facts": build_cost_facts,
+    "cost_facts_sessions_only": build_cost_facts_sessions_only,
+}

@@ -321,3 +321,69 @@ def test_stitched_hermes_chain_shows_inactive_rows_only_when_asked(
     assert sum(shapes.COMPACTED_WORD in t for t in texts) == 1
     assert not any(shapes.HIDDEN_WORD in t for t in texts)
     assert len(texts) == len(set(texts))
+
+
+# --- Chain costs (issue 13, item 3) -------------------------------------------------------
+
+BILLED = (2, 6)  # indexes of the two segments whose main loop the provider billed
+
+
+def build_priced_chain(home: Path) -> list[str]:
+    """Ten segments: estimated main loops beside billed compression calls (the real case),
+    two segments billed throughout, and a tip whose local model has no price; beside it a
+    two-segment chain billed $0.30 per segment."""
+    db = home / "state.db"
+    home.mkdir(parents=True, exist_ok=True)
+    with SessionStore(db) as store:
+        line = [store.create_session("cli", session_id="priced-01", started_at=T0)]
+        for i in range(10):
+            at = T0 + i * SEGMENT_S
+            if i:
+                line.append(store.compress(line[-1], f"Part {i}", child_id=f"priced-{i + 1:02d}",
+                                           at=at))  # fmt: skip
+            store.append_messages(line[-1], turn(at + 60, i))
+            if i == 9:
+                main = Usage(model="local", billing_provider="custom", cost_status="unknown")
+            elif i in BILLED:
+                main = Usage(model="m", billing_provider="p", actual_cost_usd=0.12,
+                             cost_status="actual", at=at + 70)  # fmt: skip
+            else:
+                main = Usage(model="m", billing_provider="p", estimated_cost_usd=0.10,
+                             cost_status="estimated", at=at + 70)  # fmt: skip
+            store.record_usage(line[-1], main)
+            if i < 9:  # the compression call that ends the segment was billed
+                store.record_usage(line[-1], Usage(model="g", billing_provider="p",
+                                                   task="compression", actual_cost_usd=0.005,
+                                                   cost_status="actual", at=at + 80))  # fmt: skip
+        other = [store.create_session("cli", session_id="billed-01", started_at=T0 + 86400)]
+        store.append_messages(other[0], turn(T0 + 86400 + 60, 1))
+        other.append(store.compress(other[0], "Part 1", child_id="billed-02", at=T0 + 86500))
+        for sid in other:
+            store.record_usage(sid, Usage(model="m", billing_provider="p", actual_cost_usd=0.30,
+                                          cost_status="actual", at=T0 + 86600))  # fmt: skip
+    return line
+
+
+def test_chain_totals_show_effective_spend_and_its_coverage(tmp_path: Path) -> None:
+    line = build_priced_chain(tmp_path / "home")
+    chain = chain_of(tmp_path / "home" / "state.db", line[4])
+    t = chain.totals
+    assert t["effective_cost_usd"] == pytest.approx(7 * 0.105 + 2 * 0.125)
+    assert t["actual_cost_usd"] == pytest.approx(9 * 0.005 + 2 * 0.12)  # the billed part only
+    assert t["billed_segments"] == 2 and t["partly_billed_segments"] == 7
+    assert t["unknown_cost_segments"] == 1  # the tip: no price, whatever else it did
+    assert t["cost_coverage"] == "billed for 2 of 10 segments, partly for 7, no price for 1"
+    segments = {s.session_id: s for s in chain.segments}
+    assert segments[line[4]].cost.status == "partial"
+    assert segments[line[4]].cost.effective == pytest.approx(0.105)
+    assert segments[line[2]].cost.status == "actual"
+    assert segments[line[9]].cost.effective is None
+
+
+def test_most_expensive_chains_rank_by_effective_spend(tmp_path: Path) -> None:
+    build_priced_chain(tmp_path / "home")
+    index = StateReader(HermesHome(tmp_path / "home")).chain_index()
+    # $0.985 (mostly estimated) before $0.60 (billed): not by the partial bill ($0.285).
+    assert [c.root for c in index.expensive] == ["priced-01", "billed-01"]
+    assert index.expensive[0].cost_usd == pytest.approx(0.985)
+    assert index.expensive[0].cost.counts["partial"] == 7

@@ -62,7 +62,7 @@ def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
     assert found.elapsed_fraction == pytest.approx(24.5 / 31)
     assert found.spend_so_far == month.totals.effective_usd
     assert found.projection == pytest.approx((month.totals.effective_usd or 0) / (24.5 / 31))
-    assert found.last_month_same_point is None  # nothing in June: unknown, not $0
+    assert found.last_month_same_point == 0.0  # no calls in June: $0.00, not "unknown"
     assert found.top_provider == Leader("openrouter", month.rows[0].effective_usd or 0.0)
     assert found.top_model is not None and found.top_model.key == "anthropic/claude-sonnet-4.5"
     assert found.actual_share == month.totals.actual_share
@@ -71,9 +71,43 @@ def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
     }  # fmt: skip
 
 
-def test_a_month_without_spend_is_unknown(reader: StateReader) -> None:
+def test_a_month_without_spend_is_zero_with_no_leader(reader: StateReader) -> None:
     found = headlines(
         reader.spend, now=datetime(2026, 1, 10, tzinfo=PARIS), timezone="Europe/Paris"
     )
-    assert found.spend_so_far is None and found.projection is None
+    assert found.spend_so_far == 0.0 and found.projection == 0.0  # no calls: nothing spent
     assert found.top_provider is None and found.top_model is None and found.actual_share is None
+
+
+def _home_with_unknown_calls(tmp_path: Path) -> StateReader:
+    """November 2026: $2.10 estimated and three calls of a local model with no price."""
+    from dashboard.repository.store import SessionStore, Usage
+
+    at = datetime(2026, 11, 10, 12, tzinfo=PARIS).timestamp()
+    with SessionStore(tmp_path / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.10,
+                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(sid, Usage(model="local", billing_provider="custom", api_calls=3,
+                                      cost_status="unknown", at=at))  # fmt: skip
+    return StateReader(HermesHome(tmp_path))
+
+
+def test_a_month_partly_of_unknown_price_says_how_much_is_known(tmp_path: Path) -> None:
+    # Item 2: "$2.10 + 3 calls of unknown price", not "$2.10" (nor "$0.0000").
+    reader = _home_with_unknown_calls(tmp_path)
+    found = headlines(reader.spend, now=datetime(2026, 11, 20, 12, tzinfo=PARIS),
+                      timezone="Europe/Paris")  # fmt: skip
+    assert found.spend_so_far == pytest.approx(2.10)
+    assert found.unknown_calls == 3
+    assert found.to_json()["unknown_calls"] == 3
+
+
+def test_a_month_without_calls_is_zero(tmp_path: Path) -> None:
+    # Item 2: no calls at all (the 1st of a month, an empty home) is $0.00, not unknown.
+    reader = _home_with_unknown_calls(tmp_path)
+    found = headlines(reader.spend, now=datetime(2026, 12, 15, 8, tzinfo=PARIS),
+                      timezone="Europe/Paris")  # fmt: skip
+    assert found.spend_so_far == 0.0 and found.projection == 0.0 and found.unknown_calls == 0
+    assert found.last_month_same_point == pytest.approx(2.10)
+    assert found.last_month_unknown_calls == 3

@@ -59,7 +59,7 @@ def assert_same(raw: Spend, rolled: Spend) -> None:
             if expected is None:
                 assert value is None, (where, name)  # unknown stays unknown, never $0
             else:
-                assert value == pytest.approx(expected, rel=1e-9, abs=1e-12), (where, name)
+                assert value == expected, (where, name)  # rounded to 1e-10: exactly equal
         assert got.status_mix == want.status_mix, where
         assert got.tokens == want.tokens, where
         assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where
@@ -103,9 +103,12 @@ def test_demo_home_has_sessions_spanning_days_and_counts_them_once(
     assert multi > 0  # the correction above was exercised, not vacuous
 
 
-@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
+
+
+@pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
 def test_every_hermes_shape(tmp_path: Path, data: RecallData, shape: str) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    db = ALL_SHAPES[shape](tmp_path / "state.db")
     conn = open_readonly(db)
     usage = detect_layout(conn, db).has_model_usage
     conn.close()
@@ -121,7 +124,30 @@ def test_every_hermes_shape(tmp_path: Path, data: RecallData, shape: str) -> Non
         if not usage:
             assert rolled is None  # sessions-only files are summed from the raw rows
             continue
-        check(db, rollup, **{k: v for k, v in options.items() if k != "timezone"})
+        for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
+                              ("day", date(2026, 7, 15))):  # fmt: skip
+            ask = {k: v for k, v in options.items() if k != "timezone"}
+            check(db, rollup, **{**ask, "period": period, "start": first})
+
+
+def test_a_new_reply_moves_a_row_over_its_days(tmp_path: Path, data: RecallData) -> None:
+    # Item 8 in the rollup: a message alone (no usage change yet) re-weighs a row's days.
+    db = shapes.build_cost_facts(tmp_path / "state.db")
+    rollup = CostRollup(data.core, str(db))
+    ask = {"period": "day", "by": "model", "start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    before = check(db, rollup, **ask)
+    with sqlite3.connect(db) as conn:  # a long reply on Nov 4, inside the main row's days
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp, token_count) "
+            "VALUES (?, 'assistant', 'late', ?, 2000)",
+            (shapes.S_WEEK, shapes._epoch(shapes.S_WEEK) + 2 * 86400),
+        )
+    conn.close()
+    after = check(db, rollup, **ask)
+    # The session's two rows, plus any row at the watermark (read again: ties are kept).
+    assert "rebuilt" not in rollup.last_refresh and 2 <= rollup.last_refresh["changed"] <= 3
+    days = {c.period for c in after.rows if c.key == "anthropic/claude-sonnet-4.5"}
+    assert "2026-11-04" in days and "2026-11-04" not in {c.period for c in before.rows}
 
 
 def test_incremental_updates_match_raw_sums(tmp_path: Path, data: RecallData) -> None:

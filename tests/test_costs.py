@@ -22,62 +22,124 @@ from tests import hermes_shapes as shapes
 TZ = "Europe/Stockholm"
 
 
-def _figures(status: str | None, est: float | None, act: float | None):
-    """The rules, written out plainly: a 0 in Hermes's usage table means "none"."""
-    status = status or "unknown"
-    if status == "unknown":
-        return None, None
-    e = None if (est is None or (status != "estimated" and est == 0)) else est
-    if status in ("actual", "included"):
-        a = act
-    else:
-        a = act if act and act > 0 else None
-    return e, a
+def read_row(status: str | None, est: float | None, act: float | None, usage: bool = True):
+    """README, "Costs", written out plainly: (status, estimate, bill, effective)."""
+    if status not in ("actual", "estimated", "included", "unknown"):
+        status = "estimated" if est else "actual" if act else "unknown"  # item 1
+    if status == "estimated" and act:  # item 5: a merged row, partly billed
+        e = est or None
+        return "partial", e, act, act + (e or 0.0)
+    if status != "estimated":
+        est = est or None  # Hermes's 0 means "no estimate"
+    if status in ("actual", "included") and act is None:
+        status = "estimated"
+    if not usage and status == "actual" and est is not None:  # a session row: mixed calls
+        return "partial", est, act, act + est
+    if status == "estimated":
+        act = None
+    if status == "unknown" or (est is None and act is None):
+        return "unknown", None, None, None
+    return status, est, act, act if act is not None else est
 
 
-def independent(db: Path, period: str, by: str, start: date, end: date, tz: str) -> dict:
-    """Sums per (period, key) computed row by row in Python."""
+def local_day(ts: float | None, zone: ZoneInfo) -> date | None:
+    return None if ts is None else datetime.fromtimestamp(ts, zone).date()
+
+
+def largest_remainder(total: int, weights: list[int]) -> list[int]:
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    out = [int(total * w // whole) for w in weights]
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - out[i]), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def spread(first: date | None, last: date | None, anchor: date | None,
+           calls: list[tuple[date, int | None]]) -> list[tuple[date, int]]:  # fmt: skip
+    """Item 8: the days of a row's calls, weighed by tokens (all known) or by count."""
+    inside = [(d, t) for d, t in calls if (first is None or first <= d) and
+              (last is None or d <= last)]  # fmt: skip
+    if anchor is None:
+        return []
+    if not inside:
+        return [(anchor, 1)]
+    tokens = all(t and t > 0 for _, t in inside)
+    weights: dict[date, int] = defaultdict(int)
+    for d, t in inside:
+        weights[d] += t if tokens else 1
+    return sorted(weights.items())
+
+
+def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
+                sources: tuple[str, ...] = ()) -> tuple[dict, set]:  # fmt: skip
+    """Sums per (period, key) computed row by row in Python, and the sessions of the range."""
     zone = ZoneInfo(tz)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         usage = conn.execute(
             "SELECT name FROM sqlite_master WHERE name='session_model_usage'"
         ).fetchone()
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+        calls_col = "s.api_call_count" if "api_call_count" in cols else "NULL"
+        status_col = "s.cost_status" if "cost_status" in cols else "NULL"
         if usage:
             rows = conn.execute(
-                "SELECT coalesce(u.last_seen, u.first_seen), u.billing_provider,"
+                "SELECT u.first_seen, coalesce(u.last_seen, u.first_seen), u.billing_provider,"
                 " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
-                " u.actual_cost_usd, u.input_tokens, u.session_id FROM session_model_usage u"
-                " LEFT JOIN sessions s ON s.id = u.session_id"
+                " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count"
+                " FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
             ).fetchall()
         else:
+            ends = [c for c in ("ended_at", "last_activity_at") if c in cols]
             rows = conn.execute(
-                "SELECT started_at, billing_provider, model, source, NULL, cost_status,"
-                " estimated_cost_usd, actual_cost_usd, input_tokens, id FROM sessions"
+                "SELECT s.started_at, max(s.started_at"
+                + "".join(f", coalesce(s.{c}, s.started_at)" for c in ends) + "),"
+                " s.billing_provider, s.model, s.source, NULL,"
+                f" {status_col}, s.estimated_cost_usd, s.actual_cost_usd, s.input_tokens, s.id,"
+                f" {calls_col} FROM sessions s"
             ).fetchall()
+        replies: dict[str, list] = defaultdict(list)
+        for sid, ts, tokens in conn.execute(
+            "SELECT session_id, timestamp, token_count FROM messages WHERE role = 'assistant'"
+        ):
+            replies[sid].append((local_day(ts, zone), tokens))
     finally:
         conn.close()
     starts = period_starts(period, start, end)
-    edges = [datetime(d.year, d.month, d.day, tzinfo=zone).timestamp() for d in starts]
-    edges.append(datetime(end.year, end.month, end.day, tzinfo=zone).timestamp())
-    out: dict = defaultdict(lambda: {"est": [], "act": [], "eff": [], "tokens": 0, "ids": set()})
-    for ts, provider, model, source, task, status, est, act, tokens, sid in rows:
-        if ts is None or not edges[0] <= ts < edges[-1]:
+    out: dict = defaultdict(lambda: {"est": [], "act": [], "eff": [], "tokens": 0, "ids": set(),
+                                     "calls": defaultdict(int)})  # fmt: skip
+    everyone: set = set()
+    for first, last, provider, model, source, task, status, est, act, tokens, sid, n in rows:
+        if sources and source not in sources:
             continue
-        index = max(i for i, edge in enumerate(edges[:-1]) if ts >= edge)
-        key = {"provider": provider or None, "model": model or None, "source": source,
-               "task": (task or "main")}[by] or "unknown"  # fmt: skip
-        cell = out[(period_label(period, starts[index]), key)]
-        e, a = _figures(status, est, act)
-        if e is not None:
-            cell["est"].append(e)
-        if a is not None:
-            cell["act"].append(a)
-        if a is not None or e is not None:
-            cell["eff"].append(a if a is not None else e)
-        cell["tokens"] += tokens or 0
-        cell["ids"].add(sid)
-    return out
+        status, e, a, eff = read_row(status, est, act, bool(usage))
+        # A usage row stays on its last day without replies, a session row on its first.
+        anchor = last if usage else first
+        days = spread(local_day(first if first is not None else last, zone),
+                      local_day(last, zone), local_day(anchor, zone), replies[sid])  # fmt: skip
+        if not days:
+            continue
+        weights = [w for _, w in days]
+        token_split = largest_remainder(tokens or 0, weights)
+        call_split = largest_remainder(n if n and n > 0 else 1, weights)
+        for (day, w), t, c in zip(days, token_split, call_split, strict=True):
+            if not starts[0] <= day < end:
+                continue
+            index = max(i for i, first_day in enumerate(starts) if day >= first_day)
+            key = {"provider": provider or None, "model": model or None, "source": source,
+                   "task": (task or "main")}[by] or "unknown"  # fmt: skip
+            cell = out[(period_label(period, starts[index]), key)]
+            share = w / sum(weights)
+            for name, value in (("est", e), ("act", a), ("eff", eff)):
+                if value is not None:
+                    cell[name].append(value * share)
+            cell["tokens"] += t
+            cell["calls"][status] += c
+            cell["ids"].add(sid)
+            everyone.add(sid)
+    return out, everyone
 
 
 def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
@@ -87,7 +149,11 @@ def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
                        end=end, timezone=TZ)  # fmt: skip
     finally:
         conn.close()
-    expected = independent(db, period, by, start, end, TZ)
+    assert_matches(result, *independent(db, period, by, start, end, TZ))
+
+
+def assert_matches(result, expected: dict, everyone: set) -> None:
+    """Every cell and the total against the independent computation."""
     got = {(c.period, c.key): c for c in result.rows}
     assert set(got) == set(expected)
     for key, want in expected.items():
@@ -96,11 +162,15 @@ def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
                              ("effective_usd", want["eff"])):  # fmt: skip
             value = getattr(cell, name)
             if values:
-                assert value == pytest.approx(sum(values)), (key, name)
+                assert value == pytest.approx(sum(values), abs=1e-9), (key, name)
             else:
                 assert value is None, (key, name)  # unknown is never $0
-        assert cell.tokens["input"] == want["tokens"]
-        assert cell.sessions == len(want["ids"])
+        assert cell.tokens["input"] == want["tokens"], key
+        assert cell.sessions == len(want["ids"]), key
+        assert {s: n for s, n in cell.status_mix.items() if n} == {
+            s: n for s, n in want["calls"].items() if n
+        }, key
+    assert result.totals.sessions == len(everyone)  # item 4: distinct sessions
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +187,16 @@ def test_demo_home_matches_independent_sums(demo: Path, period: str, by: str) ->
     _check(demo, period, by, start[period], date(2026, 12, 1))
 
 
-@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
+
+
+@pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
 def test_every_shape_matches_independent_sums(tmp_path: Path, shape: str) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
-    for by in ("provider", "model", "source"):
-        _check(db, "month", by, date(2026, 1, 1), date(2027, 1, 1))
+    db = ALL_SHAPES[shape](tmp_path / "state.db")
+    for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
+                          ("day", date(2026, 7, 15))):  # fmt: skip
+        for by in ("provider", "model", "source"):
+            _check(db, period, by, first, date(2027, 1, 1))
 
 
 def test_unknown_included_and_null_estimates(tmp_path: Path) -> None:
@@ -254,3 +329,68 @@ def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert {c.key: c.estimated_usd for c in by_source.rows} == {"cli": 1.0, "unknown": 2.0}
+
+
+# --- The cost facts of today's Hermes (issue 13, items 1, 4, 5, 8) -------------------------
+
+
+def facts_spend(tmp_path: Path, builder=shapes.build_cost_facts, **options: object):
+    db = builder(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
+        return spend(conn, detect_layout(conn, db), **{**ask, **options})
+    finally:
+        conn.close()
+
+
+def test_null_status_auxiliary_rows_are_estimates(tmp_path: Path) -> None:
+    # Item 1: Hermes writes compression/title calls with a real estimate and status NULL.
+    found = {c.key: c for c in facts_spend(tmp_path, by="task").rows}
+    compression = found["compression"]
+    assert compression.estimated_usd == pytest.approx(0.03)
+    assert compression.effective_usd == pytest.approx(0.03)
+    assert compression.status_mix["estimated"] == 2 and compression.status_mix["unknown"] == 0
+
+
+def test_a_merged_row_with_a_partial_bill_is_partly_billed(tmp_path: Path) -> None:
+    # Item 5: status 'estimated' with actual $0.05: the bill covers some calls, not the row.
+    found = {c.key: c for c in facts_spend(tmp_path, by="model").rows}
+    main = found["anthropic/claude-sonnet-4.5"]
+    assert main.actual_usd == pytest.approx(0.05)
+    assert main.estimated_usd == pytest.approx(0.80)
+    assert main.effective_usd == pytest.approx(0.85)  # not $0.05 "billed" for the whole row
+    assert main.actual_share == pytest.approx(0.05 / 0.85)
+    assert main.status_mix["partial"] == 10 and main.status_mix["actual"] == 0
+
+
+def test_a_row_is_spread_over_the_days_of_its_calls(tmp_path: Path) -> None:
+    # Item 8: replies on Nov 2, 3, 5, 6 weigh 100, 300, 600, 1000 tokens.
+    found = facts_spend(tmp_path, period="day", by="model")
+    main = {c.period: c for c in found.rows if c.key == "anthropic/claude-sonnet-4.5"}
+    assert sorted(main) == ["2026-11-02", "2026-11-03", "2026-11-05", "2026-11-06"]
+    for day, weight in (("02", 100), ("03", 300), ("05", 600), ("06", 1000)):
+        cell = main[f"2026-11-{day}"]
+        assert cell.effective_usd == pytest.approx(0.85 * weight / 2000), day
+        assert cell.tokens["input"] == 45000 * weight // 2000, day
+        assert cell.sessions == 1
+    assert sum(c.api_calls for c in main.values()) == 10
+    # Replies without a token_count weigh one each: half on Nov 30, half on Dec 1.
+    nous = facts_spend(tmp_path, period="month", by="provider", end=date(2027, 1, 1))
+    halves = {c.period: c.effective_usd for c in nous.rows if c.key == "nous"}
+    assert halves == {"2026-11": pytest.approx(0.006), "2026-12": pytest.approx(0.006)}
+
+
+def test_a_session_row_is_spread_too(tmp_path: Path) -> None:
+    found = facts_spend(tmp_path, shapes.build_cost_facts_sessions_only, period="day",
+                        by="provider")  # fmt: skip
+    week = {c.period: c for c in found.rows if c.key == "openrouter"}
+    assert week["2026-11-06"].effective_usd == pytest.approx((0.83 + 0.05) * 1000 / 2000)
+    # The seed form has no api_call_count: the session stands for one call, partly billed.
+    assert sum(c.status_mix["partial"] for c in week.values()) == 1
+
+
+def test_the_total_counts_each_session_once(tmp_path: Path) -> None:
+    # Item 4: a session on four days (and in two models) is one session in the total.
+    found = facts_spend(tmp_path, period="day", by="model", end=date(2026, 11, 30))
+    assert sum(c.sessions for c in found.rows) > found.totals.sessions == 1

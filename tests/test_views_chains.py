@@ -94,9 +94,9 @@ def test_chain_page_draws_every_segment_as_a_linked_bar(
     # Each bar's tooltip carries its figures; an unknown cost is "unknown", never $0.
     fifth = links[4]["title"]
     assert "part 5 of 12 · continuation" in fifth and "messages 5 · tool calls 1" in fifth
-    assert "input 1,000 · output 100" in fifth and "estimated unknown · actual unknown" in fifth
+    assert "input 1,000 · output 100" in fifth and "cost: unknown" in fifth
     assert "(30 min)" in fifth and "ended: compression" in fifth
-    assert "estimated $0.0500" in links[-1]["title"] and "delegation" in links[-1]["title"]
+    assert "cost: $0.0500 (estimated)" in links[-1]["title"] and "delegation" in links[-1]["title"]
     assert "$0.00" not in svg
 
     # The focus row is highlighted, the tip marked, off-line rows set apart.
@@ -135,7 +135,8 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     assert sum("is-focus" in extra for _, extra in rows) == 1
     assert table.count('href="/sessions/') == SEGMENTS + 3
     assert "Part 4 covered step 4." in table and "30 min" in table
-    assert 'title="No price was known">unknown</span>' in table and "$0.0500" in table
+    assert 'title="No price is known for these calls">unknown</span>' in table
+    assert "$0.0500" in table
 
     totals = html[html.index('<table class="grid narrow chain-totals">') :]
     totals = totals[: totals.index("</table>")]
@@ -154,8 +155,13 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     ]
     assert row("Duration") == ["5 h 59 min", "6 h 00 min"]
     assert row("Input tokens") == ["12,000", "12,000"]
-    assert row("Estimated cost") == ["unknown", "$0.0500"]
-    assert row("Actual cost") == ["unknown", "unknown"]
+    assert row("Cost") == ["unknown", "$0.0500"]
+    assert row("Estimated") == ["unknown", "$0.0500"]
+    assert row("Billed") == ["unknown", "unknown"]
+    assert row("Coverage") == [
+        "billed for 0 of 12 segments, no price for 12",
+        "billed for 0 of 15 segments, no price for 14",
+    ]
 
 
 def test_untrusted_titles_stay_text_in_the_picture_and_the_page(
@@ -303,3 +309,33 @@ def test_chain_api_for_a_damaged_file_names_the_problem(tmp_path: Path) -> None:
     body = make_app(home, tmp_path / "data").test_client().get("/api/chains/A").get_json()
     assert any("cycle" in w for w in body["warnings"])
     assert {n["session_id"] for n in body["nodes"]} == {"A", "B"}
+
+
+def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None:
+    # Item 3: effective spend with its coverage; the session page shows the table's figure.
+    from tests.test_chains import build_priced_chain
+
+    line = build_priced_chain(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    html = page(client, f"/chains/{line[4]}")
+    totals = html[html.index('<table class="grid narrow chain-totals">') :]
+    totals = re.sub(r"<[^>]+>", " ", totals[: totals.index("</table>")])
+    totals = " ".join(totals.split())
+    assert "Cost $0.9850" in totals
+    assert "billed for 2 of 10 segments, partly for 7, no price for 1" in totals
+    table = html[html.index('<table class="grid chain-segments">') :]
+    table = table[: table.index("</table>")]
+    row = re.search(rf'href="/sessions/{line[4]}".*?</tr>', table, re.S).group(0)
+    shown = " ".join(re.sub(r"<[^>]+>", " ", row).split())
+    assert "$0.1050 partly billed" in shown
+    session = " ".join(re.sub(r"<[^>]+>", " ", page(client, f"/sessions/{line[4]}")).split())
+    assert "Cost $0.1050 partly billed" in session
+    body = client.get(f"/api/chains/{line[4]}").get_json()
+    assert body["totals"]["effective_cost_usd"] == pytest.approx(0.985)
+    coverage = "billed for 2 of 10 segments, partly for 7, no price for 1"
+    assert body["totals"]["cost_coverage"] == coverage
+    (node,) = [n for n in body["nodes"] if n["session_id"] == line[4]]
+    assert node["effective_cost_usd"] == pytest.approx(0.105) and node["cost_status"] == "partial"
+    index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains")).split())
+    expensive = index[index.index("Most expensive") :]
+    assert expensive.index("$0.9850") < expensive.index("$0.6000")

@@ -11,6 +11,7 @@ from contextlib import closing
 from datetime import UTC, date, datetime
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from flask.testing import FlaskClient
@@ -23,6 +24,7 @@ from dashboard.repository.store import SessionStore, Usage
 from dashboard.web.filters import usd
 from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.test_costs import assert_matches, independent
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
 SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
@@ -112,7 +114,9 @@ def money(value: float | None, cell: Cell) -> str:
 def expected_spend_row(cell: Cell, period: str, key: str) -> list[str]:
     drift = "—" if cell.drift is None else f"{cell.drift:.2f}×"
     share = "—" if cell.actual_share is None else f"{cell.actual_share * 100:.0f}%"
-    mix = ", ".join(f"{cell.status_mix[s]} {s}" for s in STATUSES if cell.status_mix.get(s))
+    labels = {"actual": "billed", "partial": "partly billed", "unknown": "unknown price"}
+    mix = ", ".join(f"{cell.status_mix[s]:,} {labels.get(s, s)}" for s in STATUSES
+                    if cell.status_mix.get(s))  # fmt: skip
     return [
         period, key, money(cell.estimated_usd, cell), money(cell.actual_usd, cell),
         money(cell.effective_usd, cell), drift, share, mix or "—",
@@ -224,11 +228,17 @@ def test_page_csv_and_json_show_the_repository_numbers(
         f"attachment; filename=recall-costs-{period}-{by}.csv"
     )
     header, *lines = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
-    assert len(header) == len(tables["spend"]["head"]) + len(tables["tokens"]["head"]) - 2
     assert header[:2] == ["period", by]
-    assert len(lines) == len(spend_rows)
-    for line, srow, trow in zip(lines, spend_rows, token_rows, strict=True):
-        assert line == [as_csv(t) for t in texts(srow) + texts(trow)[2:]]
+    assert len(lines) == len(spend_rows)  # exactly the rows on screen, then the total
+    for line, shown, cell in zip(lines, spend_rows, [*truth.rows, truth.totals], strict=True):
+        assert line[:2] == texts(shown)[:2]
+        row = dict(zip(header, line, strict=True))
+        for name in ("estimated_usd", "actual_usd", "effective_usd", "drift"):
+            value = getattr(cell, name)
+            assert row[name] == ("" if value is None else repr(value)), name
+        assert int(row["sessions"]) == cell.sessions and int(row["api_calls"]) == cell.api_calls
+        tokens = [int(row[f"{k}_tokens"]) for k in TOKEN_KINDS]
+        assert tokens == [cell.tokens[k] for k in TOKEN_KINDS]
 
     # The JSON: the repository's own to_json, through JSON.
     body = demo.get("/api/costs", query_string=params)
@@ -260,8 +270,9 @@ def test_unknown_cost_is_never_shown_as_zero(hermes_home: Path, tmp_path: Path) 
     assert texts(custom)[2:5] == ["unknown"] * 3
     assert all("muted" in classes for _, classes in custom[2:5])
     csv_text = get(client, "/costs.csv", **YEAR)
-    (line,) = [row for row in csv.reader(io.StringIO(csv_text)) if row[1] == "custom"]
-    assert line[2:5] == ["unknown"] * 3
+    (line,) = [row for row in csv.DictReader(io.StringIO(csv_text)) if row["provider"] == "custom"]
+    assert [line[k] for k in ("estimated_usd", "actual_usd", "effective_usd")] == [""] * 3
+    assert line["coverage"] == "unknown price"  # unknown, in a column of its own
     api = client.get("/api/costs", query_string=YEAR).get_json()
     (row,) = [r for r in api["rows"] if r["key"] == "custom"]
     assert row["estimated_usd"] is None and row["effective_usd"] is None
@@ -424,3 +435,129 @@ def get_json(client: FlaskClient) -> dict:
     response = client.get("/api/costs", query_string={"from": "2026-11-01", "to": "2026-12-01"})
     assert response.status_code == 200
     return response.get_json()
+
+
+def test_cards_say_how_much_is_known_and_that_some_is_not(tmp_path: Path) -> None:
+    # Item 2: calls of unknown price are named beside the known spend; no calls is $0.00.
+    home = tmp_path / "home"
+    at = NOW.timestamp() - 86400
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.10,
+                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(sid, Usage(model="local", billing_provider="custom", api_calls=3,
+                                      cost_status="unknown", at=at))  # fmt: skip
+    shown = cards(get(client_for(home, tmp_path / "a"), "/costs"))
+    assert shown["spent so far"] == "$2.10 + 3 calls of unknown price"
+    assert shown["last month by day 30"] == "$0.00"  # October had no calls: nothing spent
+    assert shown["projected for the month"].startswith("$2.1")
+    first_of_december = datetime(2026, 12, 1, 6, tzinfo=UTC)
+    shown = cards(get(client_for(home, tmp_path / "b", now=first_of_december), "/costs"))
+    assert shown["spent so far"] == "$0.00" and shown["projected for the month"] == "$0.00"
+    assert shown["last month by day 1"] == "$0.00"
+
+
+def facts_client(tmp_path: Path, builder=shapes.build_cost_facts, **extra: object) -> FlaskClient:
+    home = tmp_path / "facts"
+    builder(home / "state.db")
+    return client_for(home, tmp_path / "data", **extra)
+
+
+def test_the_total_row_counts_distinct_sessions(tmp_path: Path) -> None:
+    # Item 4: a session on four days and in two models is one session in the Total row.
+    client = facts_client(tmp_path, COST_ROLLUP="off")
+    params = {"period": "day", "by": "model", "from": "2026-11-01", "to": "2026-11-30"}
+    rows = shown_tables(get(client, "/costs", **params))["spend"]["rows"]
+    head = shown_tables(get(client, "/costs", **params))["spend"]["head"]
+    sessions = head.index("Sessions")
+    assert sum(int(texts(r)[sessions]) for r in rows[:-1]) == 5
+    assert texts(rows[-1])[sessions] == "1"
+
+
+def csv_rows(client: FlaskClient, **params: object) -> list[dict[str, str]]:
+    response = client.get("/costs.csv", query_string=params)
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
+
+
+def test_csv_numbers_are_numbers_at_full_precision(tmp_path: Path) -> None:
+    # Item 7: no "unknown"/"included" words in numeric columns; status in its own columns.
+    client = facts_client(tmp_path)
+    params = {"period": "day", "by": "model", "from": "2026-07-01", "to": "2026-12-01"}
+    truth = client.get("/api/costs", query_string=params).get_json()
+    lines = csv_rows(client, **params)
+    assert len(lines) == len(truth["rows"]) + 1
+    numeric = ["estimated_usd", "actual_usd", "effective_usd", "drift", "billed_share",
+               "sessions", "api_calls", *(f"calls_{s}" for s in STATUSES),
+               *(f"{k}_tokens" for k in TOKEN_KINDS)]  # fmt: skip
+    for line, row in zip(lines, [*truth["rows"], truth["totals"]], strict=True):
+        for name in numeric:
+            if line[name] != "":
+                float(line[name])  # a number, nothing else
+        for name in ("estimated_usd", "actual_usd", "effective_usd"):
+            value = row[name]
+            assert line[name] == ("" if value is None else repr(value)), (row["key"], name)
+        assert line["coverage"] in ("billed", "partly billed", "estimated", "included",
+                                    "unknown price")  # fmt: skip
+        for s in STATUSES:
+            assert int(line[f"calls_{s}"]) == row["status_mix"][s]
+    main = [r for r in lines if r["model"] == "anthropic/claude-sonnet-4.5"
+            and r["period"] == "2026-11-05"]  # fmt: skip
+    assert main[0]["effective_usd"] == repr(0.255) and main[0]["coverage"] == "partly billed"
+    unknown = [r for r in lines if r["model"] == "qwen3-coder-30b"]
+    assert unknown and unknown[0]["effective_usd"] == ""
+    assert unknown[0]["coverage"] == "unknown price"
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) -> None:
+    # Item 7: a model named like a formula is exported as text (OWASP: a leading quote).
+    home = tmp_path / "home"
+    at = NOW.timestamp() - 3600
+    evil = ['=HYPERLINK("http://x.test","click")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", started_at=at)
+        for n, model in enumerate(evil):
+            store.record_usage(sid, Usage(model=model, billing_provider="p",
+                                          estimated_cost_usd=0.1 * (n + 1),
+                                          cost_status="estimated", at=at))  # fmt: skip
+    client = client_for(home, tmp_path / "data")
+    models = {line["model"] for line in csv_rows(client, by="model")}
+    assert models == {"'" + m for m in evil} | {"all"}
+
+
+# --- Property: the API's figures are the README's rules, row by row ------------------------
+
+ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
+
+
+def as_result(body: dict) -> SimpleNamespace:
+    return SimpleNamespace(rows=[SimpleNamespace(**r) for r in body["rows"]],
+                           totals=SimpleNamespace(**body["totals"]))  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["rollup", "raw"])
+@pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
+def test_api_figures_follow_the_readme_rules_row_by_row(
+    tmp_path: Path, shape: str, mode: str
+) -> None:
+    """Every shape, period and dimension: /api/costs equals an independent computation of
+    the README's rules (NULL status, partial bills, days of the calls, distinct sessions)."""
+    home = tmp_path / "home"
+    ALL_SHAPES[shape](home / "state.db")
+    client = client_for(home, tmp_path / "data", COST_ROLLUP="on" if mode == "rollup" else "off")
+    usage = '<option value="task"' in get(client, "/costs", **YEAR)  # needs usage rows
+    rollup = client.application.extensions.get("recall.cost_rollup")
+    if mode == "rollup" and usage:
+        assert rollup is not None
+        rollup.wait_until_built(timeout=60)  # every answer below comes from the rollup
+    dims = ("provider", "model", "source", "task") if usage else ("provider", "model", "source")
+    start, end = date(2026, 6, 29), date(2027, 1, 1)
+    for period in ("month", "week", "day"):
+        for by in dims:
+            params = {"period": period, "by": by, "from": start.isoformat(), "to": end.isoformat()}
+            body = client.get("/api/costs", query_string=params).get_json()
+            first = {"month": start.replace(day=1), "week": start, "day": start}[period]
+            expected, everyone = independent(home / "state.db", period, by, first, end, "UTC")
+            assert_matches(as_result(body), expected, everyone)
+    if mode == "rollup" and usage:
+        assert rollup is not None and rollup.last_refresh.get("changed") == 0  # answered by it

@@ -10,6 +10,8 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
+from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
+from dashboard.repository.costs import session_costs
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 
@@ -27,15 +29,12 @@ class ChainSummary:
     started_at: float | None
     last_activity: float | None
     messages: int
-    estimated_cost_usd: float | None
-    actual_cost_usd: float | None
+    cost: CostSummary  # its segments' costs by the cost rules, counted per segment
 
     @property
     def cost_usd(self) -> float | None:
-        """What the chain cost: billed figures where known, else estimates; None if neither."""
-        if self.actual_cost_usd is None and self.estimated_cost_usd is None:
-            return None
-        return self.actual_cost_usd if self.actual_cost_usd is not None else self.estimated_cost_usd
+        """What the chain cost (effective spend); None when no segment has a price."""
+        return self.cost.effective
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ def chain_lines(lineage: Lineage) -> list[list[str]]:
 def chain_index(
     conn: sqlite3.Connection, layout: Layout, lineage: Lineage, limit: int = 20
 ) -> ChainIndex:
-    """Top ``limit`` chains by segments, by last activity, and by cost."""
+    """Top ``limit`` chains by segments, by last activity, and by effective spend."""
     lines = chain_lines(lineage)
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
     cols = layout.session_columns
@@ -70,16 +69,19 @@ def chain_index(
     # One pass in SQL sums every line: json_each maps each member to its line.
     sums = conn.execute(
         f"SELECT j.value, min({col('started_at')}), max(coalesce({activity})), "
-        f"sum(coalesce({col('message_count')}, 0)), sum({col('estimated_cost_usd')}), "
-        f"sum({col('actual_cost_usd')}) FROM sessions s JOIN json_each(?) j ON s.id = j.key "
-        "GROUP BY j.value",
+        f"sum(coalesce({col('message_count')}, 0)) FROM sessions s "
+        "JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    found = [(lines[row[0]], row[1:]) for row in sums]
+    costs = session_costs(conn, layout, membership)
+    found = [
+        (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
+        for row in sums
+    ]
 
     def cost(item: tuple) -> float:
-        est, act = item[1][3], item[1][4]
-        return act if act is not None else est if est is not None else -1.0
+        effective = item[1][3].effective
+        return effective if effective is not None else -1.0
 
     def top(key) -> list[tuple]:
         return sorted(found, key=key, reverse=True)[:limit]
@@ -106,10 +108,10 @@ def _first_segments(conn: sqlite3.Connection, layout: Layout, ids: set[str]) -> 
 
 
 def _summary(item: tuple, firsts: dict[str, tuple]) -> ChainSummary:
-    line, (started, last, messages, est, act) = item
+    line, (started, last, messages, cost) = item
     title, source, model = firsts.get(line[0], (None, None, None))
     return ChainSummary(
         root=line[0], tip=line[-1], title=title, source=source, model=model,
         segments=len(line), started_at=started, last_activity=last or None,
-        messages=int(messages or 0), estimated_cost_usd=est, actual_cost_usd=act,
+        messages=int(messages or 0), cost=cost,
     )  # fmt: skip

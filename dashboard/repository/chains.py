@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.repository.content import decode_content
+from dashboard.repository.cost_rules import NO_COST, CostSummary, combine, coverage
+from dashboard.repository.costs import session_costs
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.layout import Layout
 
@@ -52,11 +54,22 @@ class Segment:
     message_count: int = 0
     tool_call_count: int = 0
     tokens: dict[str, int] = field(default_factory=dict)
-    estimated_cost_usd: float | None = None
-    actual_cost_usd: float | None = None
-    cost_status: str | None = None
+    cost: CostSummary = NO_COST  # by the cost rules (usage rows where the file has them)
     summary_preview: str | None = None  # opening of the compaction summary (continuations)
     is_tip: bool = False
+
+    @property
+    def estimated_cost_usd(self) -> float | None:
+        return self.cost.estimated
+
+    @property
+    def actual_cost_usd(self) -> float | None:
+        """The billed part (of some calls only, when :attr:`cost` is partial)."""
+        return self.cost.billed
+
+    @property
+    def cost_status(self) -> str:
+        return self.cost.status
 
     @property
     def end(self) -> float | None:
@@ -101,11 +114,14 @@ class Chain:
 
 
 def totals(segments: list[Segment]) -> dict[str, Any]:
-    """Sums over segments; a cost total is None when no segment has a figure."""
+    """Sums over segments; a cost total is None when no segment has a figure.
+
+    Cost is effective spend by the cost rules, with its coverage in segments: how many
+    are billed throughout, partly, or have no price at all.
+    """
     starts = [s.started_at for s in segments if s.started_at is not None]
     ends = [s.end for s in segments if s.end is not None]
-    est = [s.estimated_cost_usd for s in segments if s.estimated_cost_usd is not None]
-    act = [s.actual_cost_usd for s in segments if s.actual_cost_usd is not None]
+    cost = combine(s.cost for s in segments)
     return {
         "segments": len(segments),
         "compressions": sum(1 for s in segments if s.end_reason == "compression"),
@@ -115,11 +131,14 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
         "messages": sum(s.message_count for s in segments),
         "tool_calls": sum(s.tool_call_count for s in segments),
         "tokens": {k: sum(s.tokens.get(k, 0) for s in segments) for k in TOKEN_KINDS},
-        "estimated_cost_usd": sum(est) if est else None,
-        "actual_cost_usd": sum(act) if act else None,
-        "unknown_cost_segments": sum(
-            1 for s in segments if s.estimated_cost_usd is None and s.actual_cost_usd is None
-        ),
+        "effective_cost_usd": cost.effective,
+        "estimated_cost_usd": cost.estimated,
+        "actual_cost_usd": cost.billed,
+        "billed_share": cost.billed_share,
+        "billed_segments": cost.counts["actual"],
+        "partly_billed_segments": cost.counts["partial"],
+        "unknown_cost_segments": cost.counts["unknown"],
+        "cost_coverage": coverage(cost.counts),
     }
 
 
@@ -132,7 +151,8 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
         rows = _session_rows(conn, layout, [session_id])
         if not rows:
             raise NotFoundError(f"session {session_id!r} does not exist")
-        segment = _segment(rows[session_id], None, "root", 0, None)
+        cost = session_costs(conn, layout, [session_id]).get(session_id, NO_COST)
+        segment = _segment(rows[session_id], None, "root", 0, None, cost)
         return Chain(session_id, session_id, session_id, (segment,), (session_id,))
     warnings: list[str] = []
     root = _find_root(conn, session_id, warnings)
@@ -144,6 +164,7 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
     if session_id not in rows:
         raise NotFoundError(f"session {session_id!r} does not exist")
     summaries = _first_messages(conn, layout, [sid for sid, parent, _ in family if parent])
+    costs = session_costs(conn, layout, rows)
     segments = []
     for sid, parent, depth in family:
         row = rows.get(sid)
@@ -152,7 +173,8 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
         parent_row = rows.get(parent) if parent else None
         kind = "root" if parent is None or parent_row is None else classify(row, parent_row)
         summary = summaries.get(sid) if kind == "continuation" else None
-        segments.append(_segment(row, parent if parent_row else None, kind, depth, summary))
+        segments.append(_segment(row, parent if parent_row else None, kind, depth, summary,
+                                 costs.get(sid, NO_COST)))  # fmt: skip
     line = _line_through(segments, session_id)
     tip = line[-1]
     segments = [_with_tip(s, s.session_id == tip) for s in _ordered(segments)]
@@ -246,8 +268,7 @@ def _descendants(
 _SESSION_COLUMNS = (
     "title", "source", "model", "model_config", "started_at", "ended_at", "last_activity_at",
     "end_reason", "message_count", "tool_call_count", "input_tokens", "output_tokens",
-    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd",
-    "actual_cost_usd", "cost_status",
+    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
 )  # fmt: skip
 
 
@@ -305,8 +326,9 @@ def summary_body(text: str) -> str:
 
 
 def _segment(
-    row: dict[str, Any], parent: str | None, kind: str, depth: int, summary: str | None
-) -> Segment:
+    row: dict[str, Any], parent: str | None, kind: str, depth: int, summary: str | None,
+    cost: CostSummary,
+) -> Segment:  # fmt: skip
     return Segment(
         session_id=row["id"], parent_session_id=parent, kind=kind, depth=depth,
         title=row["title"], source=row["source"], model=row["model"],
@@ -314,8 +336,7 @@ def _segment(
         last_activity=row["last_activity_at"], end_reason=row["end_reason"],
         message_count=row["message_count"] or 0, tool_call_count=row["tool_call_count"] or 0,
         tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
-        estimated_cost_usd=row["estimated_cost_usd"], actual_cost_usd=row["actual_cost_usd"],
-        cost_status=row["cost_status"], summary_preview=summary,
+        cost=cost, summary_preview=summary,
     )  # fmt: skip
 
 

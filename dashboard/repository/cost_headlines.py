@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from dashboard.repository.cost_rules import known_spend
 from dashboard.repository.costs import Cell, Spend
 
 SpendFunction = Callable[..., Spend]
@@ -28,13 +29,19 @@ class Leader:
 
 @dataclass(frozen=True)
 class Headlines:
-    """What the cards above the costs charts show (``None``: unknown, never $0)."""
+    """What the cards above the costs charts show.
+
+    Spend figures are what is known to have been spent ($0 for a month without a
+    priced call); the calls of unknown price are counted beside them, never as $0.
+    """
 
     month: str  # "2026-11"
     day: int  # day of month of ``now`` (the "same point" of last month)
     elapsed_fraction: float  # of this month, by the clock
-    spend_so_far: float | None
-    last_month_same_point: float | None
+    spend_so_far: float
+    unknown_calls: int  # calls this month whose price is unknown
+    last_month_same_point: float
+    last_month_unknown_calls: int
     projection: float | None  # spend so far ÷ elapsed fraction
     top_provider: Leader | None
     top_model: Leader | None
@@ -48,7 +55,9 @@ class Headlines:
 
         return {
             "month": self.month, "day": self.day, "elapsed_fraction": self.elapsed_fraction,
-            "spend_so_far": self.spend_so_far, "last_month_same_point": self.last_month_same_point,
+            "spend_so_far": self.spend_so_far, "unknown_calls": self.unknown_calls,
+            "last_month_same_point": self.last_month_same_point,
+            "last_month_unknown_calls": self.last_month_unknown_calls,
             "projection": self.projection, "top_provider": leader(self.top_provider),
             "top_model": leader(self.top_model), "actual_share": self.actual_share,
         }  # fmt: skip
@@ -83,11 +92,13 @@ def headlines(
     month_end = datetime(following.year, following.month, following.day, tzinfo=now.tzinfo)
     elapsed = (now - month_start).total_seconds() / (month_end - month_start).total_seconds()
     elapsed = min(max(elapsed, 0.0), 1.0)
-    so_far = by_provider.totals.effective_usd
-    projection = so_far / elapsed if so_far is not None and elapsed > 0 else None
+    so_far = known_spend(by_provider.totals.effective_usd)
+    projection = so_far / elapsed if elapsed > 0 else None
     return Headlines(
         month=first.strftime("%Y-%m"), day=today.day, elapsed_fraction=elapsed,
-        spend_so_far=so_far, last_month_same_point=last.totals.effective_usd,
+        spend_so_far=so_far, unknown_calls=by_provider.totals.status_mix["unknown"],
+        last_month_same_point=known_spend(last.totals.effective_usd),
+        last_month_unknown_calls=last.totals.status_mix["unknown"],
         projection=projection, top_provider=_leader(by_provider.rows),
         top_model=_leader(by_model.rows), actual_share=by_provider.totals.actual_share,
     )  # fmt: skip

@@ -4,21 +4,23 @@ Summing 180k usage rows through the status rules of :mod:`costs` takes ~380 ms o
 these machines (``bench/costs.py``); even a plain ``GROUP BY`` takes ~110 ms. The
 rollup keeps, per home and timezone, in Recall's own file:
 
-* ``cost_row``: every usage row as last read (normalised figures, local day), so an
-  updated row's old contribution can be taken back out;
+* ``cost_row``: every usage row as last read (figures read by :mod:`cost_rules`,
+  one record per local day it spent on, with that day's weight from
+  :mod:`cost_days`), so an updated row's old contribution can be taken back out;
 * ``cost_day``: sums per (day, provider, model, source, task);
-* ``cost_day_sessions``: distinct sessions per (dimension, key, source, day);
+* ``cost_day_sessions``: distinct sessions per (dimension, key, source, day), the
+  dimension ``all`` counting every session (the total row);
 * ``cost_multi``: sessions whose rows fall on more than one day. A week or month
   adds up its days' distinct counts, then takes back these sessions' repeats, so
   ``sessions`` stays an exact distinct count.
 
 Hermes upserts one usage row per (session, model, provider, task) and moves its
 ``last_seen`` on every call. A refresh therefore reads only rows at or past the
-last ``last_seen`` it saw, or with a new rowid, and applies the difference in one
-transaction. It rebuilds from scratch when rows disappeared, the file was
-replaced, or the timezone changed. Files without ``session_model_usage`` are
-summed directly (:func:`costs.spend`): their rows are sessions, whose figures
-change without a moving timestamp.
+last ``last_seen`` it saw, with a new rowid, or of a session with a new message (its
+days may have moved), and applies the difference in one transaction. It rebuilds
+from scratch when rows disappeared, the file was replaced, or the timezone changed.
+Files without ``session_model_usage`` are summed directly (:func:`costs.spend`):
+their rows are sessions, whose figures change without a moving timestamp.
 """
 
 from __future__ import annotations
@@ -31,19 +33,22 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from dashboard.repository.cost_days import DayClock
 from dashboard.repository.costs import (
-    STATUSES,
-    TOKEN_KINDS,
+    MONEY_SUMS,
+    SUM_COLUMNS,
+    TOKEN_COLUMNS,
     Cell,
     Plan,
+    Row,
     Spend,
+    add_vector,
+    cell_from_sums,
     fingerprint,
-    make_cell,
     plan,
-    row_sql,
+    read_rows,
 )
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.layout import Layout
@@ -52,22 +57,18 @@ from dashboard.repository.writecore import WriteCore
 
 log = logging.getLogger(__name__)
 
-ROLLUP_VERSION = "1"  # bump when what a row contributes changes: forces a rebuild
+ROLLUP_VERSION = "2"  # bump when what a row contributes changes: forces a rebuild
 DIMENSIONS = ("provider", "model", "source", "task")
-TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
-# One vector per row or day-cell; sums of these are what cost_day stores.
-SUM_COLUMNS = (
-    "rows", "e_sum", "e_n", "a_sum", "a_n", "eff_sum", "eff_n", "pa_sum", "pe_sum", "pair_n",
-    *(f"n_{s}" for s in STATUSES), *TOKEN_COLUMNS, "calls",
-)  # fmt: skip
+EVERY = ("all", "all")  # the (dimension, key) every session counts in: the total's sessions
 # Chunks of ids per IN (...): below SQLite's variable limit. Lookups by session name
 # the index: without statistics the planner would scan the table by its home prefix.
 CHUNK = 500
-ROW_COLUMNS = ("sid", "day", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "calls")
+ROW_COLUMNS = ("day", "weight", "sid", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "calls")
+NO_DAY = 0  # cost_row.day of a row with no time (ordinals start at 1)
 
 
 def create_tables(conn: sqlite3.Connection) -> None:
-    """Recall migration 3 (see :mod:`recalldb`)."""
+    """The rollup's tables (Recall migrations 3 and 4, see :mod:`recalldb`)."""
     # Homes by number: the path would be repeated in every one of ~2 rows per usage row.
     conn.execute("CREATE TABLE cost_homes (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
     conn.execute(
@@ -78,6 +79,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
             zone TEXT NOT NULL,             -- IANA key the days are local to
             watermark REAL,                 -- the newest last_seen read
             max_rid INTEGER NOT NULL,       -- the newest usage rowid read
+            max_mid INTEGER NOT NULL,       -- the newest message rowid read
             row_count INTEGER NOT NULL,
             fingerprint TEXT NOT NULL,      -- costs.fingerprint() when last brought up to date
             built_at REAL NOT NULL
@@ -87,11 +89,13 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.execute(
         f"""
         CREATE TABLE cost_row (
-            home INTEGER NOT NULL, rid INTEGER NOT NULL, sid TEXT NOT NULL,
-            day INTEGER,                    -- proleptic ordinal of the local date; NULL: no time
+            home INTEGER NOT NULL, rid INTEGER NOT NULL,
+            day INTEGER NOT NULL,           -- proleptic ordinal of the local date; 0: no time
+            weight INTEGER NOT NULL,        -- the day's share of the row (cost_days)
+            sid TEXT NOT NULL,
             provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
             status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
-            PRIMARY KEY (home, rid)
+            PRIMARY KEY (home, rid, day)
         ) WITHOUT ROWID"""
     )
     conn.execute("CREATE INDEX idx_cost_row_sid ON cost_row(home, sid)")
@@ -118,43 +122,21 @@ def create_tables(conn: sqlite3.Connection) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Row:
-    """One usage row, normalised (what ``cost_row`` keeps)."""
+def recreate_tables(conn: sqlite3.Connection) -> None:
+    """Recall migration 4: rows spread over days (issue 13). The sums are rebuilt anyway."""
+    for table in ("cost_multi", "cost_day_sessions", "cost_day", "cost_row",
+                  "cost_rollup_state", "cost_homes"):  # fmt: skip
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    create_tables(conn)
 
-    sid: str
-    day: int | None
-    provider: str
-    model: str
-    source: str
-    task: str
-    status: str
-    e: float | None
-    a: float | None
-    tokens: tuple[int, ...]
-    calls: int
 
-    def key(self, dim: str) -> str:
-        return getattr(self, dim)
-
-    def vector(self) -> list[float]:
-        """This row's contribution to a ``cost_day`` cell, in SUM_COLUMNS order."""
-        e, a = self.e, self.a
-        eff = a if a is not None else e
-        # Drift pairs only rows billed with both figures for the same calls (costs.py).
-        paired = self.status == "actual" and a is not None and e is not None
-        status = self.status if self.status in STATUSES else "unknown"
-        return [
-            1, e or 0.0, e is not None, a or 0.0, a is not None, eff or 0.0, eff is not None,
-            a if paired else 0.0, e if paired else 0.0, paired,
-            *(status == s for s in STATUSES), *self.tokens, self.calls,
-        ]  # fmt: skip
-
-    def memberships(self) -> set[tuple[str, str, str, int]]:
-        """(dimension, key, source, day) cells this row makes its session count in."""
-        if self.day is None:
-            return set()
-        return {(dim, self.key(dim), self.source, self.day) for dim in DIMENSIONS}
+def memberships(row: Row) -> set[tuple[str, str, str, int]]:
+    """(dimension, key, source, day) cells this row makes its session count in."""
+    return {
+        (dim, key, row.source, day)
+        for day, _ in row.parts
+        for dim, key in (*((d, row.key(d)) for d in DIMENSIONS), EVERY)
+    }
 
 
 @dataclass(frozen=True)
@@ -163,6 +145,7 @@ class _State:
     zone: str
     watermark: float | None
     max_rid: int
+    max_mid: int
     row_count: int
     fingerprint: str
 
@@ -247,7 +230,7 @@ class CostRollup:
 
     def _answer(self, layout: Layout, question: Plan) -> Spend:
         by = question.by
-        ords = [d.toordinal() for d in question.starts]
+        ords = question.days[:-1]
         first, end = ords[0], question.end.toordinal()
         steps = " ".join(f"WHEN day < {o} THEN {i}" for i, o in enumerate(ords[1:]))
         bucket = f"CASE {steps} ELSE {len(ords) - 1} END" if steps else "0"
@@ -266,28 +249,36 @@ class CostRollup:
                 f"WHERE {where} AND dim = ? GROUP BY 1, 2",
                 [*params, by],
             ).fetchall()
+            everyone = rconn.execute(
+                f"SELECT sum(sessions) FROM cost_day_sessions WHERE {where} AND dim = ?",
+                [*params, EVERY[0]],
+            ).fetchone()[0]
             multi = [sid for (sid,) in rconn.execute(
                 "SELECT sid FROM cost_multi WHERE home = ?", (self.home,))]  # fmt: skip
-            repeats = []
+            seen: list[tuple[int, str, str]] = []
             for i in range(0, len(multi), CHUNK):
                 chunk = multi[i : i + CHUNK]
-                repeats += rconn.execute(
-                    f"SELECT {bucket}, {by}, sid, count(DISTINCT day) FROM cost_row "
+                seen += rconn.execute(
+                    f"SELECT DISTINCT day, {by}, sid FROM cost_row "
                     f"INDEXED BY idx_cost_row_sid WHERE home = ? AND sid IN ({_marks(chunk)}) "
-                    f"AND {where.removeprefix('home = ? AND ')} "
-                    "GROUP BY 1, 2, 3 HAVING count(DISTINCT day) > 1",
+                    f"AND {where.removeprefix('home = ? AND ')}",
                     [self.home, *chunk, *params[1:]],
                 ).fetchall()
+        # A session on several days of one period (or of the range) counted once there.
+        cell_days: dict[tuple[int, str, str], set[int]] = defaultdict(set)
+        range_days: dict[str, set[int]] = defaultdict(set)
+        for day, key, sid in seen:
+            cell_days[(question.bucket(day), key, sid)].add(day)  # type: ignore[index]
+            range_days[sid].add(day)
         sessions: dict[tuple[int, str], int] = {(b, k): n for b, k, n in counted}
-        for b, k, _sid, days in repeats:
-            sessions[(b, k)] -= days - 1  # one session, several days of the same period
-        cells: list[Cell] = []
-        for row in figures:
-            index, key = row[0], row[1]
-            cells.append(
-                _from_sums(question.labels[index], key, row[2:], sessions.get((index, key), 0))
-            )
-        return question.result(layout, cells)
+        for (b, k, _sid), days in cell_days.items():
+            sessions[(b, k)] -= len(days) - 1
+        total = int(everyone or 0) - sum(len(days) - 1 for days in range_days.values())
+        cells: list[Cell] = [
+            cell_from_sums(question.labels[b], key, sums, sessions.get((b, key), 0))
+            for b, key, *sums in figures
+        ]
+        return question.result(layout, cells, total)
 
     # -- building -----------------------------------------------------------------
 
@@ -331,25 +322,15 @@ class CostRollup:
     def _read_rows(
         self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo, since: _State | None
     ) -> dict[int, Row]:
-        r = row_sql(layout)
-        keys = ", ".join(r.keys[d] for d in DIMENSIONS)
-        sql = (
-            f"SELECT u.rowid, {r.sid}, {r.ts}, {keys}, {r.status}, {r.est}, {r.act}, "
-            f"{', '.join(r.tokens)}, {r.calls} FROM {r.source_from(join_sessions=True)}"
+        if since is None:
+            return read_rows(conn, layout, DayClock(zone))
+        where = (
+            "u.last_seen >= ? OR u.rowid > ? "
+            "OR u.session_id IN (SELECT session_id FROM messages WHERE rowid > ?)"
         )
-        params: tuple[object, ...] = ()
-        if since is not None:
-            sql += " WHERE u.last_seen >= ? OR u.rowid > ?"
-            params = (since.watermark if since.watermark is not None else 0.0, since.max_rid)
-        rows: dict[int, Row] = {}
-        for rid, sid, ts, provider, model, source, task, status, e, a, *rest in conn.execute(
-            sql, params
-        ):
-            rows[rid] = Row(
-                str(sid), _local_day(ts, zone), provider, model, source, task, status,
-                _number(e), _number(a), tuple(int(t or 0) for t in rest[:-1]), int(rest[-1] or 0),
-            )  # fmt: skip
-        return rows
+        watermark = since.watermark if since.watermark is not None else 0.0
+        return read_rows(conn, layout, DayClock(zone), where,
+                         (watermark, since.max_rid, since.max_mid))  # fmt: skip
 
     def _rebuild(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> None:
         t0 = time.perf_counter()
@@ -358,20 +339,21 @@ class CostRollup:
             rows = self._read_rows(conn, layout, zone, None)
         days: dict[tuple, list[float]] = {}
         members: dict[tuple[str, str, str, int], int] = defaultdict(int)
+        multi = []
+        for row in rows.values():
+            for day, vector in row.vectors():
+                add_vector(days, _day_key(row, day), vector)
         by_session: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
         for row in rows.values():
-            if row.day is not None:
-                _add(days, _day_key(row), row.vector(), 1)
-            by_session[row.sid] |= row.memberships()
-        multi = []
+            by_session[row.sid] |= memberships(row)
         for sid, cells in by_session.items():
             for cell in cells:
                 members[cell] += 1
             if len({cell[3] for cell in cells}) > 1:
                 multi.append(sid)
         state = (
-            self.home, ROLLUP_VERSION, zone.key, mark[1], max(rows, default=0), len(rows),
-            repr(mark), time.time(),
+            self.home, ROLLUP_VERSION, zone.key, mark[1], max(rows, default=0), mark[5] or 0,
+            len(rows), repr(mark), time.time(),
         )  # fmt: skip
 
         def write(w: sqlite3.Connection) -> None:
@@ -379,7 +361,7 @@ class CostRollup:
                 w.execute(f"DELETE FROM {table} WHERE home = ?", (self.home,))
             w.executemany(
                 f"INSERT INTO cost_row VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
-                (_row_values(self.home, rid, row) for rid, row in rows.items()),
+                (v for rid, row in rows.items() for v in _row_values(self.home, rid, row)),
             )
             w.executemany(
                 f"INSERT INTO cost_day VALUES ({', '.join('?' * (6 + len(SUM_COLUMNS)))})",
@@ -390,7 +372,7 @@ class CostRollup:
                 ((self.home, dim, day, key, src, n) for (dim, key, src, day), n in members.items()),
             )
             w.executemany("INSERT INTO cost_multi VALUES (?, ?)", ((self.home, s) for s in multi))
-            w.execute("INSERT OR REPLACE INTO cost_rollup_state VALUES (?,?,?,?,?,?,?,?)", state)
+            w.execute("INSERT OR REPLACE INTO cost_rollup_state VALUES (?,?,?,?,?,?,?,?,?)", state)
 
         self.core.write(write)
         self.last_refresh = {"rebuilt": len(rows), "build_ms": (time.perf_counter() - t0) * 1000}
@@ -428,22 +410,27 @@ class CostRollup:
             delta: dict[tuple, list[float]] = {}
             for rid, row in changed.items():
                 previous = old.get(rid)
-                if previous is not None and previous.day is not None:
-                    _add(delta, _day_key(previous), previous.vector(), -1)
-                if row.day is not None:
-                    _add(delta, _day_key(row), row.vector(), 1)
+                if previous is not None:
+                    for day, vector in previous.vectors():
+                        add_vector(delta, _day_key(previous, day), vector, -1)
+                for day, vector in row.vectors():
+                    add_vector(delta, _day_key(row, day), vector)
             _apply_days(w, self.home, delta)
+            ids = list(changed)
+            for i in range(0, len(ids), CHUNK):  # a row's days may have changed: replace all
+                chunk = ids[i : i + CHUNK]
+                w.execute(f"DELETE FROM cost_row WHERE home = ? AND rid IN ({_marks(chunk)})",
+                          (self.home, *chunk))  # fmt: skip
             w.executemany(
-                "INSERT OR REPLACE INTO cost_row VALUES "
-                f"({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
-                (_row_values(self.home, rid, row) for rid, row in changed.items()),
+                f"INSERT INTO cost_row VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
+                (v for rid, row in changed.items() for v in _row_values(self.home, rid, row)),
             )
             _apply_sessions(w, self.home, before, _session_rows(w, self.home, sessions))
             w.execute(
-                "UPDATE cost_rollup_state SET watermark = ?, max_rid = ?, row_count = ?, "
-                "fingerprint = ?, built_at = ? WHERE home = ?",
-                (watermark, max([state.max_rid, *changed]), rows, repr(mark), time.time(),
-                 self.home),
+                "UPDATE cost_rollup_state SET watermark = ?, max_rid = ?, max_mid = ?, "
+                "row_count = ?, fingerprint = ?, built_at = ? WHERE home = ?",
+                (watermark, max([state.max_rid, *changed]), mark[5] or 0, rows, repr(mark),
+                 time.time(), self.home),
             )  # fmt: skip
             return True
 
@@ -452,7 +439,7 @@ class CostRollup:
     def _state(self, conn: sqlite3.Connection | None = None) -> _State | None:
         def read(c: sqlite3.Connection) -> _State | None:
             row = c.execute(
-                "SELECT version, zone, watermark, max_rid, row_count, fingerprint "
+                "SELECT version, zone, watermark, max_rid, max_mid, row_count, fingerprint "
                 "FROM cost_rollup_state WHERE home = ?",
                 (self.home,),
             ).fetchone()
@@ -464,34 +451,12 @@ class CostRollup:
             return read(c)
 
 
-def _local_day(ts: object, zone: ZoneInfo) -> int | None:
-    if not isinstance(ts, int | float):
-        return None
-    try:
-        return datetime.fromtimestamp(ts, zone).date().toordinal()
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def _marks(values: list) -> str:
     return ",".join("?" * len(values))
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _day_key(row: Row) -> tuple:
-    return (row.day, row.provider, row.model, row.source, row.task)
-
-
-def _add(into: dict[tuple, list[float]], key: tuple, vector: list[float], sign: int) -> None:
-    current = into.get(key)
-    if current is None:
-        into[key] = [sign * v for v in vector]
-    else:
-        for i, v in enumerate(vector):
-            current[i] += sign * v
+def _day_key(row: Row, day: int) -> tuple:
+    return (day, row.provider, row.model, row.source, row.task)
 
 
 def _clean(vector: list[float]) -> list[float]:
@@ -503,33 +468,44 @@ def _clean(vector: list[float]) -> list[float]:
         if round(out[names[count]]) == 0:
             out[names[total]] = 0.0
     for name in SUM_COLUMNS:
-        if name not in ("e_sum", "a_sum", "eff_sum", "pa_sum", "pe_sum"):
+        if name not in MONEY_SUMS:
             out[names[name]] = int(round(out[names[name]]))
     return out
 
 
-def _row_values(home: int, rid: int, row: Row) -> tuple:
-    return (home, rid, row.sid, row.day, row.provider, row.model, row.source, row.task,
-            row.status, row.e, row.a, *row.tokens, row.calls)  # fmt: skip
+def _row_values(home: int, rid: int, row: Row) -> list[tuple]:
+    """The cost_row records of one row: one per day, or one on NO_DAY with no weight."""
+    figures = (row.provider, row.model, row.source, row.task, row.status, row.e, row.a,
+               *row.tokens, row.calls)  # fmt: skip
+    parts = row.parts or ((NO_DAY, 0),)
+    return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
 
 
-def _to_row(values: Iterable) -> Row:
-    sid, day, provider, model, source, task, status, e, a, *rest = values
-    return Row(sid, day, provider, model, source, task, status, e, a, tuple(rest[:-1]), rest[-1])
+def _to_rows(records: Iterable[tuple]) -> dict[int, Row]:
+    """Rows from their cost_row records ``(rid, *ROW_COLUMNS)``."""
+    grouped: dict[int, list[tuple]] = defaultdict(list)
+    for record in records:
+        grouped[record[0]].append(record)
+    out: dict[int, Row] = {}
+    for rid, found in grouped.items():
+        _, _, _, sid, provider, model, source, task, status, e, a, *rest = found[0]
+        parts = tuple(sorted((r[1], r[2]) for r in found if r[2] > 0))
+        out[rid] = Row(sid, provider, model, source, task, status, e, a, tuple(rest[:-1]),
+                       rest[-1], parts)  # fmt: skip
+    return out
 
 
 def _load_rows(w: sqlite3.Connection, home: int, rows: dict[int, Row]) -> dict[int, Row]:
-    out: dict[int, Row] = {}
+    records: list[tuple] = []
     ids = list(rows)
     for i in range(0, len(ids), CHUNK):
         chunk = ids[i : i + CHUNK]
-        for rid, *values in w.execute(
+        records += w.execute(
             f"SELECT rid, {', '.join(ROW_COLUMNS)} FROM cost_row WHERE home = ? AND rid IN "
             f"({_marks(chunk)})",
             (home, *chunk),
-        ):
-            out[rid] = _to_row(values)
-    return out
+        ).fetchall()
+    return _to_rows(records)
 
 
 def _session_rows(
@@ -537,15 +513,16 @@ def _session_rows(
 ) -> dict[str, set[tuple[str, str, str, int]]]:
     out: dict[str, set[tuple[str, str, str, int]]] = {sid: set() for sid in sessions}
     ids = list(sessions)
+    records: list[tuple] = []
     for i in range(0, len(ids), CHUNK):
         chunk = ids[i : i + CHUNK]
-        for values in w.execute(
-            f"SELECT {', '.join(ROW_COLUMNS)} FROM cost_row INDEXED BY idx_cost_row_sid "
+        records += w.execute(
+            f"SELECT rid, {', '.join(ROW_COLUMNS)} FROM cost_row INDEXED BY idx_cost_row_sid "
             f"WHERE home = ? AND sid IN ({_marks(chunk)})",
             (home, *chunk),
-        ):
-            row = _to_row(values)
-            out[row.sid] |= row.memberships()
+        ).fetchall()
+    for row in _to_rows(records).values():
+        out[row.sid] |= memberships(row)
     return out
 
 
@@ -587,15 +564,3 @@ def _apply_sessions(
             (home, dim, day, key, source, n, n),
         )
     w.execute("DELETE FROM cost_day_sessions WHERE home = ? AND sessions <= 0", (home,))
-
-
-def _from_sums(period: str, key: str, values: tuple, sessions: int) -> Cell:
-    v = dict(zip(SUM_COLUMNS, values, strict=True))
-    est = v["e_sum"] if v["e_n"] else None
-    act = v["a_sum"] if v["a_n"] else None
-    eff = v["eff_sum"] if v["eff_n"] else None
-    pa = v["pa_sum"] if v["pair_n"] else None
-    pe = v["pe_sum"] if v["pair_n"] else None
-    return make_cell(period, key, (est, act, eff, pa, pe,
-                               *(v[f"n_{s}"] for s in STATUSES),
-                               *(v[c] for c in TOKEN_COLUMNS), sessions, v["calls"]))  # fmt: skip

@@ -1,40 +1,60 @@
 """Spend by period and dimension: estimated against actual, never unknown as $0.
 
 Hermes stores a local estimate (price table) beside the billed figure when the
-provider reports one (HERMES_FACTS, "Costs"). The rules this module keeps:
+provider reports one (HERMES_FACTS, "Costs"). How a row's figures are read —
+status, partial bills, effective spend — is :mod:`cost_rules`; on which days a row
+spent is :mod:`cost_days`. This module reads the rows and sums them:
 
-* **Effective spend** of a row is its actual figure where known, else its
-  estimate; a row with neither is *unknown* and adds nothing to a sum, and a cell
-  made only of unknown rows shows ``None``, never ``0``.
+* ``session_model_usage`` (newer files; one row per model/provider/task, with
+  auxiliary tasks) is used when present, else ``sessions``.
 * **Drift** (actual ÷ estimated) uses only usage rows that carry both figures for
   the same calls (status ``actual``); a ``sessions`` row mixes calls and is never
   paired, and included (subscription) rows bill 0 by design.
-* ``session_model_usage`` (newer files; one row per model/provider/task, with
-  auxiliary tasks) is used when present, else ``sessions``. Its cost columns are
-  ``NOT NULL DEFAULT 0`` in Hermes, so a 0 there is read through ``cost_status``:
-  an ``actual`` row's 0 estimate means "no estimate was made", not "free".
 * Every session or usage row is counted once: a continued chain's segments
-  each carry their own calls, so summing segments never double counts.
-* Periods follow the user's timezone (DST included): boundaries are computed
-  with ``zoneinfo`` and rows are bucketed in SQL with one ``CASE``.
+  each carry their own calls, so summing segments never double counts. A cell's
+  ``sessions`` and the total's are distinct sessions.
+* ``status_mix`` counts calls per status (a row's ``api_call_count``, at least one),
+  split over days like its tokens.
+* Periods follow the user's timezone (DST included): days are local calendar days.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import json
 import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from dashboard.repository.cost_days import DayClock, Parts, apportion, fractions, row_parts
+from dashboard.repository.cost_rules import (
+    STATUSES,
+    CostSummary,
+    RowCost,
+    billed_share,
+    combine,
+    money,
+    read_cost,
+    total,
+)
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 
 PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task")
-STATUSES = ("actual", "estimated", "included", "unknown")
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
-MONEY_DIGITS = 10  # dollars are summed then rounded here (see _money)
 DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
+TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
+# One vector per (row, day); sums of these make a cell (and a rollup day-cell).
+SUM_COLUMNS = (
+    "rows", "e_sum", "e_n", "a_sum", "a_n", "eff_sum", "eff_n", "pa_sum", "pe_sum", "pair_n",
+    *(f"n_{s}" for s in STATUSES), *TOKEN_COLUMNS, "calls",
+)  # fmt: skip
+MONEY_SUMS = ("e_sum", "a_sum", "eff_sum", "pa_sum", "pe_sum")
 
 
 @dataclass
@@ -136,13 +156,26 @@ class Plan:
         """Epoch seconds of every period start, then of the range's end."""
         return [_epoch(d, self.zone) for d in self.starts] + [_epoch(self.end, self.zone)]
 
-    def result(self, layout: Layout, cells: list[Cell]) -> Spend:
+    @functools.cached_property
+    def days(self) -> list[int]:
+        """Day ordinals of every period start, then of the range's end (exclusive)."""
+        return [d.toordinal() for d in self.starts] + [self.end.toordinal()]
+
+    def bucket(self, day: int) -> int | None:
+        """The index of the period ``day`` (an ordinal) falls in; None outside the range."""
+        days = self.days
+        if not days[0] <= day < days[-1]:
+            return None
+        return bisect.bisect_right(days, day) - 1
+
+    def result(self, layout: Layout, cells: list[Cell], sessions: int) -> Spend:
+        """The answer: ``cells`` sorted, and a total of ``sessions`` distinct sessions."""
         rows = sorted(cells, key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
         return Spend(
             period=self.period, by=self.by, start=self.start, end=self.end,
             timezone=_zone_label(self.zone),
             source_table="session_model_usage" if layout.has_model_usage else "sessions",
-            periods=self.labels, rows=rows, totals=_sum_cells(rows),
+            periods=self.labels, rows=rows, totals=_sum_cells(rows, sessions),
         )  # fmt: skip
 
 
@@ -176,15 +209,29 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
     same question from Recall's per-day sums.
     """
     question = plan(layout, **options)  # type: ignore[arg-type]
-    sql, params = _query(layout, question.by, question.edges, question.sources)
-    cells: dict[tuple[str, str], Cell] = {}
-    for row in conn.execute(sql, params):
-        index, key = row[0], row[1]
-        if index is None or index < 0 or index >= len(question.labels):
-            continue
-        cell = make_cell(question.labels[index], key, row[2:])
-        cells[(cell.period, cell.key)] = cell
-    return question.result(layout, list(cells.values()))
+    r = row_sql(layout)
+    edges = question.edges
+    where, params = f"{r.last} >= ? AND {r.first} < ?", [edges[0], edges[-1]]
+    if question.sources:
+        where += f" AND s.source IN ({','.join('?' * len(question.sources))})"
+        params.extend(question.sources)
+    sums: dict[tuple[int, str], list[float]] = {}
+    members: dict[tuple[int, str], set[str]] = defaultdict(set)
+    everyone: set[str] = set()
+    for row in read_rows(conn, layout, DayClock(question.zone), where, params).values():
+        key = row.key(question.by)
+        for day, vector in row.vectors():
+            index = question.bucket(day)
+            if index is None:
+                continue
+            add_vector(sums, (index, key), vector)
+            members[(index, key)].add(row.sid)
+            everyone.add(row.sid)
+    cells = [
+        cell_from_sums(question.labels[index], key, vector, len(members[(index, key)]))
+        for (index, key), vector in sums.items()
+    ]
+    return question.result(layout, cells, len(everyone))
 
 
 def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
@@ -192,11 +239,12 @@ def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
 
     Every recorded call moves ``last_seen`` (usage rows) or a session's activity;
     a new row moves the count; the newest row's session tells a file restored from
-    elsewhere with the same count apart. Separate statements: ``max()`` alone is
-    one index seek where an index exists.
+    elsewhere with the same count apart; a new message can move a row's days
+    (:mod:`cost_days`). Separate statements: ``max()`` alone is one index seek where
+    an index exists.
 
     Returns ``(table, newest activity, row count, newest session rowid, newest row's
-    session)``.
+    session, newest message rowid)``.
     """
     if layout.has_model_usage:
         table, moving, owner = "session_model_usage", "last_seen", "session_id"
@@ -207,7 +255,9 @@ def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
     count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     sessions = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0]
     newest = conn.execute(f"SELECT {owner} FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
-    return (table, latest, count, sessions, newest[0] if newest else None)
+    message = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0] if (
+        layout.message_columns) else None  # fmt: skip
+    return (table, latest, count, sessions, newest[0] if newest else None, message)
 
 
 def resolve_zone(name: str | None) -> ZoneInfo:
@@ -239,12 +289,14 @@ def _epoch(day: date, zone: ZoneInfo) -> float:
 class RowSql:
     """SQL expressions reading one spend row (a usage row, or a session on older files).
 
-    Both the direct sums here and Recall's per-day rollup read rows through these,
-    so the rules (a Hermes 0 read through the status, keys, tokens) live in one place.
+    Both the direct sums here and Recall's per-day rollup read rows through these
+    (:func:`read_rows`), so keys, tokens and the row's time bounds live in one place.
     """
 
     table: str  # "u" (session_model_usage) or "s" (sessions)
-    ts: str
+    anchor: str  # the row's day when no call of it is found (see cost_days)
+    first: str  # earliest and latest time of the row's calls
+    last: str
     keys: dict[str, str]  # dimension -> expression; never NULL or ''
     status: str
     est: str
@@ -253,13 +305,11 @@ class RowSql:
     sid: str
     calls: str
 
-    def source_from(self, join_sessions: bool) -> str:
+    def source_from(self) -> str:
         if self.table == "s":
             return "sessions s"
         # LEFT JOIN: a usage row whose session row is gone still cost money.
-        return "session_model_usage u" + (
-            " LEFT JOIN sessions s ON s.id = u.session_id" if join_sessions else ""
-        )
+        return "session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
 
 
 def row_sql(layout: Layout) -> RowSql:
@@ -279,89 +329,198 @@ def row_sql(layout: Layout) -> RowSql:
             "provider": label("u.billing_provider"), "model": label("u.model"),
             "source": label("s.source"), "task": "coalesce(nullif(u.task, ''), 'main')",
         }  # fmt: skip
-        ts, sid, calls = "coalesce(u.last_seen, u.first_seen)", "u.session_id", "u.api_call_count"
+        last = "coalesce(u.last_seen, u.first_seen)"
+        anchor, first = last, "coalesce(u.first_seen, u.last_seen)"
+        sid, calls = "u.session_id", "u.api_call_count"
     else:
         pairs = (("provider", "billing_provider"), ("model", "model"), ("source", "source"))
         keys = {dim: label(column(col)) for dim, col in pairs}
-        ts, sid, calls = "s.started_at", "s.id", column("api_call_count")
-    status = f"coalesce({column('cost_status')}, 'unknown')"
-    est_col, act_col = column("estimated_cost_usd"), column("actual_cost_usd")
-    # Read figures through the status: Hermes's usage table stores 0 for "none".
-    est = (
-        f"CASE WHEN {status} = 'unknown' THEN NULL "
-        f"WHEN {status} <> 'estimated' AND {est_col} = 0 THEN NULL ELSE {est_col} END"
-    )
-    act = (
-        f"CASE WHEN {status} = 'unknown' THEN NULL "
-        f"WHEN {status} IN ('actual', 'included') THEN {act_col} "
-        f"WHEN {act_col} > 0 THEN {act_col} ELSE NULL END"
-    )
-    tokens = tuple(f"coalesce({column(f'{k}_tokens')}, 0)" for k in TOKEN_KINDS)
-    return RowSql(t, ts, keys, status, est, act, tokens, sid, f"coalesce({calls}, 0)")
-
-
-def _query(
-    layout: Layout, by: str, edges: list[float], sources: tuple[str, ...]
-) -> tuple[str, list[object]]:
-    """One statement: normalise each row once (inner), then bucket and sum (outer)."""
-    r = row_sql(layout)
-    frm = r.source_from(join_sessions=by == "source" or bool(sources))
-    tokens = ", ".join(f"{expr} AS t_{k}" for expr, k in zip(r.tokens, TOKEN_KINDS, strict=True))
-    where = f"{r.ts} >= ? AND {r.ts} < ?"
-    inner_params: list[object] = [edges[0], edges[-1]]
-    if sources:
-        where += f" AND s.source IN ({','.join('?' * len(sources))})"
-        inner_params.extend(sources)
-    # LIMIT -1 keeps SQLite from flattening the inner query into the outer one,
-    # which would evaluate each CASE once per aggregate instead of once per row.
-    inner = (
-        f"SELECT {r.ts} AS ts, {r.keys[by]} AS key, {r.status} AS st, {r.est} AS e, "
-        f"{r.act} AS a, {tokens}, {r.sid} AS sid, {r.calls} AS calls "
-        f"FROM {frm} WHERE {where} LIMIT -1"
-    )
-    steps = " ".join(f"WHEN ts < ? THEN {i - 1}" for i in range(1, len(edges)))
-    params = [*edges[1:], *inner_params]
-    # Drift compares a bill with the estimate of the same calls. A usage row is one
-    # (model, provider, task) of a session, both figures about its calls; a
-    # sessions row mixes calls (a billed main loop beside an estimated title call),
-    # so it is never paired. Included (subscription) rows bill 0 by design.
-    paired = "st = 'actual' AND a IS NOT NULL AND e IS NOT NULL" if r.table == "u" else "0"
-    sums = ", ".join(f"sum(t_{k})" for k in TOKEN_KINDS)
-    sql = f"""
-        SELECT CASE {steps} END AS bucket, key,
-               sum(e), sum(a), sum(coalesce(a, e)),
-               sum(CASE WHEN {paired} THEN a END), sum(CASE WHEN {paired} THEN e END),
-               sum(st = 'actual'), sum(st = 'estimated'), sum(st = 'included'),
-               sum(st NOT IN ('actual', 'estimated', 'included')),
-               {sums}, count(DISTINCT sid), sum(calls)
-        FROM ({inner}) GROUP BY bucket, key
-    """
-    return sql, params
-
-
-def _money(value: float | None) -> float | None:
-    """A sum of dollars rounded to 1e-10: the raw sums and the rollup add the same
-    figures in different orders, and float dust must not make them disagree."""
-    return None if value is None else round(value, MONEY_DIGITS)
-
-
-def make_cell(period: str, key: str, values: tuple) -> Cell:
-    est, act, eff, both_act, both_est = (_money(v) for v in values[0:5])
-    mix = dict(zip(STATUSES, (int(v or 0) for v in values[5:9]), strict=True))
-    tokens = dict(zip(TOKEN_KINDS, (int(v or 0) for v in values[9:14]), strict=True))
-    return Cell(
-        period=period, key=str(key), estimated_usd=est, actual_usd=act, effective_usd=eff,
-        drift=(both_act / both_est) if both_act is not None and both_est else None,
-        status_mix=mix, actual_share=(act or 0.0) / eff if eff else None, tokens=tokens,
-        sessions=int(values[14] or 0), api_calls=int(values[15] or 0),
+        keys["task"] = "'main'"
+        ends = [f"coalesce(s.{c}, s.started_at)" for c in ("ended_at", "last_activity_at")
+                if c in cols]  # fmt: skip
+        anchor = first = "s.started_at"
+        last = f"max(s.started_at, {', '.join(ends)})" if ends else "s.started_at"
+        sid, calls = "s.id", column("api_call_count")
+    tokens = tuple(column(f"{k}_tokens") for k in TOKEN_KINDS)
+    return RowSql(
+        t, anchor, first, last, keys, column("cost_status"), column("estimated_cost_usd"),
+        column("actual_cost_usd"), tokens, sid, calls,
     )  # fmt: skip
 
 
-def _sum_cells(cells: list[Cell]) -> Cell:
-    def total(values: list[float | None]) -> float | None:
-        known = [v for v in values if v is not None]
-        return _money(sum(known)) if known else None
+@dataclass(frozen=True)
+class Row:
+    """One spend row, read by the rules, with the days it spent on."""
 
+    sid: str
+    provider: str
+    model: str
+    source: str
+    task: str
+    status: str  # cost_rules.STATUSES
+    e: float | None
+    a: float | None
+    tokens: tuple[int, ...]
+    calls: int
+    parts: Parts  # (day ordinal, weight); empty: the row has no time
+
+    def key(self, dim: str) -> str:
+        return getattr(self, dim)
+
+    @property
+    def cost(self) -> RowCost:
+        return RowCost(self.status, self.e, self.a)
+
+    def vectors(self) -> Iterator[tuple[int, list[float]]]:
+        """``(day, contribution)`` per day of the row, each in SUM_COLUMNS order."""
+        if not self.parts:
+            return
+        cost = self.cost
+        e, a, eff, paired = cost.estimated, cost.billed, cost.effective, cost.paired
+        status = [self.calls if self.status == s else 0 for s in STATUSES]
+        if len(self.parts) == 1:  # most rows: one day, nothing to split
+            yield self.parts[0][0], [
+                1, 0.0 if e is None else e, e is not None, 0.0 if a is None else a, a is not None,
+                0.0 if eff is None else eff, eff is not None, a if paired else 0.0,
+                e if paired else 0.0, paired, *status, *self.tokens, self.calls,
+            ]  # fmt: skip
+            return
+        weights = [w for _, w in self.parts]
+        shares = fractions(weights)
+        tokens = [apportion(t, weights) for t in self.tokens]
+        calls = apportion(self.calls, weights)
+        for i, (day, _) in enumerate(self.parts):
+            f = shares[i]
+            yield day, [
+                1, 0.0 if e is None else e * f, e is not None,
+                0.0 if a is None else a * f, a is not None,
+                0.0 if eff is None else eff * f, eff is not None,
+                a * f if paired else 0.0, e * f if paired else 0.0, paired,  # type: ignore[operator]
+                *(calls[i] if self.status == s else 0 for s in STATUSES),
+                *(t[i] for t in tokens), calls[i],
+            ]  # fmt: skip
+
+
+def read_rows(
+    conn: sqlite3.Connection, layout: Layout, clock: DayClock, where: str = "",
+    params: Iterable[object] = (),
+) -> dict[int, Row]:  # fmt: skip
+    """Spend rows (by rowid) matching ``where``, read by the rules and spread over days."""
+    r = row_sql(layout)
+    frm = r.source_from()
+    condition = f" WHERE {where}" if where else ""
+    keys = ", ".join(r.keys[d] for d in DIMENSIONS)
+    sql = (
+        f"SELECT {r.table}.rowid, {r.sid}, {r.anchor}, {r.first}, {r.last}, {keys}, "
+        f"{r.status}, {r.est}, {r.act}, {', '.join(r.tokens)}, {r.calls} FROM {frm}{condition}"
+    )
+    found = conn.execute(sql, list(params)).fetchall()
+    day = clock.day
+    bounds = [(day(anchor), day(first), day(last)) for _, _, anchor, first, last, *_ in found]
+    # Only a row whose calls span several days needs its session's messages.
+    spanning = {row[1] for row, (_, lo, hi) in zip(found, bounds, strict=True)
+                if lo is not None and hi is not None and lo != hi}  # fmt: skip
+    replies = _replies(conn, layout, clock, spanning) if spanning else {}
+    rows: dict[int, Row] = {}
+    usage = layout.has_model_usage
+    for (rid, sid, _, _, _, provider, model, source, task, *rest), (anchor, lo, hi) in zip(
+        found, bounds, strict=True
+    ):
+        status, est, act, *counts = rest
+        cost = read_cost(status, est, act, usage=usage)
+        calls = counts[-1]
+        parts = row_parts(anchor, lo, hi, replies.get(sid, ())) if lo != hi else (
+            () if anchor is None else ((anchor, 1),))  # fmt: skip
+        rows[rid] = Row(
+            str(sid), provider, model, source, task, cost.status, cost.estimated, cost.billed,
+            tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
+            max(calls if type(calls) is int else _count(calls), 1), parts,
+        )  # fmt: skip
+    return rows
+
+
+def session_costs(
+    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
+) -> dict[str, CostSummary]:
+    """What each session cost, by the rules: its usage rows where it has any, else its
+    ``sessions`` row (older files, or a session recorded before the usage table)."""
+    wanted = json.dumps(sorted(set(ids)))
+    found: dict[str, list[RowCost]] = defaultdict(list)
+    if layout.has_model_usage:
+        for sid, status, est, act in conn.execute(
+            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd "
+            "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
+            (wanted,),
+        ):
+            found[sid].append(read_cost(status, est, act))
+    cols = layout.session_columns
+    pick = ", ".join(
+        f"s.{c}" if c in cols else "NULL"
+        for c in ("cost_status", "estimated_cost_usd", "actual_cost_usd")
+    )
+    for sid, status, est, act in conn.execute(
+        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value", (wanted,)
+    ):
+        if sid not in found:
+            found[sid].append(read_cost(status, est, act, usage=False))
+    return {sid: combine(rows) for sid, rows in found.items()}
+
+
+def _replies(
+    conn: sqlite3.Connection, layout: Layout, clock: DayClock, sessions: set[str]
+) -> dict[str, list[tuple[int, int | None]]]:
+    """``(day, token_count)`` of every assistant message of ``sessions``."""
+    if not layout.message_columns:
+        return {}
+    tokens = "token_count" if "token_count" in layout.message_columns else "NULL"
+    out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
+    day = clock.day
+    for sid, ts, count in conn.execute(
+        f"SELECT m.session_id, m.timestamp, {tokens} FROM messages m "
+        "JOIN json_each(?) j ON m.session_id = j.value WHERE m.role = 'assistant'",
+        (json.dumps(sorted(sessions)),),
+    ):
+        local = day(ts)
+        if local is not None:
+            out[sid].append((local, count if isinstance(count, int) else None))
+    return out
+
+
+def _count(value: object) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def add_vector(into: dict, key: object, vector: list[float], sign: int = 1) -> None:
+    """Add (or with ``sign=-1`` take back) one contribution to the sums at ``key``."""
+    current = into.get(key)
+    if current is None:
+        into[key] = vector if sign == 1 else [-v for v in vector]
+    elif sign == 1:
+        into[key] = [c + v for c, v in zip(current, vector, strict=True)]
+    else:
+        into[key] = [c - v for c, v in zip(current, vector, strict=True)]
+
+
+def cell_from_sums(period: str, key: str, values: Iterable[float], sessions: int) -> Cell:
+    """A table cell from summed vectors (SUM_COLUMNS) and its distinct session count."""
+    v = dict(zip(SUM_COLUMNS, values, strict=True))
+
+    def known(total: str, count: str) -> float | None:
+        return money(v[total]) if v[count] else None
+
+    est, act, eff = known("e_sum", "e_n"), known("a_sum", "a_n"), known("eff_sum", "eff_n")
+    pa, pe = known("pa_sum", "pair_n"), known("pe_sum", "pair_n")
+    return Cell(
+        period=period, key=str(key), estimated_usd=est, actual_usd=act, effective_usd=eff,
+        drift=(pa / pe) if pa is not None and pe else None,
+        status_mix={s: int(round(v[f"n_{s}"])) for s in STATUSES},
+        actual_share=billed_share(act, eff),
+        tokens={k: int(round(v[f"t_{k}"])) for k in TOKEN_KINDS},
+        sessions=sessions, api_calls=int(round(v["calls"])),
+    )  # fmt: skip
+
+
+def _sum_cells(cells: list[Cell], sessions: int) -> Cell:
     est = total([c.estimated_usd for c in cells])
     act = total([c.actual_usd for c in cells])
     eff = total([c.effective_usd for c in cells])
@@ -369,7 +528,7 @@ def _sum_cells(cells: list[Cell]) -> Cell:
         period="total", key="all", estimated_usd=est, actual_usd=act, effective_usd=eff,
         drift=None,  # not derivable from cell sums without the paired rows; see rows
         status_mix={s: sum(c.status_mix.get(s, 0) for c in cells) for s in STATUSES},
-        actual_share=(act or 0.0) / eff if eff else None,
+        actual_share=billed_share(act, eff),
         tokens={k: sum(c.tokens.get(k, 0) for c in cells) for k in TOKEN_KINDS},
-        sessions=sum(c.sessions for c in cells), api_calls=sum(c.api_calls for c in cells),
+        sessions=sessions, api_calls=sum(c.api_calls for c in cells),
     )  # fmt: skip

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.repository.cost_rollup import create_tables as create_cost_tables
+from dashboard.repository.cost_rollup import recreate_tables as recreate_cost_tables
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.schema import Migration, migrate
 from dashboard.repository.writecore import WriteCore
@@ -56,6 +57,7 @@ MIGRATIONS = (
     Migration(1, "summary cache", _v1_summary_cache),
     Migration(2, "memory revisions", _v2_memory_revisions),
     Migration(3, "cost rollup", create_cost_tables),
+    Migration(4, "cost rollup: rows spread over the days of their calls", recreate_cost_tables),
 )
 
 _REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")

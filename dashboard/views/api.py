@@ -108,6 +108,7 @@ def chain(session_id: str):
                     "cache_read_tokens": s.tokens.get("cache_read", 0),
                     "cache_write_tokens": s.tokens.get("cache_write", 0),
                     "reasoning_tokens": s.tokens.get("reasoning", 0),
+                    "effective_cost_usd": s.cost.effective,
                     "estimated_cost_usd": s.estimated_cost_usd,
                     "actual_cost_usd": s.actual_cost_usd,
                     "cost_status": s.cost_status,

@@ -141,6 +141,6 @@ def export():
     table = cost_table(spend_function()(**costs.options()))
     filename = f"recall-costs-{costs.period}-{costs.by}.csv"
     return Response(
-        table.csv_text(), mimetype="text/csv",
+        table.csv_text(costs.by), mimetype="text/csv",
         headers={"Content-Disposition": f"attachment; filename={filename}"},
     )  # fmt: skip

@@ -27,6 +27,7 @@ def show(session_id: str):
         "session.html", "_transcript.html", "transcript",
         transcript=transcript, session=transcript.session, q=q, terms=terms, matches=matches,
         include_inactive=include_inactive, chain_part=chain.part_of(session_id),
+        cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
     )  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """The costs tables, cell by cell: one place decides what the page and the CSV show.
 
-The page renders :attr:`Shown.text`; ``/costs.csv`` writes :attr:`Shown.csv`, the same
-figure without the dollar sign, thousands separators or units, so a spreadsheet reads
-numbers. Unknown money is the word ``unknown`` in both, never ``0``.
+The page renders :attr:`Shown.text`; ``/costs.csv`` writes the same rows with each
+figure at full precision in a numeric column and the status in columns of its own
+(:meth:`CostTable.csv_text`). Unknown money is the word ``unknown`` on the page and an
+empty cell in the CSV, never ``0``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.repository.costs import DRIFT_FLAG, STATUSES, TOKEN_KINDS, Cell, Spend
+from markupsafe import Markup, escape
+
+from dashboard.repository.cost_rules import (
+    STATUS_LABELS,
+    STATUSES,
+    CostSummary,
+    overall_status,
+)
+from dashboard.repository.cost_rules import (
+    money as round_money,
+)
+from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
 DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task"}
@@ -26,16 +38,14 @@ CHART_KEYS = 8  # the chart draws this many keys and folds the rest into "other"
 @dataclass(frozen=True)
 class Column:
     label: str  # the table heading
-    csv: str  # the CSV heading
     numeric: bool = True
 
 
 @dataclass(frozen=True)
 class Shown:
-    """One table cell: what the page shows, what the CSV holds, how it is styled."""
+    """One table cell: what the page shows and how it is styled."""
 
     text: str
-    csv: str
     classes: str = ""
     title: str = ""
 
@@ -54,30 +64,56 @@ class CostTable:
     rows: list[Row]
     total: Row
 
-    def csv_text(self) -> str:
-        """The CSV: the spend table's columns, then the token table's (period and key once)."""
+    def csv_text(self, by: str) -> str:
+        """The CSV: the rows of the tables, each figure in a column of its own.
+
+        Numeric columns hold only numbers, at full precision (empty when unknown); the
+        status of a row is its own columns (``coverage``, calls per status). Text cells
+        a spreadsheet would run as a formula are neutralised (:func:`csv_text_cell`).
+        """
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow([c.csv for c in self.spend_columns + self.token_columns[2:]])
+        writer.writerow([
+            "period", by, "estimated_usd", "actual_usd", "effective_usd", "drift",
+            "billed_share", "coverage", *(f"calls_{s}" for s in STATUSES), "sessions",
+            "api_calls", *(f"{k}_tokens" for k in TOKEN_KINDS),
+        ])  # fmt: skip
         for row in [*self.rows, self.total]:
-            writer.writerow([s.csv for s in row.spend + row.tokens[2:]])
+            c = row.cell
+            writer.writerow([
+                csv_text_cell(row.spend[0].text), csv_text_cell(row.spend[1].text),
+                *(_number(v) for v in (c.estimated_usd, c.actual_usd, c.effective_usd,
+                                       c.drift, c.actual_share)),
+                STATUS_LABELS[overall_status(c.status_mix)],
+                *(c.status_mix.get(s, 0) for s in STATUSES), c.sessions, c.api_calls,
+                *(c.tokens.get(k, 0) for k in TOKEN_KINDS),
+            ])  # fmt: skip
         return out.getvalue()
+
+
+def csv_text_cell(text: str) -> str:
+    """A text cell a spreadsheet will not run: a leading ``= + - @``, tab or CR gets a
+    single quote before it (OWASP, "CSV Injection")."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _number(value: float | None) -> str:
+    """A figure at full precision (the shortest text that reads back the same float)."""
+    return "" if value is None else repr(float(value))
 
 
 def cost_table(spend: Spend) -> CostTable:
     """The two tables under the charts for ``spend`` (same rows, then a total row)."""
     key = DIMENSION_LABELS[spend.by]
     spend_columns = [
-        Column("Period", "period", numeric=False), Column(key, spend.by, numeric=False),
-        Column("Estimated", "estimated_usd"), Column("Billed", "actual_usd"),
-        Column("Effective", "effective_usd"), Column("Drift", "drift"),
-        Column("Billed share", "billed_share_pct"), Column("Status", "status_mix", numeric=False),
-        Column("Sessions", "sessions"), Column("API calls", "api_calls"),
+        Column("Period", numeric=False), Column(key, numeric=False), Column("Estimated"),
+        Column("Billed"), Column("Effective"), Column("Drift"), Column("Billed share"),
+        Column("Calls by status", numeric=False), Column("Sessions"), Column("API calls"),
     ]  # fmt: skip
     token_columns = [
-        Column("Period", "period", numeric=False),
-        Column(key, spend.by, numeric=False),
-        *(Column(TOKEN_LABELS[k], f"{k}_tokens") for k in TOKEN_KINDS),
+        Column("Period", numeric=False),
+        Column(key, numeric=False),
+        *(Column(TOKEN_LABELS[k]) for k in TOKEN_KINDS),
     ]
     rows = [_row(c, c.period, c.key) for c in spend.rows]
     return CostTable(spend_columns, token_columns, rows, _row(spend.totals, "Total", "all"))
@@ -85,7 +121,7 @@ def cost_table(spend: Spend) -> CostTable:
 
 def _row(cell: Cell, period: str, key: str) -> Row:
     included = _included_only(cell)
-    labels = [Shown(period, period, "label"), Shown(key, key, "label")]
+    labels = [Shown(period, "label"), Shown(key, "label")]
     spend = [
         *labels,
         money(cell.estimated_usd, included),
@@ -111,70 +147,114 @@ def _included_only(cell: Cell) -> bool:
 def money(amount: float | None, included: bool = False) -> Shown:
     """Dollars as the ``usd`` filter shows them; ``unknown`` (muted) when no price is known."""
     if included and not amount:
-        return Shown("included", "included", "muted", "Covered by a subscription or plan")
+        return Shown("included", "muted", "Covered by a subscription or plan")
     if amount is None:
-        return Shown("unknown", "unknown", "muted", "No price is known for these calls")
+        return Shown("unknown", "muted", "No price is known for these calls")
     text = usd(amount)
-    return Shown(text, text.replace("$", "").replace(",", ""))
+    return Shown(text)
+
+
+def cost_html(
+    amount: float | CostSummary | None, unknown_calls: int = 0, included: bool = False
+) -> Markup:
+    """Money on every page (the ``cost`` filter): unknown is the word, never $0.
+
+    ``unknown_calls`` names the calls whose price is unknown beside the known amount
+    ("$2.10 + 3 calls of unknown price"). A :class:`CostSummary` (a session, a
+    segment) shows its effective spend and how it is known ("$0.1050 partly billed").
+    """
+    if isinstance(amount, CostSummary):
+        html = cost_html(amount.effective)
+        if amount.effective is not None:
+            label = STATUS_LABELS[amount.status]
+            if amount.status == "partial":  # never the partial bill as the whole's
+                label += f" · {usd(amount.billed)} billed"
+            html += Markup(' <span class="muted cost-status">{}</span>').format(label)
+        return html
+    shown = money(amount, included)
+    html = escape(shown.text)
+    if shown.classes:
+        html = Markup('<span class="{}" title="{}">{}</span>').format(
+            shown.classes, shown.title, shown.text
+        )
+    if unknown_calls and amount is not None:
+        calls = "call" if unknown_calls == 1 else "calls"
+        html += Markup(
+            ' <span class="muted unknown-calls">+ {:,} {} of unknown price</span>'
+        ).format(unknown_calls, calls)
+    return Markup(html)
 
 
 def drift(cell: Cell) -> Shown:
     """Billed ÷ estimated over the calls that carry both; flagged beyond ``DRIFT_FLAG``."""
     if cell.drift is None:
-        return Shown("—", "", "muted", "Needs calls with both an estimate and a billed figure")
+        return Shown("—", "muted", "Needs calls with both an estimate and a billed figure")
     figure = f"{cell.drift:.2f}"
     if cell.drift_flagged:
         return Shown(
-            f"{figure}×", figure, "drift-flagged",
+            f"{figure}×", "drift-flagged",
             f"The bill differs from the local estimate by more than {DRIFT_FLAG:g}×",
         )  # fmt: skip
-    return Shown(f"{figure}×", figure)
+    return Shown(f"{figure}×")
 
 
 def share(fraction: float | None) -> Shown:
     if fraction is None:
-        return Shown("—", "", "muted")
+        return Shown("—", "muted")
     figure = f"{fraction * 100:.0f}"
-    return Shown(f"{figure}%", figure)
+    return Shown(f"{figure}%")
 
 
 def status_mix(mix: dict[str, int]) -> Shown:
-    text = ", ".join(f"{mix[s]} {s}" for s in STATUSES if mix.get(s))
-    return Shown(text or "—", text, "status")
+    """Calls per status: ``10 partly billed, 2 estimated``."""
+    text = ", ".join(f"{mix[s]:,} {STATUS_LABELS[s]}" for s in STATUSES if mix.get(s))
+    return Shown(text or "—", "status")
 
 
 def count(n: int) -> Shown:
-    return Shown(f"{n:,}", str(n))
+    return Shown(f"{n:,}")
 
 
 def chart_data(spend: Spend) -> dict[str, Any]:
     """What ``static/costs.js`` draws: per-key spend series and per-kind token series.
 
-    Unknown stays ``null`` (a gap in the chart, not a zero bar). Keys beyond the
-    ``CHART_KEYS`` largest are summed into ``other``; the tables list every key.
+    One column per period, as high as its effective spend, stacked by key; each key's
+    slice is split into its billed part (solid) and its estimated part (striped), so
+    the chart never sets a bill beside an estimate of other calls. Unknown stays
+    ``null`` (a gap, not a zero bar). Keys beyond the ``CHART_KEYS`` largest are
+    summed into ``other``; the tables list every key. ``totals`` per period feed the
+    tooltips.
     """
-    totals: dict[str, float] = {}
+    ranking: dict[str, float] = {}
     for c in spend.rows:
-        totals[c.key] = totals.get(c.key, 0.0) + (c.effective_usd or 0.0)
-    ranked = sorted(totals, key=lambda k: (-totals[k], k))
+        ranking[c.key] = ranking.get(c.key, 0.0) + (c.effective_usd or 0.0)
+    ranked = sorted(ranking, key=lambda k: (-ranking[k], k))
     keys = ranked[:CHART_KEYS]
     if len(ranked) > CHART_KEYS:
         keys.append("other")
     index = {p: i for i, p in enumerate(spend.periods)}
+    empty = [None] * len(spend.periods)
     series: dict[str, dict[str, list[float | None]]] = {
-        kind: {k: [None] * len(spend.periods) for k in keys} for kind in ("estimated", "actual")
+        part: {k: list(empty) for k in keys} for part in ("billed", "estimated")
     }
+    totals: dict[str, list[Any]] = {
+        "effective": list(empty), "billed": list(empty), "unknown_calls": [0] * len(empty)
+    }  # fmt: skip
     tokens = {k: [0] * len(spend.periods) for k in TOKEN_KINDS}
     for c in spend.rows:
         i = index[c.period]
         key = c.key if c.key in keys else "other"
-        for kind, value in (("estimated", c.estimated_usd), ("actual", c.actual_usd)):
-            if value is not None:
-                series[kind][key][i] = (series[kind][key][i] or 0.0) + value
+        if c.effective_usd is not None:
+            billed = c.actual_usd or 0.0
+            for part, value in (("billed", billed), ("estimated", c.effective_usd - billed)):
+                series[part][key][i] = round_money((series[part][key][i] or 0.0) + value)
+            for name, value in (("effective", c.effective_usd), ("billed", billed)):
+                totals[name][i] = round_money((totals[name][i] or 0.0) + value)
+        totals["unknown_calls"][i] += c.status_mix.get("unknown", 0)
         for k in TOKEN_KINDS:
             tokens[k][i] += c.tokens.get(k, 0)
     return {
         "by": spend.by, "periods": spend.periods, "keys": keys, "spend": series,
-        "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
+        "totals": totals, "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
         "token_kinds": list(TOKEN_KINDS),
     }  # fmt: skip

@@ -40,6 +40,8 @@ def usd(amount: float | None) -> str:
     """Dollars with cents, or four decimals under a dollar (agent calls are cheap)."""
     if amount is None:
         return "unknown"
+    if amount == 0:
+        return "$0.00"
     return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
 
 
@@ -95,6 +97,7 @@ def url_with(**changes: object) -> str:
 
 
 def init_app(app: Flask) -> None:
+    from dashboard.web.costs_table import cost_html  # it uses usd above
     from dashboard.web.lineage_svg import render_chain_svg  # it uses the filters above
 
     app.add_template_global(url_with)
@@ -104,6 +107,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(clock)
     app.add_template_filter(localday)
     app.add_template_filter(usd)
+    app.add_template_filter(cost_html, "cost")
     app.add_template_filter(duration)
     app.add_template_filter(compact_number)
     app.add_template_global(render_chain_svg, "chain_svg")

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dashboard.repository.chains import Chain, Segment
+from dashboard.repository.cost_rules import STATUS_LABELS
 from dashboard.web.filters import duration, shortdate, usd
 
 WIDTH = 1120  # viewBox width; the stylesheet scales the picture to the column
@@ -312,7 +313,9 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
         f"ended: {seg.end_reason or 'still open'}",
         f"messages {seg.message_count:,} · tool calls {seg.tool_call_count:,}",
         f"tokens: {tokens}",
-        f"cost: estimated {usd(seg.estimated_cost_usd)} · actual {usd(seg.actual_cost_usd)}",
+        "cost: unknown" if seg.cost.effective is None else
+        f"cost: {usd(seg.cost.effective)} ({STATUS_LABELS[seg.cost.status]})"
+        f" · billed {usd(seg.cost.billed)}",
     ]
     if seg.source or seg.model:
         lines.append(" · ".join(x for x in (seg.source, seg.model) if x))

@@ -62,3 +62,52 @@ def test_without_javascript_the_tables_are_the_page(demo_server: Server, browser
         assert page.locator("table.costs-spend th").nth(1).inner_text() == "Source"
     finally:
         context.close()
+
+
+SPEND = """() => {
+  const chart = Chart.getChart(document.querySelector('canvas[data-chart="spend"]'));
+  const data = JSON.parse(document.getElementById('costs-data').textContent);
+  return {
+    data: data,
+    sets: chart.data.datasets.map((d) => ({
+      label: d.label, stack: d.stack, part: d.part, values: d.data,
+      pattern: d.backgroundColor instanceof CanvasPattern,
+      fill: d.backgroundColor instanceof CanvasPattern ? d.patternColour : d.backgroundColor,
+    })),
+  };
+}"""
+
+TOOLTIP = """(index) => {
+  const chart = Chart.getChart(document.querySelector('canvas[data-chart="spend"]'));
+  const set = chart.data.datasets.findIndex((d) => d.data[index]);
+  chart.tooltip.setActiveElements([{datasetIndex: set, index: index}], {x: 0, y: 0});
+  chart.update();
+  return {body: chart.tooltip.body.flatMap((b) => b.lines), footer: chart.tooltip.footer};
+}"""
+
+
+def test_the_chart_compares_like_with_like(demo_server: Server, page) -> None:
+    # Item 6: one column per period, effective spend, its billed part solid and its
+    # estimated part striped; every series looks different; tooltips give the total.
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    found = page.evaluate(SPEND)
+    sets, data = found["sets"], found["data"]
+    assert {s["stack"] for s in sets} == {"spend"}  # one column: nothing compared unlike
+    assert {s["part"] for s in sets} == {"billed", "estimated"}
+    for i, _ in enumerate(data["periods"]):
+        height = sum(s["values"][i] or 0 for s in sets)
+        assert abs(height - (data["totals"]["effective"][i] or 0)) < 1e-6
+        billed = sum(s["values"][i] or 0 for s in sets if s["part"] == "billed")
+        assert abs(billed - (data["totals"]["billed"][i] or 0)) < 1e-6
+    assert all(s["pattern"] == (s["part"] == "estimated") for s in sets)
+    looks = [(s["fill"], s["pattern"]) for s in sets]
+    assert len(set(looks)) == len(looks)  # pale/solid variants of different keys differ
+    solid = [s["fill"] for s in sets if not s["pattern"]]
+    assert len(set(solid)) == len(solid)
+    busy = max(range(len(data["periods"])), key=lambda i: data["totals"]["effective"][i] or 0)
+    tip = page.evaluate(TOOLTIP, busy)
+    total = data["totals"]["effective"][busy]
+    shown = f"${total:,.2f}" if total >= 1 else f"${total:.4f}"
+    assert any(shown in line and data["periods"][busy] in line for line in tip["footer"]), tip
+    assert any("billed" in line for line in tip["footer"])
