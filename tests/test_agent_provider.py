@@ -12,8 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dashboard.agent import SESSION_SEARCH, RecallMemoryProvider
+from dashboard.agent import RECALL_SEARCH, RecallMemoryProvider
 from dashboard.agent.provider import to_new_message
+from dashboard.agent.tools import HERMES_CORE_TOOLS
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
@@ -260,14 +261,15 @@ def test_is_available_for_a_new_home(tmp_path: Path) -> None:
     assert not RecallMemoryProvider(tmp_path / "fresh", readonly=True).is_available()
 
 
-# -- the session_search tool -----------------------------------------------------------------
+# -- the recall_search tool ------------------------------------------------------------------
 
 
 def test_the_tool_schema_is_valid_json_schema_in_openai_format(
     provider: RecallMemoryProvider,
 ) -> None:
     (tool,) = provider.get_tool_schemas()
-    assert tool["type"] == "function" and tool["function"]["name"] == "session_search"
+    assert tool["type"] == "function" and tool["function"]["name"] == "recall_search"
+    assert tool["function"]["name"] not in HERMES_CORE_TOOLS
     assert tool["function"]["description"]
     schema = tool["function"]["parameters"]
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -277,7 +279,7 @@ def test_the_tool_schema_is_valid_json_schema_in_openai_format(
     for bad in ({}, {"query": 3}, {"query": "x", "limit": 0}, {"query": "x", "extra": 1}):
         assert not validator.is_valid(bad), bad
     tool["function"]["name"] = "changed"
-    assert SESSION_SEARCH["function"]["name"] == "session_search"  # callers get a copy
+    assert RECALL_SEARCH["function"]["name"] == "recall_search"  # callers get a copy
 
 
 @pytest.fixture
@@ -304,8 +306,8 @@ def test_the_tool_handler_returns_the_tool_parity_shape(searchable: Path, tmp_pa
         try:
             p.initialize("b")
             p.flush()
-            answer = json.loads(p.handle_tool_call("session_search", {"query": "pelican"}))
-            again = json.loads(p.handle_tool_call("session_search", '{"query": "pelican"}'))
+            answer = json.loads(p.handle_tool_call("recall_search", {"query": "pelican"}))
+            again = json.loads(p.handle_tool_call("recall_search", '{"query": "pelican"}'))
             reference = session_search_result(p.reader, p._summary_service(), "pelican", 3)
         finally:
             p.shutdown()
@@ -329,10 +331,11 @@ def test_the_tool_handler_answers_bad_arguments_with_an_error(searchable: Path) 
     p = RecallMemoryProvider(searchable, readonly=True)
     for arguments in ("not json", "[1]", {"query": 5}, {"query": "x", "limit": 99},
                       {"query": "x", "limit": True}, {"query": "x" * 501}, {"q": "x"}):  # fmt: skip
-        answer = json.loads(p.handle_tool_call("session_search", arguments))
+        answer = json.loads(p.handle_tool_call("recall_search", arguments))
         assert answer["success"] is False and answer["error"], arguments
-    answer = json.loads(p.handle_tool_call("memory_write", {}))
-    assert answer["success"] is False and "memory_write" in answer["error"]
+    for other in ("memory_write", "session_search"):  # Hermes's own tool is not Recall's
+        answer = json.loads(p.handle_tool_call(other, {"query": "x"}))
+        assert answer["success"] is False and other in answer["error"]
     p.shutdown()
 
 

@@ -9,7 +9,7 @@ Six lifecycle methods (third seed article, 9.2): ``name``, ``is_available``,
 :class:`RecallMemoryProvider` is the built-in one: context from USER.md and
 MEMORY.md (a frozen snapshot taken at session start, as Hermes does), recalled
 history from stage-1 search over the store, each turn written off the agent's
-thread by :class:`TurnWriter`, and the ``session_search`` tool.
+thread by :class:`TurnWriter`, and the ``recall_search`` tool.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.agent.blocks import DEFAULT_BUDGET_CHARS, RecalledBlock, recalled_block
-from dashboard.agent.tools import SESSION_SEARCH, session_search_tool
+from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
 from dashboard.repository.content import JSON_PREFIX
 from dashboard.repository.errors import RecallError, StoreUnavailableError, ValidationError
@@ -301,13 +301,13 @@ class RecallMemoryProvider(MemoryProvider):
     # -- tools ---------------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(SESSION_SEARCH))]  # a copy the caller may change
+        return [json.loads(json.dumps(RECALL_SEARCH))]  # a copy the caller may change
 
     def handle_tool_call(self, name: str, arguments: Mapping[str, Any] | str) -> str:
-        if name != "session_search":
+        if name != TOOL_NAME:
             return super().handle_tool_call(name, arguments)
         exclude = self._chain(self.session_id) if self.session_id else ()
-        return session_search_tool(self.reader, self._summary_service(), arguments, exclude)
+        return recall_search_tool(self.reader, self._summary_service(), arguments, exclude)
 
     def _summary_service(self) -> SummaryService:
         with self._lock:
