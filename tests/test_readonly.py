@@ -183,3 +183,13 @@ def test_error_reasons_are_classified() -> None:
     assert classify(sqlite3.OperationalError("disk I/O error"), here).reason == "io"
     assert classify(sqlite3.DatabaseError("file is not a database"), here).reason == "corrupt"
     assert classify(sqlite3.OperationalError("database is locked"), here).reason == "locked"
+
+
+def test_a_foreign_file_is_never_memory_mapped(tmp_path: Path) -> None:
+    """A mapped file truncated in place (``: > state.db``) kills its reader with SIGBUS."""
+    db = shapes.build_current_views(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+    finally:
+        conn.close()

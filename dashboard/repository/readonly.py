@@ -2,7 +2,10 @@
 
 A user's Hermes home belongs to their agent. Recall opens its ``state.db`` with a
 ``mode=ro`` URI and ``query_only``, never runs DDL and never sets a pragma that
-writes (not even ``journal_mode``: a DELETE-mode file stays DELETE-mode).
+writes (not even ``journal_mode``: a DELETE-mode file stays DELETE-mode). It never
+memory-maps the file either: a mapped file that someone truncates or rewrites in
+place (``: > state.db``, ``cp backup state.db``) raises SIGBUS in the reader when
+it touches a page past the new end, and that kills the whole server.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from dashboard.repository.errors import StoreUnavailableError
 BUSY_TIMEOUT_S = 5.0
 IO_RETRIES = 3
 IO_RETRY_SLEEP_S = 0.05
-MMAP_BYTES = 8 << 30  # address space only; the OS pages in what is read
 
 _SQLITE_IOERR = 10
 _SQLITE_CORRUPT = 11
@@ -56,10 +58,10 @@ def open_readonly(
         try:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA query_only=1")
-            # Each request opens a fresh connection with a cold page cache; reading
-            # through a memory map skips a read() and a copy per page (a 100k-row
-            # scan went from 130 to 55 ms). Per connection, nothing is written.
-            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            # Plain read() calls, never a memory map (SIGBUS on a file truncated in
+            # place). 0 is SQLite's default; set here so a build with another default
+            # cannot bring the map back. Per connection, nothing is written.
+            conn.execute("PRAGMA mmap_size=0")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.Error as exc:
