@@ -393,3 +393,28 @@ def test_profile_tabs_edit_each_profiles_own_files(client: FlaskClient, home: Pa
 def test_an_unknown_profile_is_not_found(client: FlaskClient, home: Path) -> None:
     assert client.get("/memory/USER.md?profile=nope").status_code == 404
     assert client.get("/memory/USER.md?profile=../..").status_code == 404
+
+
+@pytest.mark.parametrize("value", ["'²'", "'٣'", "'" + "9" * 5000 + "'", "-5", "1.5", "[1]"])
+def test_a_limit_in_config_yaml_that_is_not_a_whole_number_is_named_not_a_500(
+    client: FlaskClient, home: Path, value: str
+) -> None:
+    (home / "config.yaml").write_text(f"memory:\n  user_char_limit: {value}\n", encoding="utf-8")
+    for path in ("/memory", "/memory/USER.md", "/preview?message=hello", "/api/memory/user"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+    page = client.get("/memory").get_data(as_text=True)
+    assert "memory.user_char_limit" in page and "not a whole number" in page
+    assert "1,375" in page  # Hermes's default is what the count is measured against
+    assert client.get("/api/memory/user").json["limit"] == 1375
+
+
+def test_a_config_yaml_python_cannot_read_is_named_not_a_500(
+    client: FlaskClient, home: Path
+) -> None:
+    # YAML reads an unquoted 5,000-digit number as an int, which Python refuses to build.
+    (home / "config.yaml").write_text("memory:\n  user_char_limit: " + "9" * 5000 + "\n")
+    for path in ("/memory", "/preview?message=hello", "/api/memory/user"):
+        assert client.get(path).status_code == 200, path
+    page = client.get("/memory").get_data(as_text=True)
+    assert "config.yaml cannot be read" in page and "1,375" in page

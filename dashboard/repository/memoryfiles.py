@@ -67,6 +67,7 @@ class MemoryFile:
     sha256: str
     limit: int
     entries: tuple[str, ...]
+    limit_problem: str | None = None  # why config.yaml's limit was not used
 
     @property
     def used(self) -> int:
@@ -93,14 +94,16 @@ def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
     path = memory_path(home, name)
     raw = _read_bytes(path)
     text = "" if raw is None else raw.decode("utf-8", errors="replace")
+    limit = home.char_limit(name)
     return MemoryFile(
         name=name,
         path=path,
         text=text,
         exists=raw is not None,
         sha256=_sha256(raw or b""),
-        limit=home.char_limits()[name],
+        limit=limit.chars,
         entries=tuple(split_entries(text)),
+        limit_problem=limit.problem,
     )
 
 

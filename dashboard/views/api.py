@@ -22,6 +22,7 @@ from dashboard.repository.memoryfiles import (
     save_memory_file,
     split_entries,
 )
+from dashboard.repository.params import whole_number
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
@@ -68,10 +69,7 @@ def session_messages(session_id: str):
 @bp.get("/session_search")
 def session_search():
     """The seed tool's session_search: stage 1, then a recap of each session (waits)."""
-    raw = request.args.get("limit", "").strip()
-    if raw and not (raw.isdigit() and 1 <= int(raw) <= 20):
-        raise ValidationError("limit must be a whole number from 1 to 20")
-    limit = int(raw) if raw else DEFAULT_TOOL_LIMIT
+    limit = whole_number(request.args.get("limit"), "limit", 1, 20) or DEFAULT_TOOL_LIMIT
     query = request.args.get("query", "")
     return jsonify(session_search_result(get_reader(), get_summaries(), query, limit))
 

@@ -32,6 +32,7 @@ from dashboard.repository.memoryfiles import (
     save_memory_file,
     split_entries,
 )
+from dashboard.repository.params import whole_number
 from dashboard.repository.recalldb import RecallData
 from dashboard.web.reader import get_reader
 from dashboard.web.summaries import get_recall_data
@@ -39,6 +40,7 @@ from dashboard.web.summaries import get_recall_data
 bp = Blueprint("memory", __name__)
 
 HISTORY_LIMIT = 50
+MAX_ENTRY_INDEX = 1_000_000  # far more entries than a file within its limit can hold
 
 
 def _profile() -> str | None:
@@ -239,10 +241,7 @@ def entries(name: str):
     file = read_memory_file(_home(), _checked_name(name))
     base = _submitted_base()
     op = request.form.get("op", "")
-    try:
-        index = int(request.form.get("index", "0"))
-    except ValueError:
-        abort(400, description="The entry index must be a number.")
+    index = whole_number(request.form.get("index"), "index", 0, MAX_ENTRY_INDEX) or 0
     value = request.form.get("value", "").replace("\r\n", "\n")
     if base == file.sha256:
         return _preview_page(file, edit_entries(file.text, op, index, value), base)
