@@ -26,10 +26,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         HERMES_HOME=None,  # the home whose state.db is shown (read-only)
         DATA_DIR=None,  # Recall's own files: secret key, recall.db
         BIND_HOST="127.0.0.1",
+        BIND_PORT=None,  # with DATA_DIR, names the session cookie of this instance
         ALLOWED_HOSTS=[],  # extra Host names accepted besides loopback and BIND_HOST
         SESSION_COOKIE_SAMESITE="Strict",
         SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_NAME="recall_session",
+        SESSION_COOKIE_NAME=None,  # per instance: security.session_cookie_name
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
         TEMPLATES_AUTO_RELOAD=False,
     )

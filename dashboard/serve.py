@@ -95,6 +95,7 @@ def serve(
             "DATA_DIR": str(plan.data_dir),
             "DEMO": plan.demo,
             "BIND_HOST": host,
+            "BIND_PORT": port,
             **(settings or {}),
         }
     )

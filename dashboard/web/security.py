@@ -8,10 +8,14 @@
 * Headers: a CSP without inline script, ``frame-ancestors 'none'``, ``nosniff``,
   ``Referrer-Policy: same-origin``.
 * The secret key is generated once per data directory and kept there (0600).
+* The session cookie's name is per instance (data directory and port): a browser
+  sends 127.0.0.1's cookies to every port, so two Recalls sharing one name would
+  overwrite each other's session and refuse each other's form tokens.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import secrets
@@ -44,6 +48,10 @@ CONTENT_SECURITY_POLICY = "; ".join(
 def init_app(app: Flask) -> None:
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = load_secret_key(app.config.get("DATA_DIR"))
+    if not app.config.get("SESSION_COOKIE_NAME"):
+        app.config["SESSION_COOKIE_NAME"] = session_cookie_name(
+            app.config.get("DATA_DIR"), app.config.get("BIND_PORT")
+        )
     app.before_request(check_host)
     app.before_request(check_csrf)
     app.after_request(set_security_headers)
@@ -71,6 +79,14 @@ def load_secret_key(data_dir: str | os.PathLike[str] | None) -> bytes:
     with os.fdopen(fd, "wb") as fh:
         fh.write(key)
     return key
+
+
+def session_cookie_name(data_dir: str | os.PathLike[str] | None, port: object) -> str:
+    """``recall_<12 hex>``, the same for one data directory and port, different otherwise."""
+    if not data_dir:  # a random key per process: a name per process too
+        return f"recall_{secrets.token_hex(6)}"
+    where = f"{Path(data_dir).expanduser().resolve()}\0{port or ''}"
+    return f"recall_{hashlib.sha256(where.encode()).hexdigest()[:12]}"
 
 
 def allowed_hosts(app: Flask) -> frozenset[str]:
