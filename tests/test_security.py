@@ -17,6 +17,7 @@ from dashboard.web.security import host_name, load_secret_key, session_cookie_na
 from tests import hermes_shapes as shapes
 from tests.browser_support import running_server
 from tests.conftest import make_app
+from tests.llm_stub import StubLLM
 
 
 @pytest.mark.parametrize(
@@ -180,3 +181,50 @@ def test_the_cookie_name_follows_the_data_dir_and_port(tmp_path: Path) -> None:
     assert name == session_cookie_name(tmp_path / "a", 8750) and name.startswith("recall_")
     assert name != session_cookie_name(tmp_path / "a", 8751)
     assert name != session_cookie_name(tmp_path / "b", 8750)
+
+
+CROSS_SITE = [
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},  # another port of 127.0.0.1 is the same site
+    {"Origin": "http://evil.example"},
+    {"Referer": "http://evil.example/cats.html"},
+    {"Origin": "null"},
+]
+MODEL_ROUTES = [
+    ("/api/session_search", {"query": "pool", "limit": "5"}),
+    (f"/summaries/{shapes.S_ROOT}", {"q": "pool"}),
+]
+
+
+@pytest.mark.parametrize("headers", CROSS_SITE)
+@pytest.mark.parametrize("path, params", MODEL_ROUTES)
+def test_a_cross_site_get_that_could_call_a_model_makes_no_call(
+    hermes_home: Path, tmp_path: Path, llm_stub: StubLLM, headers: dict, path: str, params: dict
+) -> None:
+    """``<img src="http://127.0.0.1:8750/api/session_search?query=a&limit=20">`` on any page."""
+    app = make_app(hermes_home, tmp_path / "data", LLM_BASE_URL=llm_stub.url, LLM_MODEL="m")
+    client = app.test_client()
+    for extra in ({}, {"HX-Request": "true"}):
+        response = client.get(path, query_string=params, headers={**headers, **extra})
+        assert response.status_code == 403
+        assert "another site" in response.get_data(as_text=True)
+    assert llm_stub.requests == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "same-origin"},
+        {"Sec-Fetch-Site": "none"},
+        {"Referer": "http://localhost/"},
+        {},
+    ],
+)
+def test_the_same_gets_from_the_page_itself_or_a_script_do_call_it(
+    hermes_home: Path, tmp_path: Path, llm_stub: StubLLM, headers: dict
+) -> None:
+    app = make_app(hermes_home, tmp_path / "data", LLM_BASE_URL=llm_stub.url, LLM_MODEL="m")
+    client = app.test_client()
+    response = client.get("/api/session_search", query_string={"query": "pool"}, headers=headers)
+    assert response.status_code == 200 and response.json["success"]
+    assert llm_stub.requests

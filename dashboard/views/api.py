@@ -29,6 +29,7 @@ from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import spend_function
+from dashboard.web.security import same_origin_only
 from dashboard.web.summaries import get_recall_data, get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -67,6 +68,7 @@ def session_messages(session_id: str):
 
 
 @bp.get("/session_search")
+@same_origin_only
 def session_search():
     """The seed tool's session_search: stage 1, then a recap of each session (waits)."""
     limit = whole_number(request.args.get("limit"), "limit", 1, 20) or DEFAULT_TOOL_LIMIT
