@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from tests import hermes_shapes as shapes
 from tests.conftest import make_app
 
 ORIGIN = {"Origin": "http://localhost"}
@@ -418,3 +419,23 @@ def test_a_config_yaml_python_cannot_read_is_named_not_a_500(
         assert client.get(path).status_code == 200, path
     page = client.get("/memory").get_data(as_text=True)
     assert "config.yaml cannot be read" in page and "1,375" in page
+
+
+def test_saving_into_a_read_only_home_says_it_cannot_write(client: FlaskClient, home: Path) -> None:
+    user_md = home / "memories" / "USER.md"
+    page, token, base = _load(client)
+    with shapes.read_only(user_md, user_md.parent):
+        saved = _post(
+            client, "/memory/USER.md", csrf_token=token, base_sha256=base, text="Name: Bo"
+        )
+        api = client.put(
+            "/api/memory/user", json={"content": "Name: Bo", "base_hash": base},
+            headers={**ORIGIN, "X-CSRF-Token": token},
+        )  # fmt: skip
+    assert saved.status_code == 403
+    text = saved.get_data(as_text=True)
+    assert "cannot write" in text and "Nothing was written" in text and str(user_md.parent) in text
+    assert 'name="text"' in text and "Name: Bo" in text  # the edit is kept in the form
+    assert api.status_code == 403 and api.json["reason"] == "readonly"
+    assert "cannot write" in api.json["error"]
+    assert user_md.read_text(encoding="utf-8") == USER_TEXT

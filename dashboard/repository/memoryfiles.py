@@ -33,7 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.repository.errors import (
+    ConflictError,
+    NotFoundError,
+    NotWritableError,
+    ValidationError,
+)
 from dashboard.repository.home import HermesHome
 from dashboard.repository.recalldb import RecallData
 
@@ -472,7 +477,9 @@ def save_memory_file(
     Raises :class:`BlockedContentError` (a ValidationError) when :func:`check` finds
     a threat or invisible character, :class:`MemoryConflict` when the file on disk
     is no longer the one the edit started from, :class:`MemoryLockTimeout` when the
-    lock cannot be had. In every one of those cases the file is left untouched.
+    lock cannot be had, :class:`NotWritableError` when the folder refuses the write
+    (permissions, a read-only disk). In every one of those cases the file is left
+    untouched.
     With ``data``, the saved text is recorded as a revision; when the file existed
     and has no revision yet, its previous text is recorded first.
     """
@@ -488,9 +495,8 @@ def save_memory_file(
     if blocked:
         raise BlockedContentError(name, blocked)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     key = home_key(home)
-    with file_lock(path, lock_timeout_s):
+    with _refused_writes_named(name, path), file_lock(path, lock_timeout_s):
         _remove_stale_temp_files(path)
         current = _read_bytes(path)
         current_sha = _sha256(current or b"")
@@ -516,6 +522,27 @@ def save_memory_file(
         revision_id=revision_id,
         findings=tuple(f for f in findings if f.severity == WARN),
     )
+
+
+# EACCES/EPERM: permissions (or an immutable file); EROFS: a read-only mount.
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+@contextmanager
+def _refused_writes_named(name: str, path: Path) -> Iterator[None]:
+    """Create the folder if needed; a refused write becomes :class:`NotWritableError`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        raise NotWritableError(
+            f"Recall cannot write {name}: {path.parent} is read-only for the user Recall "
+            f"runs as ({exc.strerror}: {exc.filename}). Nothing was written; give this user "
+            "write access to the folder, or edit the file as the agent's user.",
+            str(path.parent),
+        ) from exc
 
 
 def restore_revision(

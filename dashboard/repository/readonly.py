@@ -29,6 +29,10 @@ _SQLITE_CANTOPEN = 14
 _SQLITE_NOTADB = 26
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
+# Extended code: a hot journal (a writer died mid-transaction) must be rolled back
+# before anyone can read the file, and a read-only connection may not do that.
+_SQLITE_READONLY_ROLLBACK = 776
 
 
 def readonly_uri(path: str | Path) -> str:
@@ -88,10 +92,16 @@ def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def classify(exc: sqlite3.Error, path: Path) -> StoreUnavailableError:
     """Turn a sqlite3 error into a reason a person can act on."""
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    extended = getattr(exc, "sqlite_errorcode", None) or 0
+    code = extended & 0xFF
     text = str(exc)
     lowered = text.lower()
-    if (
+    if extended == _SQLITE_READONLY_ROLLBACK:
+        reason = "rollback"
+    elif code == _SQLITE_READONLY or "readonly database" in lowered:
+        # Also the WAL cases: the -shm cannot be created, locked or initialised.
+        reason = "readonly"
+    elif (
         code in (_SQLITE_NOTADB, _SQLITE_CORRUPT)
         or "not a database" in lowered
         or "malformed" in lowered

@@ -8,6 +8,7 @@ from flask import Blueprint, jsonify, request
 
 from dashboard.repository.errors import (
     NotFoundError,
+    NotWritableError,
     RecallError,
     StoreUnavailableError,
     ValidationError,
@@ -179,5 +180,7 @@ def save_memory(which: str):
         return jsonify({"error": str(exc), "content": exc.theirs, "hash": exc.their_sha256}), 409
     except MemoryLockTimeout as exc:
         return jsonify({"error": str(exc), "reason": "busy"}), 503
+    except NotWritableError as exc:
+        return jsonify({"error": str(exc), "reason": "readonly"}), 403
     return jsonify({"hash": result.sha256, "revision_id": result.revision_id,
                     "problems": [asdict(f) for f in result.findings]})  # fmt: skip

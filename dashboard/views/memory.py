@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
 
+from dashboard.repository.errors import NotWritableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import (
     BLOCK,
@@ -186,6 +187,13 @@ def _save(name: str, action):
     except MemoryLockTimeout as exc:
         file = read_memory_file(home, name)
         return _render(file, 503, error=f"{exc} Nothing was written; try again in a moment.")
+    except NotWritableError as exc:
+        file = read_memory_file(home, name)
+        edit = request.form.get("text")
+        return _render(
+            file, 403, error=str(exc),
+            edit_text=file.text if edit is None else edit.replace("\r\n", "\n"),
+        )  # fmt: skip
     return redirect(url_for("memory.show", name=name, profile=_profile(), saved=1), code=303)
 
 
