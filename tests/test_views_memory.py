@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -439,3 +441,61 @@ def test_saving_into_a_read_only_home_says_it_cannot_write(client: FlaskClient, 
     assert api.status_code == 403 and api.json["reason"] == "readonly"
     assert "cannot write" in api.json["error"]
     assert user_md.read_text(encoding="utf-8") == USER_TEXT
+
+
+def _get_in_a_thread(client: FlaskClient, path: str):
+    """GET ``path``, failing the test (not hanging it) if the request blocks."""
+    answers: list = []
+    worker = threading.Thread(target=lambda: answers.append(client.get(path)), daemon=True)
+    worker.start()
+    worker.join(timeout=15)
+    assert answers, f"GET {path} blocked a server thread"
+    return answers[0]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_user_md_that_is_not_a_file_is_explained(
+    client: FlaskClient, home: Path, kind: str
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    user_md.unlink()
+    user_md.mkdir() if kind == "directory" else os.mkfifo(user_md)
+    words = "is a directory" if kind == "directory" else "is a named pipe"
+    for path in ("/memory", "/memory/USER.md", "/api/memory/user", "/preview?message=hi"):
+        response = _get_in_a_thread(client, path)
+        assert response.status_code == 200, path
+    page = _get_in_a_thread(client, "/memory").get_data(as_text=True)
+    assert words in page and 'name="text"' not in page  # no editor for what cannot be saved
+    body = _get_in_a_thread(client, "/api/memory/user").json
+    assert body["editable"] is False and words in body["problem"]
+
+
+def test_invalid_utf8_is_shown_named_and_not_rewritten_by_an_unedited_save(
+    client: FlaskClient, home: Path
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    raw = b"Name: Ada\n\xc3(\n\xa7\nLives in Lisbon"
+    user_md.write_bytes(raw)
+    page, token, base = _load(client)
+    assert "not valid UTF-8" in page
+    text = html.unescape(re.search(r'name="text"[^>]*>\n?(.*?)</textarea>', page, re.S).group(1))
+    saved = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=text)
+    assert saved.status_code == 400 and "not valid UTF-8" in saved.get_data(as_text=True)
+    assert user_md.read_bytes() == raw
+
+
+def test_a_5_mb_user_md_gets_a_short_page_that_says_how_to_fix_it(
+    client: FlaskClient, home: Path
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    user_md.write_text("\n§\n".join(["note " * 250] * 4000), encoding="utf-8")
+    response = client.get("/memory")
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert len(page) < 100_000
+    assert "too large for the editor" in page and "5.0 MB" in page and str(user_md) in page
+    _, token, base = _load(client, "MEMORY.md")
+    big = _post(
+        client, "/memory/MEMORY.md", csrf_token=token, base_sha256=base, text="x" * 3_000_000
+    )
+    assert big.status_code == 413 and "too large" in big.get_data(as_text=True)

@@ -152,6 +152,7 @@ def _memory_json(file: MemoryFile) -> dict[str, object]:
         "name": file.name, "content": file.text, "hash": file.sha256, "limit": file.limit,
         "chars": len(file.text), "entries": list(split_entries(file.text)),
         "problems": [asdict(f) for f in check(file.text, file.limit)],
+        "editable": file.editable, "problem": file.problem,
     }  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask, render_template
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from dashboard.repository.errors import NotFoundError, StoreUnavailableError, ValidationError
 
@@ -44,6 +44,16 @@ def init_app(app: Flask) -> None:
     def invalid(exc: ValidationError):
         return render_template("errors/http.html", code=400, title="Bad request",
                                message=str(exc)), 400  # fmt: skip
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(exc: RequestEntityTooLarge):
+        limit = app.config.get("MAX_CONTENT_LENGTH") or 0
+        message = (
+            f"What was sent is too large: Recall accepts at most {limit / 1e6:.1f} MB per "
+            "request, and a memory file at most a few hundred KB. Nothing was saved."
+        )
+        return render_template("errors/http.html", code=413, title="Too large",
+                               message=message), 413  # fmt: skip
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
