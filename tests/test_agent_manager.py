@@ -16,6 +16,13 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
 from dashboard.repository.store import NewMessage, SessionStore
 
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's data directory (XDG) inside the test's folder, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 NOW = 1_790_000_000.0
 
 

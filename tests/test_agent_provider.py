@@ -23,6 +23,13 @@ from dashboard.summaries import session_search_result
 from dashboard.summarizer import LLMConfig
 from tests.llm_stub import StubLLM
 
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's data directory (XDG) inside the test's folder, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 NOW = 1_790_000_000.0  # a fixed "now" for recency labels
 
 
@@ -393,3 +400,15 @@ def test_a_queued_prefetch_serves_only_its_own_session(searchable: Path) -> None
     p.prefetch("anything", session_id="a")
     assert p.stats == {"searches": 3, "speculative_used": 1}
     p.shutdown()
+
+
+def test_the_summary_cache_lives_in_the_data_directory_not_the_home(
+    searchable: Path, tmp_path: Path
+) -> None:
+    p = RecallMemoryProvider(searchable)
+    try:
+        assert json.loads(p.handle_tool_call("recall_search", {"query": "pelican"}))["success"]
+    finally:
+        p.shutdown()
+    assert not (searchable / "recall").exists()
+    assert p.data_dir.is_relative_to(tmp_path / "xdg-data") and (p.data_dir / "recall.db").exists()

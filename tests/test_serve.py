@@ -12,6 +12,8 @@ import httpx
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.readonly import readonly_uri
+from dashboard.repository.recalldb import RecallData
+from dashboard.web.security import load_secret_key
 from tests import hermes_shapes as shapes
 from tests.browser_support import running_server
 
@@ -97,3 +99,23 @@ def test_state_db_truncated_and_rewritten_in_place_while_three_threads_search(
         assert failures == []
         assert len(answers) >= 20 and all(100 <= code < 600 for code in answers)
         assert httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
+
+
+def test_serve_keeps_its_own_data_out_of_the_hermes_home(tmp_path: Path) -> None:
+    """No --data-dir: the data directory (XDG), one folder per home; an old one moved there."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    legacy = home / "recall"
+    key = load_secret_key(legacy)  # what an older Recall left in the home
+    old = RecallData(legacy / "recall.db")
+    old.add_revision(str(home.resolve()), "USER.md", "Name: Ada", note="saved by an older Recall")
+    old.close()
+    xdg = tmp_path / "xdg"
+    before = sorted(p.name for p in home.iterdir() if p != legacy)
+    with running_server(["--home", str(home)], tmp_path, {"XDG_DATA_HOME": str(xdg)}) as server:
+        page = httpx.get(f"{server.url}/memory", timeout=30).text
+    assert "saved by an older Recall" in page
+    assert sorted(p.name for p in home.iterdir()) == before  # the old recall/ is gone
+    (folder,) = (xdg / "recall" / "homes").iterdir()
+    assert (folder / "secret_key").read_bytes() == key and (folder / "recall.db").exists()
+    assert "moved" in server.log.read_text()

@@ -29,6 +29,7 @@ from dashboard.agent.blocks import DEFAULT_BUDGET_CHARS, RecalledBlock, recalled
 from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
 from dashboard.repository.content import JSON_PREFIX
+from dashboard.repository.datadir import data_dir_for, recall_data_dir
 from dashboard.repository.errors import RecallError, StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_file
@@ -125,7 +126,9 @@ class RecallMemoryProvider(MemoryProvider):
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home).expanduser())
-        self.data_dir = Path(data_dir) if data_dir else self.home.root / "recall"
+        # Recall's own files (the summary cache): never inside the home (datadir).
+        self._data_dir_given = data_dir is not None
+        self.data_dir = Path(data_dir) if data_dir else data_dir_for(self.home)
         self.llm = llm or LLMConfig()
         self.reader = reader or StateReader(self.home)
         self.readonly = readonly
@@ -312,6 +315,10 @@ class RecallMemoryProvider(MemoryProvider):
     def _summary_service(self) -> SummaryService:
         with self._lock:
             if self._summaries is None:
+                if not self._data_dir_given:  # an old <home>/recall/ moves here first
+                    self.data_dir, note = recall_data_dir(self.home)
+                    if note:
+                        log.info("%s", note)
                 self.data_dir.mkdir(parents=True, exist_ok=True)
                 data = RecallData(self.data_dir / "recall.db")
                 self._summaries = SummaryService(self.reader, data, Summarizer(self.llm))
