@@ -24,18 +24,25 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.from_mapping(
         HERMES_HOME=None,  # the home whose state.db is shown (read-only)
-        DATA_DIR=None,  # Recall's own files: secret key, recall.db
+        DATA_DIR=None,  # Recall's own files: secret key, recall.db (default: datadir)
         BIND_HOST="127.0.0.1",
+        BIND_PORT=None,  # with DATA_DIR, names the session cookie of this instance
         ALLOWED_HOSTS=[],  # extra Host names accepted besides loopback and BIND_HOST
         SESSION_COOKIE_SAMESITE="Strict",
         SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_NAME="recall_session",
+        SESSION_COOKIE_NAME=None,  # per instance: security.session_cookie_name
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
         TEMPLATES_AUTO_RELOAD=False,
     )
     app.config.from_prefixed_env("RECALL")
     if config:
         app.config.update(config)
+    if not app.config.get("DATA_DIR"):  # never inside the home: the user's data directory
+        from dashboard.repository.datadir import recall_data_dir
+        from dashboard.repository.home import resolve_home
+
+        folder, _ = recall_data_dir(resolve_home(app.config.get("HERMES_HOME")))
+        app.config["DATA_DIR"] = str(folder)
 
     security.init_app(app)
     filters.init_app(app)

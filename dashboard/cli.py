@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--summaries", action="store_true",
                         help="recap each session with the model (RECALL_LLM_*), the seed "
                         "tool's JSON shape")  # fmt: skip
-    search.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
+    search.add_argument("--data-dir", help="Recall's own files (default: one folder per home "
+                        "in ~/.local/share/recall/homes)")  # fmt: skip
     search.set_defaults(run=_search)
 
     preview = commands.add_parser(
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--home", help="Hermes home (default: $HERMES_HOME, ~/.hermes, or a demo)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8750)
-    serve.add_argument("--data-dir", help="Recall's own files (default: <home>/recall)")
+    serve.add_argument("--data-dir", help="Recall's own files (default: one folder per home "
+                       "in ~/.local/share/recall/homes)")  # fmt: skip
     serve.add_argument("--allow-remote", action="store_true",
                        help="allow --host to be a non-loopback address")  # fmt: skip
     llm = serve.add_argument_group(
@@ -141,6 +143,7 @@ def _search(args: argparse.Namespace) -> int:
 def _search_with_summaries(args: argparse.Namespace) -> int:
     import os
 
+    from dashboard.repository.datadir import recall_data_dir
     from dashboard.repository.home import resolve_home
     from dashboard.repository.reader import StateReader
     from dashboard.repository.recalldb import RecallData
@@ -148,7 +151,9 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     from dashboard.summarizer import LLMConfig, Summarizer
 
     home = resolve_home(args.home)
-    folder = Path(args.data_dir) if args.data_dir else home.root / "recall"
+    folder, note = recall_data_dir(home, args.data_dir)
+    if note:
+        print(f"recall: {note}", file=sys.stderr)
     folder.mkdir(parents=True, exist_ok=True)
     env = {k.removeprefix("RECALL_"): v for k, v in os.environ.items() if k.startswith("RECALL_")}
     service = SummaryService(

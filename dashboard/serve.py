@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard.repository.datadir import recall_data_dir, user_data_root
 from dashboard.repository.home import HermesHome, resolve_home
 
 DEFAULT_PORT = 8750
@@ -19,6 +20,7 @@ class ServePlan:
     home: HermesHome
     data_dir: Path
     demo: bool
+    note: str | None = None  # what happened to an old <home>/recall/
 
 
 def is_loopback(host: str) -> bool:
@@ -30,25 +32,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "recall"
-
-
 def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
-    """Decide what to open.
+    """Decide what to open, and where Recall's own data goes.
 
     An explicit ``--home`` or ``$HERMES_HOME`` is opened as given (a missing
     state.db then shows a clear page). With neither, ``~/.hermes`` is used when it
-    exists, else a demo home is built once inside the data directory.
+    exists, else a demo home is built once in the data directory (``--data-dir``, or
+    ``~/.local/share/recall``). Recall's own data for the home goes to ``--data-dir``
+    or the home's folder in the user's data directory (:mod:`datadir`), an old
+    ``<home>/recall/`` moved there first; the note says what happened to it.
     """
     explicit = home_arg or os.environ.get("HERMES_HOME")
     home = resolve_home(home_arg)
     if explicit or home.exists():
-        data_dir = Path(data_dir_arg) if data_dir_arg else home.root / "recall"
-        return ServePlan(home, data_dir, demo=False)
-    data_dir = Path(data_dir_arg) if data_dir_arg else default_data_dir()
-    return ServePlan(HermesHome(data_dir / "demo-home"), data_dir, demo=True)
+        data_dir, note = recall_data_dir(home, data_dir_arg)
+        return ServePlan(home, data_dir, demo=False, note=note)
+    if data_dir_arg:  # the demo home and its data together in the folder given
+        return ServePlan(HermesHome(Path(data_dir_arg) / "demo-home"), Path(data_dir_arg), True)
+    demo = HermesHome(user_data_root() / "demo-home")
+    data_dir, note = recall_data_dir(demo)
+    return ServePlan(demo, data_dir, demo=True, note=note)
 
 
 def serve(
@@ -82,6 +85,8 @@ def serve(
             file=sys.stderr,
         )
     plan = plan_serving(home, data_dir)
+    if plan.note:
+        print(f"recall: {plan.note}", flush=True)
     if plan.demo and not plan.home.exists():
         print(f"No Hermes home found; building a demo home in {plan.home.root} …", flush=True)
         report = build_demo_home(plan.home.root, sessions=DEMO_SESSIONS)
@@ -95,6 +100,7 @@ def serve(
             "DATA_DIR": str(plan.data_dir),
             "DEMO": plan.demo,
             "BIND_HOST": host,
+            "BIND_PORT": port,
             **(settings or {}),
         }
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,21 @@ from dashboard import create_app
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes
 from tests.llm_stub import StubLLM
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _recall_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Recall's default data directory (XDG) inside pytest's temp folder, never the user's.
+
+    Set in the environment, so every ``recall serve`` a test starts inherits it.
+    """
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = previous
 
 
 @pytest.fixture

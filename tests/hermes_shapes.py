@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import closing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1599,3 +1600,52 @@ COST_SHAPES: dict[str, Builder] = {
     "cost_facts": build_cost_facts,
     "cost_facts_sessions_only": build_cost_facts_sessions_only,
 }
+
+
+# Homes Recall can read only in part (not in SHAPES: they do not open)
+# ---------------------------------------------------------------------------
+
+_INTERRUPTED_WRITE = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size=1")  # spill to the file: the journal becomes hot
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE messages SET content = content || ' (edited)'")
+conn.execute("CREATE TABLE filler(x)")
+conn.execute("INSERT INTO filler SELECT randomblob(1000) FROM messages, messages LIMIT 2000")
+os._exit(0)  # the agent crashed mid-write: no commit, no rollback
+"""
+
+
+def build_hot_journal(path: Path) -> Path:
+    """A DELETE-journal home whose writer died mid-transaction, leaving ``state.db-journal``.
+
+    Only a connection that can write rolls the journal back; a read-only one gets
+    SQLITE_READONLY_ROLLBACK ("attempt to write a readonly database").
+    """
+    build_delete_journal(path)
+    subprocess.run([sys.executable, "-c", _INTERRUPTED_WRITE, str(path)], check=True, timeout=60)
+    assert Path(f"{path}-journal").stat().st_size > 0
+    return path
+
+
+@contextmanager
+def read_only(*paths: Path) -> Iterator[None]:
+    """Make files and folders unwritable for this process, root included, then restore them.
+
+    ``chmod a-w`` stops other users; root ignores modes, so as root the immutable
+    attribute (``chattr +i``) is set too, as a read-only mount would behave.
+    """
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(modes[p] & ~0o222)
+    immutable = os.geteuid() == 0
+    if immutable:
+        subprocess.run(["chattr", "+i", *map(str, paths)], check=True)
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+        for p, mode in modes.items():
+            p.chmod(mode)

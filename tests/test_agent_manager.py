@@ -16,6 +16,13 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
 from dashboard.repository.store import NewMessage, SessionStore
 
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's data directory (XDG) inside the test's folder, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 NOW = 1_790_000_000.0
 
 
@@ -93,7 +100,7 @@ def test_builtin_plus_one_external_and_no_more(
     assert "only one external provider" in caplog.text and "'honcho'" in caplog.text
     assert [p.name for p in m.providers] == ["builtin", "honcho"]
     assert [t["function"]["name"] for t in m.get_tool_schemas()] == [
-        "session_search", "honcho_recall",
+        "recall_search", "honcho_recall",
     ]  # fmt: skip
 
 
@@ -101,10 +108,10 @@ def test_refusals_name_their_reason(home: Path, caplog: pytest.LogCaptureFixture
     m = MemoryManager()
     with caplog.at_level(logging.WARNING):
         assert not m.add_provider(External(available=False))
-        assert m.add_provider(External("clash", tool="session_search"))
+        assert m.add_provider(External("clash", tool="recall_search"))
         assert not m.add_provider(RecallMemoryProvider(home))  # its tool name is taken
         assert not m.add_provider(RecallMemoryProvider(home / "missing", readonly=True))
-    assert "not available" in caplog.text and "tool session_search is taken" in caplog.text
+    assert "not available" in caplog.text and "tool recall_search is taken" in caplog.text
     m.shutdown_all()
     fresh = MemoryManager()
     assert fresh.add_provider(RecallMemoryProvider(home))
@@ -223,7 +230,7 @@ def test_tool_calls_are_routed_to_their_provider(
     m, _ = manager
     m.add_provider(External())
     assert json.loads(m.handle_tool_call("honcho_recall", {}))["from"] == "honcho"
-    assert json.loads(m.handle_tool_call("session_search", {"query": "albatross"}))["success"]
+    assert json.loads(m.handle_tool_call("recall_search", {"query": "albatross"}))["success"]
     unknown = json.loads(m.handle_tool_call("memory_write", {}))
     assert unknown["success"] is False and "memory_write" in unknown["error"]
 
@@ -245,3 +252,17 @@ def test_the_volatile_block_in_order(
     assert block.parts[-1].text.endswith("Session: now\nModel: claude-x")
     assert block.text == "\n\n".join(p.text for p in block.parts if p.text)
     assert block.chars == len(block.text) and 0 < block.tokens < block.chars
+
+
+@pytest.mark.parametrize("core", ["session_search", "memory", "clarify"])
+def test_a_tool_shadowing_a_hermes_core_tool_is_refused(
+    home: Path, core: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hermes refuses such a provider at registration; the manager does what Hermes does."""
+    m = MemoryManager()
+    with caplog.at_level(logging.WARNING):
+        assert not m.add_provider(External("shadow", tool=core))
+        assert m.add_provider(RecallMemoryProvider(home))  # recall_search shadows nothing
+    assert f"tool {core} would shadow Hermes's core tool" in caplog.text
+    assert [t["function"]["name"] for t in m.get_tool_schemas()] == ["recall_search"]
+    m.shutdown_all()

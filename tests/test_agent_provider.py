@@ -12,8 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dashboard.agent import SESSION_SEARCH, RecallMemoryProvider
+from dashboard.agent import RECALL_SEARCH, RecallMemoryProvider
 from dashboard.agent.provider import to_new_message
+from dashboard.agent.tools import HERMES_CORE_TOOLS
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
@@ -21,6 +22,13 @@ from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.summaries import session_search_result
 from dashboard.summarizer import LLMConfig
 from tests.llm_stub import StubLLM
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's data directory (XDG) inside the test's folder, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
 
 NOW = 1_790_000_000.0  # a fixed "now" for recency labels
 
@@ -260,14 +268,15 @@ def test_is_available_for_a_new_home(tmp_path: Path) -> None:
     assert not RecallMemoryProvider(tmp_path / "fresh", readonly=True).is_available()
 
 
-# -- the session_search tool -----------------------------------------------------------------
+# -- the recall_search tool ------------------------------------------------------------------
 
 
 def test_the_tool_schema_is_valid_json_schema_in_openai_format(
     provider: RecallMemoryProvider,
 ) -> None:
     (tool,) = provider.get_tool_schemas()
-    assert tool["type"] == "function" and tool["function"]["name"] == "session_search"
+    assert tool["type"] == "function" and tool["function"]["name"] == "recall_search"
+    assert tool["function"]["name"] not in HERMES_CORE_TOOLS
     assert tool["function"]["description"]
     schema = tool["function"]["parameters"]
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -277,7 +286,7 @@ def test_the_tool_schema_is_valid_json_schema_in_openai_format(
     for bad in ({}, {"query": 3}, {"query": "x", "limit": 0}, {"query": "x", "extra": 1}):
         assert not validator.is_valid(bad), bad
     tool["function"]["name"] = "changed"
-    assert SESSION_SEARCH["function"]["name"] == "session_search"  # callers get a copy
+    assert RECALL_SEARCH["function"]["name"] == "recall_search"  # callers get a copy
 
 
 @pytest.fixture
@@ -304,8 +313,8 @@ def test_the_tool_handler_returns_the_tool_parity_shape(searchable: Path, tmp_pa
         try:
             p.initialize("b")
             p.flush()
-            answer = json.loads(p.handle_tool_call("session_search", {"query": "pelican"}))
-            again = json.loads(p.handle_tool_call("session_search", '{"query": "pelican"}'))
+            answer = json.loads(p.handle_tool_call("recall_search", {"query": "pelican"}))
+            again = json.loads(p.handle_tool_call("recall_search", '{"query": "pelican"}'))
             reference = session_search_result(p.reader, p._summary_service(), "pelican", 3)
         finally:
             p.shutdown()
@@ -329,10 +338,11 @@ def test_the_tool_handler_answers_bad_arguments_with_an_error(searchable: Path) 
     p = RecallMemoryProvider(searchable, readonly=True)
     for arguments in ("not json", "[1]", {"query": 5}, {"query": "x", "limit": 99},
                       {"query": "x", "limit": True}, {"query": "x" * 501}, {"q": "x"}):  # fmt: skip
-        answer = json.loads(p.handle_tool_call("session_search", arguments))
+        answer = json.loads(p.handle_tool_call("recall_search", arguments))
         assert answer["success"] is False and answer["error"], arguments
-    answer = json.loads(p.handle_tool_call("memory_write", {}))
-    assert answer["success"] is False and "memory_write" in answer["error"]
+    for other in ("memory_write", "session_search"):  # Hermes's own tool is not Recall's
+        answer = json.loads(p.handle_tool_call(other, {"query": "x"}))
+        assert answer["success"] is False and other in answer["error"]
     p.shutdown()
 
 
@@ -390,3 +400,15 @@ def test_a_queued_prefetch_serves_only_its_own_session(searchable: Path) -> None
     p.prefetch("anything", session_id="a")
     assert p.stats == {"searches": 3, "speculative_used": 1}
     p.shutdown()
+
+
+def test_the_summary_cache_lives_in_the_data_directory_not_the_home(
+    searchable: Path, tmp_path: Path
+) -> None:
+    p = RecallMemoryProvider(searchable)
+    try:
+        assert json.loads(p.handle_tool_call("recall_search", {"query": "pelican"}))["success"]
+    finally:
+        p.shutdown()
+    assert not (searchable / "recall").exists()
+    assert p.data_dir.is_relative_to(tmp_path / "xdg-data") and (p.data_dir / "recall.db").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -103,3 +104,28 @@ def test_ten_kilobytes_of_junk(client: FlaskClient) -> None:
     assert response.status_code in (200, 400)
     body = response.json
     assert body.get("error") or any("Shortened" in n for n in body["notes"])
+
+
+@pytest.mark.parametrize(
+    "path, params",
+    [
+        ("/api/search", {"q": "pool", "after": "0001-01-01"}),
+        ("/api/search", {"q": "pool", "before": "0001-01-01"}),
+        ("/api/search", {"q": "pool", "after": "9999-12-31T23:59:59"}),
+        ("/api/search", {"q": "pool", "page": "٣"}),
+        ("/api/search", {"q": "pool", "per_page": "9" * 5000}),
+        ("/", {"q": "pool", "after": "0001-01-01"}),
+        ("/", {"q": "pool", "before": "9999-12-31T23:59:59"}),
+        ("/api/session_search", {"query": "pool", "limit": "²"}),
+        ("/api/session_search", {"query": "pool", "limit": "9" * 5000}),
+        ("/api/session_search", {"query": "pool", "limit": "٣"}),
+    ],
+)
+def test_numbers_and_dates_out_of_reach_are_a_400_with_a_message(
+    client: FlaskClient, path: str, params: dict[str, str]
+) -> None:
+    response = client.get(path, query_string=params)
+    assert response.status_code == 400
+    text = response.get_data(as_text=True)
+    name = next(k for k in params if k not in ("q", "query"))
+    assert name in text and ("whole number" in text or "between" in text or "date" in text)

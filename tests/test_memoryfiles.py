@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import (
+    MAX_EDITABLE_BYTES,
     SEPARATOR,
     BlockedContentError,
     Finding,
@@ -492,7 +494,7 @@ def replace_then_hang(src, dst):
 os.replace = replace_then_hang  # killed between writing the temp file and the rename
 home = HermesHome(Path(sys.argv[1]))
 base = read_memory_file(home, "USER.md").sha256
-save_memory_file(home, "USER.md", "new " * 500_000, base_sha256=base)
+save_memory_file(home, "USER.md", "new " * 60_000, base_sha256=base)
 print("not killed", flush=True)
 """
 
@@ -514,7 +516,7 @@ def test_a_save_killed_before_the_rename_leaves_the_old_text(
         assert line[:2] == ["temp", "written"], line
         temp = Path(line[2])
         assert temp.parent == home.memories and temp.name.startswith(".USER.md.")
-        assert temp.stat().st_size == len("new " * 500_000)  # fully written, not renamed
+        assert temp.stat().st_size == len("new " * 60_000)  # fully written, not renamed
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     finally:
@@ -676,3 +678,73 @@ def test_lock_file_is_private(home: HermesHome) -> None:
     save_memory_file(home, "USER.md", "x", base_sha256=EMPTY_SHA)
     mode = stat.S_IMODE(os.stat(home.memories / "USER.md.lock").st_mode)
     assert mode & 0o077 == 0
+
+
+# -- files that are not what they seem ------------------------------------------------------
+
+
+def test_a_directory_named_user_md_is_a_problem_not_a_crash(home: HermesHome) -> None:
+    home.user_md.mkdir(parents=True)
+    file = read_memory_file(home, "USER.md")
+    assert not file.editable and file.text == "" and "is a directory" in (file.problem or "")
+    with pytest.raises(ValidationError, match="is a directory"):
+        save_memory_file(home, "USER.md", "Name: Ada", base_sha256=file.sha256)
+    assert home.user_md.is_dir()
+
+
+def test_a_fifo_named_user_md_is_never_opened_for_a_blocking_read(home: HermesHome) -> None:
+    home.memories.mkdir(parents=True)
+    os.mkfifo(home.user_md)
+    # A thread, so a read that blocks (no writer ever opens the FIFO) fails the test
+    # instead of hanging it.
+    answers: list[MemoryFile] = []
+    reader = threading.Thread(target=lambda: answers.append(read_memory_file(home, "USER.md")))
+    reader.daemon = True
+    reader.start()
+    reader.join(timeout=10)
+    assert answers, "reading a FIFO blocked the thread"
+    (file,) = answers
+    assert not file.editable and "named pipe" in (file.problem or "")
+    with pytest.raises(ValidationError, match="named pipe"):
+        save_memory_file(home, "USER.md", "Name: Ada", base_sha256=file.sha256)
+    assert stat.S_ISFIFO(os.stat(home.user_md).st_mode)
+
+
+def test_invalid_utf8_is_named_and_an_unedited_save_cannot_rewrite_it(
+    home: HermesHome, data: RecallData
+) -> None:
+    home.memories.mkdir(parents=True)
+    raw = "Name: Ada\n§\nlikes ".encode() + b"caf\xe9 au lait" + "\n§\nspeaks Français".encode()
+    home.user_md.write_bytes(raw)
+    file = read_memory_file(home, "USER.md")
+    assert file.editable and "\ufffd" in file.text
+    assert "not valid UTF-8" in (file.problem or "") and "byte 0xe9" in (file.problem or "")
+    assert "entry 2" in (file.problem or "")
+    # Saving the text as shown would turn the byte into U+FFFD, which the user never typed.
+    with pytest.raises(ValidationError, match="not valid UTF-8"):
+        save_memory_file(home, "USER.md", file.text, base_sha256=file.sha256, data=data)
+    edited = file.text.replace("Ada", "Ada Lovelace")  # an edit elsewhere: still refused
+    with pytest.raises(ValidationError, match="entry 2"):
+        save_memory_file(home, "USER.md", edited, base_sha256=file.sha256, data=data)
+    assert home.user_md.read_bytes() == raw
+    # Once the user has replaced the undecodable text themselves, the save goes through.
+    fixed = edited.replace("caf\ufffd", "café")
+    save_memory_file(home, "USER.md", fixed, base_sha256=file.sha256, data=data)
+    assert home.user_md.read_text(encoding="utf-8") == fixed
+
+
+def test_a_file_too_large_for_the_editor_is_not_read_whole(home: HermesHome) -> None:
+    home.memories.mkdir(parents=True)
+    entry = "A long note about the deployment pipeline and its many stages. " * 20
+    home.user_md.write_text("\n§\n".join([entry] * 4000), encoding="utf-8")  # ~5 MB
+    size = home.user_md.stat().st_size
+    assert size > 5_000_000
+    file = read_memory_file(home, "USER.md")
+    assert not file.editable and file.text == "" and file.exists
+    assert "too large for the editor" in (file.problem or "") and f"{size / 1e6:.1f} MB" in (
+        file.problem or ""
+    )
+    with pytest.raises(ValidationError, match="too large"):
+        save_memory_file(home, "USER.md", "short", base_sha256=file.sha256)
+    with pytest.raises(ValidationError, match="too large"):
+        save_memory_file(home, "MEMORY.md", "x" * (MAX_EDITABLE_BYTES + 1), base_sha256=EMPTY_SHA)

@@ -183,3 +183,41 @@ def test_error_reasons_are_classified() -> None:
     assert classify(sqlite3.OperationalError("disk I/O error"), here).reason == "io"
     assert classify(sqlite3.DatabaseError("file is not a database"), here).reason == "corrupt"
     assert classify(sqlite3.OperationalError("database is locked"), here).reason == "locked"
+
+
+def test_a_foreign_file_is_never_memory_mapped(tmp_path: Path) -> None:
+    """A mapped file truncated in place (``: > state.db``) kills its reader with SIGBUS."""
+    db = shapes.build_current_views(tmp_path / "state.db")
+    conn = open_readonly(db)
+    try:
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+def test_a_hot_journal_is_read_only_recovery_not_corruption(tmp_path: Path) -> None:
+    """SQLite says "attempt to write a readonly database": the file is fine, a rollback is due."""
+    db = shapes.build_hot_journal(tmp_path / "state.db")
+    journal = Path(f"{db}-journal")
+    before = (db.read_bytes(), journal.read_bytes())
+    with pytest.raises(StoreUnavailableError) as info:
+        open_readonly(db)
+    assert info.value.reason == "rollback"
+    assert (db.read_bytes(), journal.read_bytes()) == before  # Recall rolled nothing back
+
+
+def test_a_wal_home_in_a_read_only_folder_is_read_only_not_corrupt(tmp_path: Path) -> None:
+    db = shapes.build_seed_inline(tmp_path / "home" / "state.db")
+    with shapes.read_only(db, db.parent), pytest.raises(StoreUnavailableError) as info:
+        open_readonly(db)  # no -shm yet, and the folder refuses to hold one
+    assert info.value.reason == "readonly"
+
+
+def test_readonly_error_codes_are_named() -> None:
+    from dashboard.repository.readonly import classify
+
+    here = Path(__file__)
+    for code, reason in ((776, "rollback"), (264, "readonly"), (1288, "readonly"), (8, "readonly")):
+        exc = sqlite3.OperationalError("attempt to write a readonly database")
+        exc.sqlite_errorcode = code  # type: ignore[attr-defined]
+        assert classify(exc, here).reason == reason, code

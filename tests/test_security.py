@@ -8,12 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from dashboard.web.security import host_name, load_secret_key
+from dashboard.web.security import host_name, load_secret_key, session_cookie_name
+from tests import hermes_shapes as shapes
+from tests.browser_support import running_server
 from tests.conftest import make_app
+from tests.llm_stub import StubLLM
 
 
 @pytest.mark.parametrize(
@@ -132,3 +136,95 @@ def test_non_loopback_bind_needs_allow_remote(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert "--allow-remote" in result.stderr
+
+
+def _memory_form(client: httpx.Client) -> dict[str, str]:
+    page = client.get("/memory/USER.md").text
+    fields = dict(re.findall(r'name="(csrf_token|base_sha256)" value="([^"]*)"', page))
+    return {**fields, "text": "Name: Ada"}
+
+
+@pytest.mark.parametrize("same_data_dir", [False, True])
+def test_two_instances_in_one_browser_keep_their_own_sessions(
+    tmp_path: Path, same_data_dir: bool
+) -> None:
+    """A browser sends 127.0.0.1's cookies to every port: each instance needs its own name."""
+    homes = []
+    for name in ("a", "b"):
+        home = tmp_path / name
+        shapes.build_current_views(home / "state.db")
+        homes.append(home)
+    data = [tmp_path / "data", tmp_path / ("data" if same_data_dir else "data-b")]
+    with (
+        running_server(["--home", str(homes[0]), "--data-dir", str(data[0])], tmp_path) as one,
+        running_server(["--home", str(homes[1]), "--data-dir", str(data[1])], tmp_path) as two,
+        httpx.Client(timeout=30) as browser,  # one cookie jar, as one browser has
+    ):
+        browser.base_url = one.url
+        form_one = _memory_form(browser)
+        browser.base_url = two.url
+        form_two = _memory_form(browser)  # the second tab sets its cookie too
+        browser.base_url = one.url
+        saved = browser.post("/memory/USER.md", data=form_one, headers={"Origin": one.url})
+        browser.base_url = two.url
+        saved_two = browser.post("/memory/USER.md", data=form_two, headers={"Origin": two.url})
+        names = {cookie.name for cookie in browser.cookies.jar}
+    assert saved.status_code == 303, saved.text[:500]
+    assert saved_two.status_code == 303, saved_two.text[:500]
+    assert len(names) == 2
+    assert (homes[0] / "memories" / "USER.md").read_text() == "Name: Ada"
+    assert (homes[1] / "memories" / "USER.md").read_text() == "Name: Ada"
+
+
+def test_the_cookie_name_follows_the_data_dir_and_port(tmp_path: Path) -> None:
+    name = session_cookie_name(tmp_path / "a", 8750)
+    assert name == session_cookie_name(tmp_path / "a", 8750) and name.startswith("recall_")
+    assert name != session_cookie_name(tmp_path / "a", 8751)
+    assert name != session_cookie_name(tmp_path / "b", 8750)
+
+
+CROSS_SITE = [
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},  # another port of 127.0.0.1 is the same site
+    {"Origin": "http://evil.example"},
+    {"Referer": "http://evil.example/cats.html"},
+    {"Origin": "null"},
+]
+MODEL_ROUTES = [
+    ("/api/session_search", {"query": "pool", "limit": "5"}),
+    (f"/summaries/{shapes.S_ROOT}", {"q": "pool"}),
+]
+
+
+@pytest.mark.parametrize("headers", CROSS_SITE)
+@pytest.mark.parametrize("path, params", MODEL_ROUTES)
+def test_a_cross_site_get_that_could_call_a_model_makes_no_call(
+    hermes_home: Path, tmp_path: Path, llm_stub: StubLLM, headers: dict, path: str, params: dict
+) -> None:
+    """``<img src="http://127.0.0.1:8750/api/session_search?query=a&limit=20">`` on any page."""
+    app = make_app(hermes_home, tmp_path / "data", LLM_BASE_URL=llm_stub.url, LLM_MODEL="m")
+    client = app.test_client()
+    for extra in ({}, {"HX-Request": "true"}):
+        response = client.get(path, query_string=params, headers={**headers, **extra})
+        assert response.status_code == 403
+        assert "another site" in response.get_data(as_text=True)
+    assert llm_stub.requests == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "same-origin"},
+        {"Sec-Fetch-Site": "none"},
+        {"Referer": "http://localhost/"},
+        {},
+    ],
+)
+def test_the_same_gets_from_the_page_itself_or_a_script_do_call_it(
+    hermes_home: Path, tmp_path: Path, llm_stub: StubLLM, headers: dict
+) -> None:
+    app = make_app(hermes_home, tmp_path / "data", LLM_BASE_URL=llm_stub.url, LLM_MODEL="m")
+    client = app.test_client()
+    response = client.get("/api/session_search", query_string={"query": "pool"}, headers=headers)
+    assert response.status_code == 200 and response.json["success"]
+    assert llm_stub.requests

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from contextlib import closing
 from pathlib import Path
 
+import httpx
+
+from dashboard.demo.build import build_demo_home
 from dashboard.repository.readonly import readonly_uri
+from dashboard.repository.recalldb import RecallData
+from dashboard.web.security import load_secret_key
 from tests import hermes_shapes as shapes
 from tests.browser_support import running_server
 
@@ -33,3 +39,83 @@ def test_serve_builds_the_cost_rollup_before_anyone_asks(tmp_path: Path) -> None
     assert row is not None, "no cost rollup was built at start"
     zone, rows = row
     assert zone == "Asia/Tokyo" and rows > 0
+
+
+def _searchers(url: str, stop: threading.Event, answers: list[int], failures: list[str]) -> None:
+    """Search until ``stop``; record every status, and every request that got no answer."""
+    queries = ("redis", "docker compose", "deploy*", "postgres OR kubectl", "")
+    with httpx.Client(base_url=url, timeout=60) as client:
+        turn = 0
+        while not stop.is_set():
+            path = "/api/search" if turn % 2 else "/"
+            try:
+                answers.append(client.get(path, params={"q": queries[turn % 5]}).status_code)
+            except httpx.TransportError as exc:
+                failures.append(f"{path}: {exc!r}")
+            turn += 1
+
+
+def test_state_db_truncated_and_rewritten_in_place_while_three_threads_search(
+    tmp_path: Path,
+) -> None:
+    """``: > state.db`` then ``cp backup state.db``, 20 times: every request answered, server up.
+
+    A memory-mapped reader touching a page past the new end of the file gets SIGBUS,
+    which kills the whole process; Recall must never map a file it does not own.
+    """
+    home = tmp_path / "home"
+    build_demo_home(home, sessions=60, anchor_day="2026-11-30")
+    db = home / "state.db"
+    with closing(sqlite3.connect(db)) as conn:  # the test owns this copy: fold the WAL in
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    backup = db.read_bytes()
+    with running_server(
+        ["--home", str(home), "--data-dir", str(tmp_path / "data")], tmp_path
+    ) as server:
+        stop = threading.Event()
+        answers: list[int] = []
+        failures: list[str] = []
+        threads = [
+            threading.Thread(target=_searchers, args=(server.url, stop, answers, failures))
+            for _ in range(3)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for _ in range(20):
+                with db.open("r+b") as handle:  # ": > state.db": same inode, now empty
+                    handle.truncate(0)
+                time.sleep(0.05)
+                with db.open("r+b") as handle:  # "cp backup state.db": rewritten in place
+                    for start in range(0, len(backup), 1 << 16):
+                        handle.write(backup[start : start + (1 << 16)])
+                        handle.flush()
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=120)
+        assert server.process.poll() is None, server.log.read_text()[-3000:]
+        assert failures == []
+        assert len(answers) >= 20 and all(100 <= code < 600 for code in answers)
+        assert httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
+
+
+def test_serve_keeps_its_own_data_out_of_the_hermes_home(tmp_path: Path) -> None:
+    """No --data-dir: the data directory (XDG), one folder per home; an old one moved there."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    legacy = home / "recall"
+    key = load_secret_key(legacy)  # what an older Recall left in the home
+    old = RecallData(legacy / "recall.db")
+    old.add_revision(str(home.resolve()), "USER.md", "Name: Ada", note="saved by an older Recall")
+    old.close()
+    xdg = tmp_path / "xdg"
+    before = sorted(p.name for p in home.iterdir() if p != legacy)
+    with running_server(["--home", str(home)], tmp_path, {"XDG_DATA_HOME": str(xdg)}) as server:
+        page = httpx.get(f"{server.url}/memory", timeout=30).text
+    assert "saved by an older Recall" in page
+    assert sorted(p.name for p in home.iterdir()) == before  # the old recall/ is gone
+    (folder,) = (xdg / "recall" / "homes").iterdir()
+    assert (folder / "secret_key").read_bytes() == key and (folder / "recall.db").exists()
+    assert "moved" in server.log.read_text()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import html
+import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
 
+from tests import hermes_shapes as shapes
 from tests.conftest import make_app
 
 ORIGIN = {"Origin": "http://localhost"}
@@ -393,3 +396,106 @@ def test_profile_tabs_edit_each_profiles_own_files(client: FlaskClient, home: Pa
 def test_an_unknown_profile_is_not_found(client: FlaskClient, home: Path) -> None:
     assert client.get("/memory/USER.md?profile=nope").status_code == 404
     assert client.get("/memory/USER.md?profile=../..").status_code == 404
+
+
+@pytest.mark.parametrize("value", ["'²'", "'٣'", "'" + "9" * 5000 + "'", "-5", "1.5", "[1]"])
+def test_a_limit_in_config_yaml_that_is_not_a_whole_number_is_named_not_a_500(
+    client: FlaskClient, home: Path, value: str
+) -> None:
+    (home / "config.yaml").write_text(f"memory:\n  user_char_limit: {value}\n", encoding="utf-8")
+    for path in ("/memory", "/memory/USER.md", "/preview?message=hello", "/api/memory/user"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+    page = client.get("/memory").get_data(as_text=True)
+    assert "memory.user_char_limit" in page and "not a whole number" in page
+    assert "1,375" in page  # Hermes's default is what the count is measured against
+    assert client.get("/api/memory/user").json["limit"] == 1375
+
+
+def test_a_config_yaml_python_cannot_read_is_named_not_a_500(
+    client: FlaskClient, home: Path
+) -> None:
+    # YAML reads an unquoted 5,000-digit number as an int, which Python refuses to build.
+    (home / "config.yaml").write_text("memory:\n  user_char_limit: " + "9" * 5000 + "\n")
+    for path in ("/memory", "/preview?message=hello", "/api/memory/user"):
+        assert client.get(path).status_code == 200, path
+    page = client.get("/memory").get_data(as_text=True)
+    assert "config.yaml cannot be read" in page and "1,375" in page
+
+
+def test_saving_into_a_read_only_home_says_it_cannot_write(client: FlaskClient, home: Path) -> None:
+    user_md = home / "memories" / "USER.md"
+    page, token, base = _load(client)
+    with shapes.read_only(user_md, user_md.parent):
+        saved = _post(
+            client, "/memory/USER.md", csrf_token=token, base_sha256=base, text="Name: Bo"
+        )
+        api = client.put(
+            "/api/memory/user", json={"content": "Name: Bo", "base_hash": base},
+            headers={**ORIGIN, "X-CSRF-Token": token},
+        )  # fmt: skip
+    assert saved.status_code == 403
+    text = saved.get_data(as_text=True)
+    assert "cannot write" in text and "Nothing was written" in text and str(user_md.parent) in text
+    assert 'name="text"' in text and "Name: Bo" in text  # the edit is kept in the form
+    assert api.status_code == 403 and api.json["reason"] == "readonly"
+    assert "cannot write" in api.json["error"]
+    assert user_md.read_text(encoding="utf-8") == USER_TEXT
+
+
+def _get_in_a_thread(client: FlaskClient, path: str):
+    """GET ``path``, failing the test (not hanging it) if the request blocks."""
+    answers: list = []
+    worker = threading.Thread(target=lambda: answers.append(client.get(path)), daemon=True)
+    worker.start()
+    worker.join(timeout=15)
+    assert answers, f"GET {path} blocked a server thread"
+    return answers[0]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_user_md_that_is_not_a_file_is_explained(
+    client: FlaskClient, home: Path, kind: str
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    user_md.unlink()
+    user_md.mkdir() if kind == "directory" else os.mkfifo(user_md)
+    words = "is a directory" if kind == "directory" else "is a named pipe"
+    for path in ("/memory", "/memory/USER.md", "/api/memory/user", "/preview?message=hi"):
+        response = _get_in_a_thread(client, path)
+        assert response.status_code == 200, path
+    page = _get_in_a_thread(client, "/memory").get_data(as_text=True)
+    assert words in page and 'name="text"' not in page  # no editor for what cannot be saved
+    body = _get_in_a_thread(client, "/api/memory/user").json
+    assert body["editable"] is False and words in body["problem"]
+
+
+def test_invalid_utf8_is_shown_named_and_not_rewritten_by_an_unedited_save(
+    client: FlaskClient, home: Path
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    raw = b"Name: Ada\n\xc3(\n\xa7\nLives in Lisbon"
+    user_md.write_bytes(raw)
+    page, token, base = _load(client)
+    assert "not valid UTF-8" in page
+    text = html.unescape(re.search(r'name="text"[^>]*>\n?(.*?)</textarea>', page, re.S).group(1))
+    saved = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=text)
+    assert saved.status_code == 400 and "not valid UTF-8" in saved.get_data(as_text=True)
+    assert user_md.read_bytes() == raw
+
+
+def test_a_5_mb_user_md_gets_a_short_page_that_says_how_to_fix_it(
+    client: FlaskClient, home: Path
+) -> None:
+    user_md = home / "memories" / "USER.md"
+    user_md.write_text("\n§\n".join(["note " * 250] * 4000), encoding="utf-8")
+    response = client.get("/memory")
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert len(page) < 100_000
+    assert "too large for the editor" in page and "5.0 MB" in page and str(user_md) in page
+    _, token, base = _load(client, "MEMORY.md")
+    big = _post(
+        client, "/memory/MEMORY.md", csrf_token=token, base_sha256=base, text="x" * 3_000_000
+    )
+    assert big.status_code == 413 and "too large" in big.get_data(as_text=True)

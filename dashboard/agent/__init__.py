@@ -16,10 +16,10 @@ memory.shutdown_all()
 from dashboard.agent.blocks import Part, RecalledBlock, RecalledItem, VolatileBlock
 from dashboard.agent.manager import MemoryManager
 from dashboard.agent.provider import MemoryProvider, RecallMemoryProvider
-from dashboard.agent.tools import SESSION_SEARCH
+from dashboard.agent.tools import RECALL_SEARCH
 
 __all__ = [
-    "SESSION_SEARCH",
+    "RECALL_SEARCH",
     "MemoryManager",
     "MemoryProvider",
     "Part",

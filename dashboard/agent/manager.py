@@ -2,7 +2,8 @@
 
 The built-in provider plus at most one external one: two external providers would
 each expose memory tools, and the model could not tell which to use. A second
-external provider is refused with a warning.
+external provider is refused with a warning, and so is a provider whose tool has the
+name of one of Hermes's core tools (Hermes refuses those at registration).
 
 Prefetch never holds a turn up for long: ``queue_prefetch_all`` starts the next
 turn's prefetch when a turn ends (speculative prefetch); ``prefetch_all`` waits at
@@ -22,6 +23,7 @@ from typing import Any
 
 from dashboard.agent.blocks import Part, RecalledBlock, VolatileBlock, context_line
 from dashboard.agent.provider import BUILTIN, MemoryProvider, RecallMemoryProvider
+from dashboard.agent.tools import HERMES_CORE_TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +67,16 @@ class MemoryManager:
                 "registered); two would each expose memory tools", provider.name, current,
             )  # fmt: skip
             return False
+        offered = {self._tool_name(t) for t in provider.get_tool_schemas()}
+        shadowing = offered & HERMES_CORE_TOOLS
+        if shadowing:
+            log.warning(
+                "memory provider %r refused: tool %s would shadow Hermes's core tool "
+                "(Hermes refuses it)", provider.name, ", ".join(sorted(shadowing)),
+            )  # fmt: skip
+            return False
         taken = {self._tool_name(t) for p in self.providers for t in p.get_tool_schemas()}
-        clash = taken & {self._tool_name(t) for t in provider.get_tool_schemas()}
+        clash = taken & offered
         if clash:
             log.warning("memory provider %r refused: tool %s is taken", provider.name,
                         ", ".join(sorted(clash)))  # fmt: skip

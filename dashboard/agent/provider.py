@@ -9,7 +9,7 @@ Six lifecycle methods (third seed article, 9.2): ``name``, ``is_available``,
 :class:`RecallMemoryProvider` is the built-in one: context from USER.md and
 MEMORY.md (a frozen snapshot taken at session start, as Hermes does), recalled
 history from stage-1 search over the store, each turn written off the agent's
-thread by :class:`TurnWriter`, and the ``session_search`` tool.
+thread by :class:`TurnWriter`, and the ``recall_search`` tool.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.agent.blocks import DEFAULT_BUDGET_CHARS, RecalledBlock, recalled_block
-from dashboard.agent.tools import SESSION_SEARCH, session_search_tool
+from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
 from dashboard.repository.content import JSON_PREFIX
+from dashboard.repository.datadir import data_dir_for, recall_data_dir
 from dashboard.repository.errors import RecallError, StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_file
@@ -125,7 +126,9 @@ class RecallMemoryProvider(MemoryProvider):
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home).expanduser())
-        self.data_dir = Path(data_dir) if data_dir else self.home.root / "recall"
+        # Recall's own files (the summary cache): never inside the home (datadir).
+        self._data_dir_given = data_dir is not None
+        self.data_dir = Path(data_dir) if data_dir else data_dir_for(self.home)
         self.llm = llm or LLMConfig()
         self.reader = reader or StateReader(self.home)
         self.readonly = readonly
@@ -301,17 +304,21 @@ class RecallMemoryProvider(MemoryProvider):
     # -- tools ---------------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(SESSION_SEARCH))]  # a copy the caller may change
+        return [json.loads(json.dumps(RECALL_SEARCH))]  # a copy the caller may change
 
     def handle_tool_call(self, name: str, arguments: Mapping[str, Any] | str) -> str:
-        if name != "session_search":
+        if name != TOOL_NAME:
             return super().handle_tool_call(name, arguments)
         exclude = self._chain(self.session_id) if self.session_id else ()
-        return session_search_tool(self.reader, self._summary_service(), arguments, exclude)
+        return recall_search_tool(self.reader, self._summary_service(), arguments, exclude)
 
     def _summary_service(self) -> SummaryService:
         with self._lock:
             if self._summaries is None:
+                if not self._data_dir_given:  # an old <home>/recall/ moves here first
+                    self.data_dir, note = recall_data_dir(self.home)
+                    if note:
+                        log.info("%s", note)
                 self.data_dir.mkdir(parents=True, exist_ok=True)
                 data = RecallData(self.data_dir / "recall.db")
                 self._summaries = SummaryService(self.reader, data, Summarizer(self.llm))

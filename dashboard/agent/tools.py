@@ -1,8 +1,10 @@
-"""The ``session_search`` tool an agent's model can call (seed 9.6), in OpenAI format.
+"""The ``recall_search`` tool an agent's model can call (seed 9.6), in OpenAI format.
 
-The handler answers with the same JSON as ``GET /api/session_search`` and
-``recall search --summaries --json`` (tool parity): stage-1 search, then a recap of
-each matched session from the summarization model, or an extractive preview with
+It is the seeds' ``session_search`` under a name of its own: Hermes refuses a
+memory provider whose tool shadows one of its core tools, and ``session_search`` is
+one of them. The handler answers with the same JSON as ``GET /api/session_search``
+and ``recall search --summaries --json`` (tool parity): stage-1 search, then a recap
+of each matched session from the summarization model, or an extractive preview with
 the reason when no model answers.
 """
 
@@ -16,13 +18,22 @@ from dashboard.repository.errors import RecallError
 from dashboard.repository.reader import StateReader
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, SummaryService, session_search_result
 
+TOOL_NAME = "recall_search"
+# Tool names Hermes registers itself (HERMES_FACTS, "Today's Hermes"; the demo's tool
+# calls): Hermes refuses a memory provider exposing any of them.
+HERMES_CORE_TOOLS = frozenset(
+    {
+        "session_search", "memory", "clarify", "todo", "terminal", "read_file", "write_file",
+        "patch", "search_files", "web_search", "web_extract", "execute_code", "delegate_task",
+    }
+)  # fmt: skip
 MAX_LIMIT = 5  # each session costs a model call: keep a single tool call affordable
 MAX_QUERY_CHARS = 500
 
-SESSION_SEARCH = {
+RECALL_SEARCH = {
     "type": "function",
     "function": {
-        "name": "session_search",
+        "name": TOOL_NAME,
         "description": (
             "Search your past conversations with the user (full-text, across every earlier "
             "session) and get a short recap of each matching session. Use it when the user "
@@ -53,11 +64,11 @@ SESSION_SEARCH = {
 }
 
 
-def session_search_tool(
+def recall_search_tool(
     reader: StateReader, service: SummaryService, arguments: Mapping[str, Any] | str,
     exclude: Sequence[str] = (),
 ) -> str:  # fmt: skip
-    """Run a ``session_search`` call; always a JSON string (``success: false`` on bad input)."""
+    """Run a ``recall_search`` call; always a JSON string (``success: false`` on bad input)."""
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
     except (TypeError, ValueError) as exc:

@@ -22,7 +22,9 @@ class ValidationError(RecallError):
 class StoreUnavailableError(RecallError):
     """The database cannot be read: missing, corrupt, locked or not SQLite.
 
-    ``reason`` is one of ``missing``, ``corrupt``, ``locked``, ``io``, ``readonly``.
+    ``reason`` is one of ``missing``, ``corrupt``, ``locked``, ``io``, ``readonly`` (the
+    file or its folder cannot be used even for reading: permissions) or ``rollback``
+    (a hot journal from an interrupted write that only a writer can roll back).
     """
 
     def __init__(self, reason: str, path: str, detail: str = "") -> None:
@@ -35,3 +37,14 @@ class StoreUnavailableError(RecallError):
 
 class QuerySyntaxError(ValidationError):
     """A search query that cannot be repaired into something searchable."""
+
+
+class NotWritableError(RecallError):
+    """A file Recall was asked to write cannot be written (permissions, a read-only disk).
+
+    ``folder`` is where the write was refused; nothing was written.
+    """
+
+    def __init__(self, message: str, folder: str) -> None:
+        self.folder = folder
+        super().__init__(message)

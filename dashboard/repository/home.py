@@ -8,8 +8,24 @@ from pathlib import Path
 
 import yaml
 
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.params import whole_number
+
 DEFAULT_USER_CHAR_LIMIT = 1375
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
+MAX_CHAR_LIMIT = 10**9  # a limit no prompt could hold; beyond it the value is a typo
+LIMIT_KEYS = {
+    "USER.md": ("user_char_limit", DEFAULT_USER_CHAR_LIMIT),
+    "MEMORY.md": ("memory_char_limit", DEFAULT_MEMORY_CHAR_LIMIT),
+}
+
+
+@dataclass(frozen=True)
+class CharLimit:
+    """A memory file's limit in characters, and why config.yaml's value was not used."""
+
+    chars: int
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,20 +70,48 @@ class HermesHome:
 
     def config(self) -> dict:
         """``config.yaml`` as a dict; empty when missing or unreadable."""
+        return self._config()[0]
+
+    def _config(self) -> tuple[dict, str | None]:
+        """The config and, when it exists but cannot be read, why."""
         try:
             data = yaml.safe_load(self.config_yaml.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        except FileNotFoundError:
+            return {}, None
+        # ValueError: an integer of more than 4,300 digits.
+        except (OSError, yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+            return {}, f"config.yaml cannot be read ({str(exc)[:200]})"
+        return (data if isinstance(data, dict) else {}), None
+
+    def char_limit(self, name: str) -> CharLimit:
+        """The character limit of ``USER.md`` or ``MEMORY.md`` from config.yaml.
+
+        Hermes's default when the value is missing; also when it is not a positive
+        whole number, and then ``problem`` says so (the page shows it).
+        """
+        key, default = LIMIT_KEYS[name]
+        config, unreadable = self._config()
+        if unreadable:
+            return CharLimit(
+                default, f"{unreadable}: counting against Hermes's default {default:,}"
+            )
+        memory = config.get("memory")
+        value = memory.get(key) if isinstance(memory, dict) else None
+        if value is None:
+            return CharLimit(default)
+        number = _positive_int(value)
+        if number is None:
+            shown = repr(value)[:40]
+            return CharLimit(
+                default,
+                f"config.yaml memory.{key} is {shown}, not a whole number above 0: "
+                f"counting against Hermes's default {default:,}",
+            )
+        return CharLimit(number)
 
     def char_limits(self) -> dict[str, int]:
         """USER.md and MEMORY.md limits from config.yaml, Hermes's defaults otherwise."""
-        memory = self.config().get("memory")
-        memory = memory if isinstance(memory, dict) else {}
-        return {
-            "USER.md": _positive_int(memory.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT),
-            "MEMORY.md": _positive_int(memory.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT),
-        }
+        return {name: self.char_limit(name).chars for name in LIMIT_KEYS}
 
 
 def resolve_home(explicit: str | os.PathLike[str] | None = None) -> HermesHome:
@@ -80,11 +124,15 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> HermesHome:
     return HermesHome(Path.home() / ".hermes")
 
 
-def _positive_int(value: object, default: int) -> int:
+def _positive_int(value: object) -> int | None:
+    """A YAML value as a limit: an int above 0, or digits in a string (one rule: params)."""
     if isinstance(value, bool):
-        return default
-    if isinstance(value, int) and value > 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
-        return int(value)
-    return default
+        return None
+    if isinstance(value, int):
+        return value if 0 < value <= MAX_CHAR_LIMIT else None
+    if isinstance(value, str):
+        try:
+            return whole_number(value, "limit", 1, MAX_CHAR_LIMIT)
+        except ValidationError:
+            return None
+    return None

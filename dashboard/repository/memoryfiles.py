@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import time
 import unicodedata
@@ -33,7 +34,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.repository.errors import (
+    ConflictError,
+    NotFoundError,
+    NotWritableError,
+    ValidationError,
+)
 from dashboard.repository.home import HermesHome
 from dashboard.repository.recalldb import RecallData
 
@@ -50,14 +56,21 @@ WARN = "warn"
 # -- reading --------------------------------------------------------------------------
 
 
+# 190 times Hermes's default USER.md limit; a page for it stays well under 1 MB, and a
+# form posting it stays under MAX_CONTENT_LENGTH. A larger file is not read whole.
+MAX_EDITABLE_BYTES = 256 * 1024
+
+
 @dataclass(frozen=True)
 class MemoryFile:
     """One memory file as it is on disk.
 
     ``text`` is the exact file text ("" when missing; bytes that are not UTF-8 are
-    shown as U+FFFD), ``sha256`` the hash of the exact bytes (of ``b""`` when
-    missing) — pass it back as ``base_sha256`` when saving. ``entries`` is
-    :func:`split_entries` of ``text``: raw, unstripped, lossless.
+    shown as U+FFFD, and ``problem`` says where), ``sha256`` the hash of the exact
+    bytes (of ``b""`` when missing) — pass it back as ``base_sha256`` when saving.
+    ``entries`` is :func:`split_entries` of ``text``: raw, unstripped, lossless.
+    ``editable`` is False when the path cannot be edited at all (a directory, a named
+    pipe, a file too large for the editor, an unreadable file); ``problem`` says why.
     """
 
     name: str
@@ -67,6 +80,9 @@ class MemoryFile:
     sha256: str
     limit: int
     entries: tuple[str, ...]
+    limit_problem: str | None = None  # why config.yaml's limit was not used
+    problem: str | None = None
+    editable: bool = True
 
     @property
     def used(self) -> int:
@@ -89,28 +105,111 @@ def home_key(home: HermesHome) -> str:
 
 
 def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
-    """Read one memory file; a missing file (or folder) reads as empty."""
+    """Read one memory file; a missing file (or folder) reads as empty.
+
+    Never blocks and never raises for what is at the path: a directory, a named
+    pipe, an unreadable or oversized file comes back with ``editable=False`` and a
+    ``problem``; text that is not UTF-8 comes back with a ``problem`` too.
+    """
     path = memory_path(home, name)
-    raw = _read_bytes(path)
-    text = "" if raw is None else raw.decode("utf-8", errors="replace")
+    found = _read(path)
+    limit = home.char_limit(name)
+    text, problem = "", found.problem
+    if found.data is not None:
+        text, problem = _decode(name, found.data)
     return MemoryFile(
         name=name,
         path=path,
         text=text,
-        exists=raw is not None,
-        sha256=_sha256(raw or b""),
-        limit=home.char_limits()[name],
+        exists=found.exists,
+        sha256=_sha256(found.data or b""),
+        limit=limit.chars,
         entries=tuple(split_entries(text)),
+        limit_problem=limit.problem,
+        problem=problem,
+        editable=found.data is not None or not found.exists,
     )
 
 
-def _read_bytes(path: Path) -> bytes | None:
+@dataclass(frozen=True)
+class _Found:
+    """What is at a memory file's path: its bytes, or why they cannot be used."""
+
+    exists: bool
+    data: bytes | None = None
+    problem: str | None = None
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_a_file(path: Path, mode: int) -> str:
+    kind = next((label for test, label in _FILE_KINDS if test(mode)), "not a regular file")
+    return (
+        f"{path} is {kind}, not a file: Hermes cannot read it as {path.name} either. "
+        f"Move it out of the way (e.g. `mv {path} {path}.moved`), then reload."
+    )
+
+
+def _read(path: Path) -> _Found:
+    """The file's bytes, never blocking: the type is checked before and after opening."""
     try:
-        return path.read_bytes()
+        before = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return _Found(exists=False)
+    except OSError as exc:
+        return _Found(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
+    if not stat.S_ISREG(before.st_mode):
+        return _Found(exists=True, problem=_not_a_file(path, before.st_mode))
+    if before.st_size > MAX_EDITABLE_BYTES:
+        return _Found(exists=True, problem=_too_large(path, before.st_size))
+    try:
+        # O_NONBLOCK: if a FIFO replaced the file since the stat, open() must not wait
+        # for a writer (it would pin a server thread forever).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None
-    except NotADirectoryError:
-        return None
+        return _Found(exists=False)
+    except OSError as exc:
+        return _Found(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
+    with os.fdopen(fd, "rb") as handle:
+        now = os.fstat(handle.fileno())
+        if not stat.S_ISREG(now.st_mode):
+            return _Found(exists=True, problem=_not_a_file(path, now.st_mode))
+        data = handle.read(MAX_EDITABLE_BYTES + 1)
+    if len(data) > MAX_EDITABLE_BYTES:
+        return _Found(exists=True, problem=_too_large(path, max(now.st_size, len(data))))
+    return _Found(exists=True, data=data)
+
+
+def _too_large(path: Path, size: int) -> str:
+    return (
+        f"{path.name} is {size / 1e6:.1f} MB, too large for the editor (it takes up to "
+        f"{MAX_EDITABLE_BYTES // 1024} KB; Hermes's limit for the file is a few thousand "
+        f"characters, so the agent cannot use most of it). Shorten {path} in a text editor "
+        "(keep the entries the agent needs), then reload."
+    )
+
+
+def _decode(name: str, data: bytes) -> tuple[str, str | None]:
+    """The text, and a problem naming the first byte that is not UTF-8 (if any)."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        entry = data[: exc.start].decode("utf-8", errors="replace").count(SEPARATOR) + 1
+        bad = data[exc.start]
+        return text, (
+            f"{name} is not valid UTF-8: byte 0x{bad:02x} at offset {exc.start:,} (entry "
+            f"{entry}) and any others are shown as \ufffd. Recall will not save text that "
+            f"still holds them, as that would replace bytes you did not edit: replace or "
+            f"delete each \ufffd, or fix the file's encoding in a text editor."
+        )
 
 
 def _sha256(data: bytes) -> str:
@@ -469,7 +568,9 @@ def save_memory_file(
     Raises :class:`BlockedContentError` (a ValidationError) when :func:`check` finds
     a threat or invisible character, :class:`MemoryConflict` when the file on disk
     is no longer the one the edit started from, :class:`MemoryLockTimeout` when the
-    lock cannot be had. In every one of those cases the file is left untouched.
+    lock cannot be had, :class:`NotWritableError` when the folder refuses the write
+    (permissions, a read-only disk). In every one of those cases the file is left
+    untouched.
     With ``data``, the saved text is recorded as a revision; when the file existed
     and has no revision yet, its previous text is recorded first.
     """
@@ -480,16 +581,23 @@ def save_memory_file(
         new_bytes = new_text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(f"{name}: the text is not valid Unicode ({exc.reason})") from exc
+    if len(new_bytes) > MAX_EDITABLE_BYTES:
+        raise ValidationError(
+            f"{name} not saved: {len(new_bytes) / 1e6:.1f} MB is too large for the editor "
+            f"(at most {MAX_EDITABLE_BYTES // 1024} KB)"
+        )
     findings = check(new_text, home.char_limits()[name])
     blocked = blocking(findings)
     if blocked:
         raise BlockedContentError(name, blocked)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     key = home_key(home)
-    with file_lock(path, lock_timeout_s):
+    with _refused_writes_named(name, path), file_lock(path, lock_timeout_s):
         _remove_stale_temp_files(path)
-        current = _read_bytes(path)
+        found = _read(path)
+        if found.problem:
+            raise ValidationError(f"{found.problem} Nothing was written.")
+        current = found.data
         current_sha = _sha256(current or b"")
         if current_sha != base_sha256:
             raise MemoryConflict(
@@ -499,6 +607,10 @@ def save_memory_file(
                 base_sha256=base_sha256,
                 their_sha256=current_sha,
             )
+        if current is not None and "\ufffd" in new_text:
+            _, undecodable = _decode(name, current)
+            if undecodable:
+                raise ValidationError(f"{undecodable} Nothing was written.")
         if data is not None and current is not None and not data.revisions(key, name, limit=1):
             data.add_revision(
                 key, name, current.decode("utf-8", errors="replace"), note="before first edit"
@@ -513,6 +625,27 @@ def save_memory_file(
         revision_id=revision_id,
         findings=tuple(f for f in findings if f.severity == WARN),
     )
+
+
+# EACCES/EPERM: permissions (or an immutable file); EROFS: a read-only mount.
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+@contextmanager
+def _refused_writes_named(name: str, path: Path) -> Iterator[None]:
+    """Create the folder if needed; a refused write becomes :class:`NotWritableError`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        raise NotWritableError(
+            f"Recall cannot write {name}: {path.parent} is read-only for the user Recall "
+            f"runs as ({exc.strerror}: {exc.filename}). Nothing was written; give this user "
+            "write access to the folder, or edit the file as the agent's user.",
+            str(path.parent),
+        ) from exc
 
 
 def restore_revision(

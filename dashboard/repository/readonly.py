@@ -2,7 +2,10 @@
 
 A user's Hermes home belongs to their agent. Recall opens its ``state.db`` with a
 ``mode=ro`` URI and ``query_only``, never runs DDL and never sets a pragma that
-writes (not even ``journal_mode``: a DELETE-mode file stays DELETE-mode).
+writes (not even ``journal_mode``: a DELETE-mode file stays DELETE-mode). It never
+memory-maps the file either: a mapped file that someone truncates or rewrites in
+place (``: > state.db``, ``cp backup state.db``) raises SIGBUS in the reader when
+it touches a page past the new end, and that kills the whole server.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from dashboard.repository.errors import StoreUnavailableError
 BUSY_TIMEOUT_S = 5.0
 IO_RETRIES = 3
 IO_RETRY_SLEEP_S = 0.05
-MMAP_BYTES = 8 << 30  # address space only; the OS pages in what is read
 
 _SQLITE_IOERR = 10
 _SQLITE_CORRUPT = 11
@@ -27,6 +29,10 @@ _SQLITE_CANTOPEN = 14
 _SQLITE_NOTADB = 26
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
+# Extended code: a hot journal (a writer died mid-transaction) must be rolled back
+# before anyone can read the file, and a read-only connection may not do that.
+_SQLITE_READONLY_ROLLBACK = 776
 
 
 def readonly_uri(path: str | Path) -> str:
@@ -56,10 +62,10 @@ def open_readonly(
         try:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA query_only=1")
-            # Each request opens a fresh connection with a cold page cache; reading
-            # through a memory map skips a read() and a copy per page (a 100k-row
-            # scan went from 130 to 55 ms). Per connection, nothing is written.
-            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            # Plain read() calls, never a memory map (SIGBUS on a file truncated in
+            # place). 0 is SQLite's default; set here so a build with another default
+            # cannot bring the map back. Per connection, nothing is written.
+            conn.execute("PRAGMA mmap_size=0")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.Error as exc:
@@ -86,10 +92,16 @@ def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def classify(exc: sqlite3.Error, path: Path) -> StoreUnavailableError:
     """Turn a sqlite3 error into a reason a person can act on."""
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    extended = getattr(exc, "sqlite_errorcode", None) or 0
+    code = extended & 0xFF
     text = str(exc)
     lowered = text.lower()
-    if (
+    if extended == _SQLITE_READONLY_ROLLBACK:
+        reason = "rollback"
+    elif code == _SQLITE_READONLY or "readonly database" in lowered:
+        # Also the WAL cases: the -shm cannot be created, locked or initialised.
+        reason = "readonly"
+    elif (
         code in (_SQLITE_NOTADB, _SQLITE_CORRUPT)
         or "not a database" in lowered
         or "malformed" in lowered

@@ -23,12 +23,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage, load_lineage
+from dashboard.repository.params import date_bound, whole_number
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.snippets import make_snippet, preview, readable, readable_tool_calls
 
@@ -666,31 +666,11 @@ def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, list[s
 
 
 def _date_param(value: str | None, name: str, *, end_of_day: bool = False) -> float | None:
-    if not value or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise ValidationError(f"{name} must be a date like 2026-11-30 (got {text[:40]!r})") from exc
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # the user's local time
-    stamp = moment.timestamp()
-    if end_of_day and len(text) == 10:
-        stamp += 86_400
-    return stamp
+    return date_bound(value, name, end_of_day=end_of_day)
 
 
 def _int_param(value: str | None, name: str, low: int, high: int) -> int | None:
-    if value is None or not value.strip():
-        return None
-    try:
-        number = int(value.strip())
-    except ValueError as exc:
-        raise ValidationError(f"{name} must be a whole number") from exc
-    if not low <= number <= high:
-        raise ValidationError(f"{name} must be between {low} and {high}")
-    return number
+    return whole_number(value, name, low, high)
 
 
 def _like_escape(text: str) -> str:

@@ -8,6 +8,7 @@ from flask import Blueprint, jsonify, request
 
 from dashboard.repository.errors import (
     NotFoundError,
+    NotWritableError,
     RecallError,
     StoreUnavailableError,
     ValidationError,
@@ -22,12 +23,14 @@ from dashboard.repository.memoryfiles import (
     save_memory_file,
     split_entries,
 )
+from dashboard.repository.params import whole_number
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import spend_function
+from dashboard.web.security import same_origin_only
 from dashboard.web.summaries import get_recall_data, get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -66,12 +69,10 @@ def session_messages(session_id: str):
 
 
 @bp.get("/session_search")
+@same_origin_only
 def session_search():
     """The seed tool's session_search: stage 1, then a recap of each session (waits)."""
-    raw = request.args.get("limit", "").strip()
-    if raw and not (raw.isdigit() and 1 <= int(raw) <= 20):
-        raise ValidationError("limit must be a whole number from 1 to 20")
-    limit = int(raw) if raw else DEFAULT_TOOL_LIMIT
+    limit = whole_number(request.args.get("limit"), "limit", 1, 20) or DEFAULT_TOOL_LIMIT
     query = request.args.get("query", "")
     return jsonify(session_search_result(get_reader(), get_summaries(), query, limit))
 
@@ -152,6 +153,7 @@ def _memory_json(file: MemoryFile) -> dict[str, object]:
         "name": file.name, "content": file.text, "hash": file.sha256, "limit": file.limit,
         "chars": len(file.text), "entries": list(split_entries(file.text)),
         "problems": [asdict(f) for f in check(file.text, file.limit)],
+        "editable": file.editable, "problem": file.problem,
     }  # fmt: skip
 
 
@@ -180,5 +182,7 @@ def save_memory(which: str):
         return jsonify({"error": str(exc), "content": exc.theirs, "hash": exc.their_sha256}), 409
     except MemoryLockTimeout as exc:
         return jsonify({"error": str(exc), "reason": "busy"}), 503
+    except NotWritableError as exc:
+        return jsonify({"error": str(exc), "reason": "readonly"}), 403
     return jsonify({"hash": result.sha256, "revision_id": result.revision_id,
                     "problems": [asdict(f) for f in result.findings]})  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
 
+from dashboard.repository.errors import NotWritableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import (
     BLOCK,
@@ -32,6 +33,7 @@ from dashboard.repository.memoryfiles import (
     save_memory_file,
     split_entries,
 )
+from dashboard.repository.params import whole_number
 from dashboard.repository.recalldb import RecallData
 from dashboard.web.reader import get_reader
 from dashboard.web.summaries import get_recall_data
@@ -39,6 +41,7 @@ from dashboard.web.summaries import get_recall_data
 bp = Blueprint("memory", __name__)
 
 HISTORY_LIMIT = 50
+MAX_ENTRY_INDEX = 1_000_000  # far more entries than a file within its limit can hold
 
 
 def _profile() -> str | None:
@@ -184,6 +187,13 @@ def _save(name: str, action):
     except MemoryLockTimeout as exc:
         file = read_memory_file(home, name)
         return _render(file, 503, error=f"{exc} Nothing was written; try again in a moment.")
+    except NotWritableError as exc:
+        file = read_memory_file(home, name)
+        edit = request.form.get("text")
+        return _render(
+            file, 403, error=str(exc),
+            edit_text=file.text if edit is None else edit.replace("\r\n", "\n"),
+        )  # fmt: skip
     return redirect(url_for("memory.show", name=name, profile=_profile(), saved=1), code=303)
 
 
@@ -239,10 +249,7 @@ def entries(name: str):
     file = read_memory_file(_home(), _checked_name(name))
     base = _submitted_base()
     op = request.form.get("op", "")
-    try:
-        index = int(request.form.get("index", "0"))
-    except ValueError:
-        abort(400, description="The entry index must be a number.")
+    index = whole_number(request.form.get("index"), "index", 0, MAX_ENTRY_INDEX) or 0
     value = request.form.get("value", "").replace("\r\n", "\n")
     if base == file.sha256:
         return _preview_page(file, edit_entries(file.text, op, index, value), base)

@@ -8,6 +8,7 @@ from dashboard.repository.errors import ValidationError
 from dashboard.repository.search import SearchRequest
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
+from dashboard.web.security import same_origin_only
 from dashboard.web.summaries import get_summaries, summaries_mode
 
 bp = Blueprint("search", __name__)
@@ -40,6 +41,7 @@ def index():
 
 
 @bp.get("/summaries/<session_id>")
+@same_origin_only
 def summary(session_id: str):
     """Show one session's recap around the query (HTMX polls until it is ready)."""
     q = request.args.get("q", "").strip()

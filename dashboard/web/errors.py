@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask, render_template
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from dashboard.repository.errors import NotFoundError, StoreUnavailableError, ValidationError
 
@@ -15,15 +15,22 @@ STORE_ADVICE = {
     "locked": "Another program holds an exclusive lock on the database. This usually "
     "passes in a moment: reload the page.",
     "io": "The disk reported an I/O error while reading the database. Reload to try again.",
-    "readonly": "Recall could not open the database read-only (permissions on the file or "
-    "its folder).",
+    "readonly": "The file is fine, but it cannot be opened read-only by the user Recall runs "
+    "as: a WAL-mode database needs its state.db-shm file beside it even to be read, and the "
+    "folder or that file is not writable for this user (or the disk is read-only). Run Recall "
+    "as the agent's user, or give this user write access to the folder.",
+    "rollback": "The file is not damaged: a write by the agent was interrupted (a crash or a "
+    "power cut) and left state.db-journal beside it, which must be rolled back before anyone "
+    "can read the file. Recall opens your database read-only and never writes to it, so it "
+    "cannot roll it back itself. Start the agent once (Hermes rolls back when it opens the "
+    "file), then reload.",
 }
 
 
 def init_app(app: Flask) -> None:
     @app.errorhandler(StoreUnavailableError)
     def store_unavailable(exc: StoreUnavailableError):
-        status = 503 if exc.reason in ("locked", "io") else 500
+        status = 503 if exc.reason in ("locked", "io", "readonly", "rollback") else 500
         advice = STORE_ADVICE.get(exc.reason, "")
         body = render_template("errors/store.html", error=exc, advice=advice)
         return body, status, {"Retry-After": "2"} if status == 503 else {}
@@ -37,6 +44,16 @@ def init_app(app: Flask) -> None:
     def invalid(exc: ValidationError):
         return render_template("errors/http.html", code=400, title="Bad request",
                                message=str(exc)), 400  # fmt: skip
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(exc: RequestEntityTooLarge):
+        limit = app.config.get("MAX_CONTENT_LENGTH") or 0
+        message = (
+            f"What was sent is too large: Recall accepts at most {limit / 1e6:.1f} MB per "
+            "request, and a memory file at most a few hundred KB. Nothing was saved."
+        )
+        return render_template("errors/http.html", code=413, title="Too large",
+                               message=message), 413  # fmt: skip
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

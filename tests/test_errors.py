@@ -1,0 +1,32 @@
+"""Error pages: each failure a person can meet explained as what it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests import hermes_shapes as shapes
+from tests.conftest import make_app
+
+
+def test_a_hot_journal_is_explained_as_a_rollback_recall_cannot_do(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_hot_journal(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    for path in ("/", "/overview", "/costs"):
+        response = client.get(path)
+        assert response.status_code == 503, path
+        page = response.get_data(as_text=True)
+        assert "state.db-journal" in page and "interrupted" in page and "read-only" in page
+        assert "is not damaged" in page and "(corrupt)" not in page
+    body = client.get("/api/search?q=pool").json
+    assert body["reason"] == "rollback"
+
+
+def test_a_read_only_folder_is_explained_as_permissions(tmp_path: Path) -> None:
+    db = shapes.build_seed_inline(tmp_path / "home" / "state.db")
+    client = make_app(db.parent, tmp_path / "data").test_client()
+    with shapes.read_only(db, db.parent):
+        response = client.get("/overview")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 503
+    assert "read-only" in page and "state.db-shm" in page and "(corrupt)" not in page
