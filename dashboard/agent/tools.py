@@ -19,12 +19,18 @@ from dashboard.repository.reader import StateReader
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, SummaryService, session_search_result
 
 TOOL_NAME = "recall_search"
-# Tool names Hermes registers itself (HERMES_FACTS, "Today's Hermes"; the demo's tool
-# calls): Hermes refuses a memory provider exposing any of them.
+# The tools Hermes registers for every platform (its ``_HERMES_CORE_TOOLS`` in
+# toolsets.py, late 2026): Hermes refuses a memory provider exposing any of them.
 HERMES_CORE_TOOLS = frozenset(
     {
-        "session_search", "memory", "clarify", "todo", "terminal", "read_file", "write_file",
-        "patch", "search_files", "web_search", "web_extract", "execute_code", "delegate_task",
+        "web_search", "web_extract", "terminal", "process", "read_file", "write_file",
+        "patch", "search_files", "vision_analyze", "image_generate", "mixture_of_agents",
+        "skills_list", "skill_view", "skill_manage", "browser_navigate", "browser_snapshot",
+        "browser_click", "browser_type", "browser_scroll", "browser_back", "browser_press",
+        "browser_close", "browser_get_images", "browser_vision", "browser_console",
+        "text_to_speech", "todo", "memory", "session_search", "clarify", "execute_code",
+        "delegate_task", "cronjob", "send_message", "ha_list_entities", "ha_get_state",
+        "ha_list_services", "ha_call_service",
     }
 )  # fmt: skip
 MAX_LIMIT = 5  # each session costs a model call: keep a single tool call affordable
