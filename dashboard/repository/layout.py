@@ -57,6 +57,11 @@ class Layout:
     demo_seed: str | None = None  # set in homes built by ``recall demo``
 
     @property
+    def is_demo(self) -> bool:
+        """Whether ``recall demo`` built this home (the banner on every page)."""
+        return self.demo_seed is not None
+
+    @property
     def index_trusted(self) -> bool:
         """False when search must fall back to scanning ``messages``."""
         return not (self.fts_stale or self.fts_rebuilding) and self.word_index is not None

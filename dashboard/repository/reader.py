@@ -78,12 +78,25 @@ class StateReader:
             conn.close()
 
     def is_demo(self) -> bool:
-        """Whether the home was built by ``recall demo`` (remembered once known)."""
+        """Whether the home was built by ``recall demo``, without ever waiting on its lock.
+
+        Every page shows the answer as a banner, and most pages (the memory editor,
+        error pages) need no database. While Hermes holds an EXCLUSIVE lock on a
+        DELETE-journal home a reader waits out the busy timeout, so this looks with
+        none: until the file answers at once the answer is False, asked again next
+        time; once known it is remembered (a home does not become a demo).
+        """
         if self._demo is None:
             try:
-                self._demo = self.layout().demo_seed is not None
+                conn = open_readonly(self.path, timeout=0, io_retries=0)
             except StoreUnavailableError:
                 return False
+            try:
+                self._demo = detect_layout(conn, self.path).is_demo
+            except sqlite3.Error:
+                return False
+            finally:
+                conn.close()
         return self._demo
 
     def layout(self) -> Layout:
@@ -94,7 +107,7 @@ class StateReader:
         """What the home holds: layout, counts, activity range, file sizes."""
         with self.snapshot() as snap:
             info = store_overview(snap.conn, snap.layout)
-            info["is_demo"] = snap.layout.demo_seed is not None
+            info["is_demo"] = snap.layout.is_demo
         info["home"] = str(self.home.root)
         info["path"] = str(self.path)
         return info
