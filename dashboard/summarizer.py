@@ -10,6 +10,7 @@ bearer token and never appears in a message, a log line or a repr.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -56,11 +57,14 @@ class LLMConfig:
         """Build from app config keys ``LLM_BASE_URL``, ``LLM_MODEL``, ``LLM_API_KEY``…"""
 
         def number(key: str, default: float) -> float:
+            # A setting that is not a finite number of 0 or more ("inf", "nan", "-1", "²")
+            # falls back to the default rather than failing at start.
             value = config.get(key)
             try:
-                return float(value) if value not in (None, "") else default
+                found = float(value) if value not in (None, "") else default
             except (TypeError, ValueError):
                 return default
+            return found if math.isfinite(found) and found >= 0 else default
 
         concurrency = int(number("SUMMARY_CONCURRENCY", DEFAULT_CONCURRENCY))
         return cls(

@@ -236,3 +236,15 @@ def test_api_session_search(home: Path, tmp_path: Path, llm_stub: StubLLM) -> No
     recent = client.get("/api/session_search").json
     assert recent["mode"] == "recent"
     assert json.dumps(recent).count("summary") == 0
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan", "-3", "²", "lots"])
+def test_odd_llm_settings_fall_back_to_the_defaults(bad: str) -> None:
+    """RECALL_SUMMARY_CONCURRENCY=inf once failed at start (int(inf) overflows)."""
+    config = LLMConfig.from_mapping(
+        {"SUMMARY_CONCURRENCY": bad, "LLM_TIMEOUT": bad, "LLM_RETRIES": bad}
+    )
+    defaults = LLMConfig.from_mapping({})
+    assert (config.concurrency, config.timeout_s, config.retries) == (
+        defaults.concurrency, defaults.timeout_s, defaults.retries,
+    )  # fmt: skip
