@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             f"built {args.chains:,} chains + one of {args.long} in {time.perf_counter() - t0:.0f} s"
         )
         db = work / "home" / "state.db"
-        with running_server(["--home", str(work / "home")], work) as srv:
+        serve_args = ["--home", str(work / "home"), "--data-dir", str(work / "data")]
+        with running_server(serve_args, work) as srv:
             with httpx.Client(base_url=srv.url, timeout=60) as client:
                 for path in (f"/chains/{middle}", f"/chains/{short}", "/chains"):
                     client.get(path).raise_for_status()  # warm the page cache and lineage
