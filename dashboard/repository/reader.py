@@ -19,8 +19,15 @@ from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
+from dashboard.repository.query import parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
-from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
+from dashboard.repository.search import (
+    SearchRequest,
+    SearchResult,
+    search_sessions,
+    session_facets,
+    session_matches,
+)
 from dashboard.repository.transcript import (
     StitchedPart,
     Transcript,
@@ -124,6 +131,12 @@ class StateReader:
             return search_sessions(
                 snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
             )
+
+    def matching_messages(self, session_id: str, query: str) -> list[int]:
+        """Ids of the session's messages that ``query`` matches (what a card counts)."""
+        parsed = parse_query(query)
+        with self.snapshot() as snap:
+            return session_matches(snap.conn, snap.layout, session_id, parsed)
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
