@@ -429,6 +429,16 @@ def test_terms_with_symbols(text: str, symbols: bool) -> None:
     assert Term(text, "word").has_symbols is symbols
 
 
+@pytest.mark.parametrize(
+    ("text", "edge"),
+    [("C++", True), ("c#", True), (".NET", True), ("--force", True), ("-1", True),
+     ("node.js", False), ("pg_stat_activity", False), ("my-app.config.ts", False),
+     ("docker-compose up", False), ("docker", False)],
+)  # fmt: skip
+def test_symbols_the_word_index_loses(text: str, edge: bool) -> None:
+    assert Term(text, "word").symbols_at_edge is edge
+
+
 TITLES = {
     "s1": "Docker compose: worker can't reach postgres",
     "s2": "Docker swarm notes",

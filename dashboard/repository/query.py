@@ -82,6 +82,21 @@ class Term:
         """
         return any(not (ch.isalnum() or ch.isspace()) for ch in self.text)
 
+    @property
+    def symbols_at_edge(self) -> bool:
+        """A symbol not between two letters or digits: ``C++``, ``c#``, ``.NET``, ``--force``.
+
+        The word index loses such a term entirely ("c", "net"). Symbols inside a word
+        (``node.js``, ``pg_stat_activity``) only separate its words there, so the word
+        index still finds every candidate and a literal check can keep the right ones.
+        """
+        text = self.text
+        return any(
+            not (ch.isalnum() or ch.isspace())
+            and not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum())
+            for i, ch in enumerate(text)
+        )
+
 
 @dataclass(frozen=True)
 class _Near:

@@ -254,6 +254,7 @@ class _Route:
     name: str
     table: str | None  # the FTS table, None for a scan
     match: str | None
+    literal: bool = False  # also check the terms as literal text (their symbols count)
 
 
 def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list[str]]:
@@ -279,13 +280,18 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
         notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
         return [scan], notes
     symbolic = [t.text for t in terms if t.has_symbols]
-    if symbolic:
+    shown = ", ".join(symbolic[:3]) + (", …" if len(symbolic) > 3 else "")
+    if any(t.symbols_at_edge for t in terms):
         # The word index keeps letters and digits only: "C++" there is the word "c".
-        shown = ", ".join(symbolic[:3]) + (", …" if len(symbolic) > 3 else "")
         how = "the trigram index" if tri else "scanning messages"
         notes.append(f"Matched {shown} with their symbols, by {how}.")
         return ([tri, scan] if tri else [scan]), notes
-    word = _Route("unicode61", layout.word_index.name, parsed.fts_match("unicode61"))  # type: ignore[union-attr]
+    if symbolic:
+        notes.append(f"Matched {shown} with their symbols, not just their words.")
+    word = _Route(
+        "unicode61", layout.word_index.name, parsed.fts_match("unicode61"),  # type: ignore[union-attr]
+        literal=bool(symbolic),
+    )  # fmt: skip
     routes = [word, tri] if tri else [word]
     if not layout.word_index_covers_tools:
         # Old files index message text only: a term in tool-call arguments is
@@ -309,7 +315,7 @@ def _matching(
         if route.table is None:
             rows, total, bounded, cutoff = _scan(conn, layout, parsed, request, filters)
         else:
-            rows, total, bounded, cutoff = _fts(conn, route, request, filters)
+            rows, total, bounded, cutoff = _fts(conn, layout, parsed, route, request, filters)
         if rows or index == len(routes) - 1:
             break
         notes.append(
@@ -340,8 +346,9 @@ def _matching(
 
 
 def _fts(
-    conn: sqlite3.Connection, route: _Route, request: SearchRequest, filters: _Filters
-) -> tuple[list[_Row], int, bool, int | None]:
+    conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, route: _Route,
+    request: SearchRequest, filters: _Filters,
+) -> tuple[list[_Row], int, bool, int | None]:  # fmt: skip
     """Matching rows (id, session, score, timestamp), best first, within a bounded window.
 
     Returns the rows, the match count (capped just above the window: an exact
@@ -364,14 +371,15 @@ def _fts(
     cutoff = edge[0][0] if bounded else None
     bound = "" if cutoff is None else f" AND rowid {'<=' if direction == 'ASC' else '>='} {cutoff}"
     score = "rank" if request.sort == "relevance" else "0"
+    literal, literal_params = _literal_sql(layout, parsed, route)
     # Score inside the FTS table alone, then join, then sort here: ordering the
     # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
     rows = conn.execute(
         f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0) FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
-        f"WHERE 1{filters.sql}",
-        (route.match, *filters.params),
+        f"WHERE 1{filters.sql}{literal}",
+        (route.match, *filters.params, *literal_params),
     ).fetchall()
     if request.sort == "relevance":
         rows.sort(key=lambda r: (r[2], -r[0]))
@@ -379,6 +387,18 @@ def _fts(
         rows.sort(key=lambda r: r[0], reverse=direction == "DESC")
     total = window + 1 if bounded else len(rows)
     return [tuple(r) for r in rows], total, bounded, cutoff
+
+
+def _literal_sql(layout: Layout, parsed: ParsedQuery, route: _Route) -> tuple[str, list[str]]:
+    """An ``AND`` condition: the query as literal text, for a route whose symbols count.
+
+    The index finds the words (``node js``); this keeps only rows holding the text
+    (``node.js``). Words without symbols pass it whenever the index matched them.
+    """
+    if not route.literal:
+        return "", []
+    where, params = parsed.scan_sql(_scan_columns(layout))
+    return f" AND {where}", params
 
 
 def _continuation_sql(request: SearchRequest, column: str) -> str:
@@ -477,12 +497,13 @@ def _any_match(
             continue
         t = route.table
         direction = "ASC" if request.sort == "oldest" else "DESC"
+        literal, literal_params = _literal_sql(layout, parsed, route)
         row = conn.execute(
             f"SELECT 1 FROM (SELECT rowid FROM {t} WHERE {t} MATCH ?"
             f"{_continuation_sql(request, 'rowid')} ORDER BY rowid {direction} LIMIT ?) r "
             f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
-            f"WHERE 1{filters.sql} LIMIT 1",
-            (route.match, _window(request, route), *filters.params),
+            f"WHERE 1{filters.sql}{literal} LIMIT 1",
+            (route.match, _window(request, route), *filters.params, *literal_params),
         ).fetchone()
         if row is not None:
             return True
@@ -516,11 +537,12 @@ def session_matches(
             t = route.table
             # The session's id range bounds the index walk: a common word costs no more
             # than the session holds.
+            literal, literal_params = _literal_sql(layout, parsed, route)
             sql = (
                 f"SELECT m.id FROM {t} r JOIN messages m ON m.id = r.rowid WHERE {t} MATCH ? "
-                f"AND r.rowid BETWEEN ? AND ? AND m.session_id = ? AND {visible}"
+                f"AND r.rowid BETWEEN ? AND ? AND m.session_id = ? AND {visible}{literal}"
             )
-            args = (route.match, low, high, session_id)
+            args = (route.match, low, high, session_id, *literal_params)
         ids = sorted(r[0] for r in conn.execute(sql, args))
         if ids:
             return ids
@@ -651,9 +673,10 @@ def _group(
     groups: dict[str, _Group] = {}
     roots: dict[str, str] = {}
     oldest = request.sort == "oldest"
+    chains = request.group == "chain"
 
     def key_of(sid: str) -> str:
-        if request.group != "chain":
+        if not chains:
             return sid
         root = roots.get(sid)
         if root is None:
@@ -669,16 +692,20 @@ def _group(
         group = groups.setdefault(key, _Group(key, sid))
         group.title_match = True
         seen(group, started)
+    timed = request.sort != "relevance"
     for message_id, sid, _score, when in rows:
-        key = key_of(sid)
+        key = key_of(sid) if chains else sid
         group = groups.get(key)
         if group is None:
             group = groups[key] = _Group(key, sid)
+        if timed and not group.hit_count:
+            # Rows come newest (oldest) first: a group's first row is its newest (oldest).
+            seen(group, when)
         group.hit_count += 1
-        group.session_hits[sid] = group.session_hits.get(sid, 0) + 1
+        hits = group.session_hits
+        hits[sid] = hits.get(sid, 0) + 1
         if len(group.hit_ids) < HIT_CANDIDATES:
             group.hit_ids.append((message_id, sid))
-        seen(group, when)
     ordered = list(groups.values())
     if request.sort != "relevance":
         ordered.sort(key=lambda g: g.when or 0.0, reverse=not oldest)  # stable: ties keep order
