@@ -342,20 +342,31 @@ def test_sort_orders_title_matches_too(timeline: StateReader) -> None:
     assert best.results[0].session_id == "d5"  # best match: title matches first
 
 
-def test_session_count_does_not_depend_on_the_sort(tmp_path: Path) -> None:
-    # 1,500 matches in 60 sessions: more than one sort used to read (1,000).
+def test_a_sorted_count_is_the_same_or_says_why_and_offers_the_rest(tmp_path: Path) -> None:
+    # 1,500 matches in 60 sessions: newest and oldest read 1,000 of them.
     reader = _store(tmp_path, {
         f"s{i:02d}": (1000.0 * i, None, [f"needle {k}" for k in range(25)]) for i in range(60)
     })  # fmt: skip
-    counts = {
-        sort: reader.search(SearchRequest(query="needle", sort=sort)).total_sessions
-        for sort in ("relevance", "newest", "oldest")
-    }
-    assert set(counts.values()) == {60}, counts
+    best = reader.search(SearchRequest(query="needle"))
+    assert best.total_sessions == 60 and not best.bounded
+    for sort, cursor in (("newest", "older_than"), ("oldest", "newer_than")):
+        result = reader.search(SearchRequest(query="needle", sort=sort, per_page=100))
+        assert result.total_sessions < 60 and result.bounded
+        assert any("the sessions counted are the ones holding them" in n for n in result.notes)
+        seen = {r.session_id for r in result.results}
+        while getattr(result, cursor) is not None:  # "search older/newer" reads the rest
+            result = reader.search(
+                SearchRequest(
+                    query="needle", sort=sort, per_page=100, **{cursor: getattr(result, cursor)}
+                )
+            )
+            seen |= {r.session_id for r in result.results}
+        assert len(seen) == 60, sort
 
 
 def test_a_bounded_search_offers_more_in_every_order(many: StateReader, monkeypatch) -> None:
     monkeypatch.setattr(search_module, "RANK_WINDOW", 100)
+    monkeypatch.setattr(search_module, "SORT_WINDOW", 100)
     for sort in ("relevance", "newest", "oldest"):
         result = many.search(SearchRequest(query="haystack", sort=sort, per_page=50))
         assert result.bounded, sort

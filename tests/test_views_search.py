@@ -65,6 +65,7 @@ def test_one_count_of_matching_messages_on_a_bounded_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(search_module, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search_module, "SORT_WINDOW", 10)
     client = _client(tmp_path)
     html = _text(client, "/?q=redis&role=user&exclude=s11")
     counts = set(re.findall(r"(?i)more than ([\d,]+)", html))
