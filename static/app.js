@@ -29,6 +29,21 @@
     });
   });
 
+  // Long transcripts come in pages. A link to "#m123" without "at=" (a bookmark, an old
+  // link) may land on a page that does not hold message 123: ask for the page that does.
+  function findMessage() {
+    const wanted = /^#m(\d+)$/.exec(window.location.hash);
+    if (!wanted || document.getElementById("m" + wanted[1])) return;
+    if (!document.querySelector("[data-paged]")) return;
+    const url = new URL(window.location.href);
+    if (url.searchParams.get("at") === wanted[1]) return;  // no page shows it: stay here
+    url.searchParams.set("at", wanted[1]);
+    url.searchParams.delete("page");
+    window.location.replace(url.toString());
+  }
+  findMessage();
+  window.addEventListener("hashchange", findMessage);
+
   // "/" focuses the page's main search or filter box, as in most search tools.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;

@@ -39,6 +39,12 @@ ROWS: dict[int, tuple[str, str | None]] = {
     11: ('He said "hello world" twice', None),
     12: ("podman pod create", "terminal"),
     13: ("Ärger mit dem Server", None),
+    # Symbols the word index drops: a lone "c", C#, .NET and node.js (issue 13, item 13).
+    14: ("the C drive is full", None),
+    15: ("ported it to C# last year", None),
+    16: ("an ASP.NET app on the .NET runtime", None),
+    17: ("install node.js 20", None),
+    18: ("a node js tutorial", None),
 }
 COLUMNS = ["content", "tool_name"]
 
@@ -359,7 +365,13 @@ FINDS = [
     ('"connection refused"', {3}, {3}, {3}),
     ("connection refused", {3}, {3}, {3}),
     ('"refused connection"', set(), set(), set()),
-    ("c++", {10}, {10}, {10}),
+    # unicode61 reads "c++" and "c#" as the word "c": the router must not send them there.
+    ("c++", {10, 14, 15}, {10}, {10}),
+    ("c#", {10, 14, 15}, None, {15}),
+    (".NET", {16}, {16}, {16}),
+    ("node.js", {17, 18}, {17}, {17}),
+    ("docker -compose", {2}, {2}, {2}),
+    ('docker -"compose up"', {2}, {2}, {2}),
     ("user@host", {10}, {10}, {10}),
     ('"hello world"', {11}, {11}, {11}),
     ("数据库连接池", set(), {7}, {7}),
@@ -385,6 +397,76 @@ def test_finds_expected_rows(
     trigram = query.fts_match("trigram")
     assert (None if trigram is None else match(db, "grams", trigram)) == grams
     assert scan(db, query) == scanned
+
+
+@pytest.mark.parametrize(
+    ("typed", "display"),
+    [
+        ("docker -compose", "docker NOT compose"),
+        ('docker -"compose up"', 'docker NOT "compose up"'),
+        ("docker -(compose OR swarm)", "docker NOT (compose OR swarm)"),
+        ("docker - compose", "docker compose"),  # a lone dash is punctuation
+        ("my-app.config.ts", '"my-app.config.ts"'),  # a dash inside a word is text
+        ("docker --force", 'docker "--force"'),
+        ("exit -1", 'exit "-1"'),  # a negative number, not an exclusion
+    ],
+)
+def test_a_leading_dash_excludes(typed: str, display: str) -> None:
+    assert parse_query(typed).display == display
+
+
+def test_a_leading_dash_alone_is_only_an_exclusion() -> None:
+    with pytest.raises(QuerySyntaxError, match="NOT only excludes"):
+        parse_query("-compose")
+
+
+@pytest.mark.parametrize(
+    ("text", "symbols"),
+    [("C++", True), ("c#", True), (".NET", True), ("node.js", True), ("pg_stat", True),
+     ("docker", False), ("connection refused", False), ("数据库", False), ("Ärger", False)],
+)  # fmt: skip
+def test_terms_with_symbols(text: str, symbols: bool) -> None:
+    assert Term(text, "word").has_symbols is symbols
+
+
+@pytest.mark.parametrize(
+    ("text", "edge"),
+    [("C++", True), ("c#", True), (".NET", True), ("--force", True), ("-1", True),
+     ("node.js", False), ("pg_stat_activity", False), ("my-app.config.ts", False),
+     ("docker-compose up", False), ("docker", False)],
+)  # fmt: skip
+def test_symbols_the_word_index_loses(text: str, edge: bool) -> None:
+    assert Term(text, "word").symbols_at_edge is edge
+
+
+TITLES = {
+    "s1": "Docker compose: worker can't reach postgres",
+    "s2": "Docker swarm notes",
+    "s3": None,
+    "s4": "Podman pods",
+}
+
+
+@pytest.mark.parametrize(
+    ("typed", "named"),
+    [
+        ("docker", {"s1", "s2"}),
+        ("docker NOT compose", {"s2"}),
+        ("docker -compose", {"s2"}),
+        ("docker OR podman", {"s1", "s2", "s4"}),
+        ("s3", {"s3"}),  # the exact session id
+        ("s3 NOT docker", {"s3"}),
+        ("podman NOT s4", set()),
+        ("3", set()),  # an id is matched whole, not as a substring
+    ],
+)
+def test_name_sql_reads_the_whole_query(typed: str, named: set[str]) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT)")
+    conn.executemany("INSERT INTO sessions VALUES (?, ?)", TITLES.items())
+    where, params = parse_query(typed).name_sql("s.title", "s.id")
+    found = {r[0] for r in conn.execute(f"SELECT s.id FROM sessions s WHERE {where}", params)}
+    assert found == named
 
 
 def test_scan_sql_shape() -> None:

@@ -282,3 +282,226 @@ def test_snippets_escape_before_marking(tmp_path: Path) -> None:
         snippet = reader.search(SearchRequest(query=q)).results[0].hits[0].snippet
         assert "<script" not in snippet and "<img" not in snippet
         assert "&lt;" in snippet and "<mark>" in snippet
+
+
+# -- results that mean what the query says (issue 13, items 9-13) -------------------------
+
+
+def _store(tmp_path: Path, sessions: dict[str, tuple[float, str | None, list[str]]],
+           **extra: dict) -> StateReader:  # fmt: skip
+    """A Recall store: session id -> (start, title, message texts), one user message each."""
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        for sid, (started, title, texts) in sessions.items():
+            store.create_session("cli", session_id=sid, started_at=started, title=title,
+                                 **extra.get(sid, {}))  # fmt: skip
+            store.append_messages(
+                sid, [NewMessage("user", t, timestamp=started + k) for k, t in enumerate(texts)]
+            )
+    return StateReader(HermesHome(tmp_path / "home"))
+
+
+@pytest.fixture
+def dockers(tmp_path: Path) -> StateReader:
+    return _store(tmp_path, {
+        "compose": (1000.0, "Docker compose: worker can't reach postgres",
+                    ["the worker container cannot reach postgres"]),
+        "swarm": (2000.0, None, ["docker swarm init on the manager"]),
+        "both": (3000.0, None, ["docker compose up, then docker swarm"]),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("q", ["docker NOT compose", "docker -compose"])
+def test_not_applies_to_title_matches(dockers: StateReader, q: str) -> None:
+    result = dockers.search(SearchRequest(query=q))
+    assert [r.session_id for r in result.results] == ["swarm"]
+    assert result.total_sessions == 1
+    assert dockers.search(SearchRequest(query="docker compose")).results[0].title_match
+
+
+def test_not_and_session_ids_in_name_matches(dockers: StateReader) -> None:
+    found = dockers.search(SearchRequest(query="compose NOT postgres"))
+    assert [(r.session_id, r.title_match) for r in found.results] == [("both", False)]
+    by_id = dockers.search(SearchRequest(query="compose"))
+    assert by_id.results[0].session_id == "compose" and by_id.results[0].title_match
+    assert dockers.search(SearchRequest(query="swarm NOT swarm")).results == []
+
+
+@pytest.fixture
+def timeline(tmp_path: Path) -> StateReader:
+    """Nine sessions a day apart mentioning 'needle'; the middle one also by title."""
+    sessions = {f"d{i}": (86_400.0 * i, None, ["needle in the hay"]) for i in range(1, 10)}
+    sessions["d5"] = (86_400.0 * 5, "The needle session", ["nothing to see"])
+    return _store(tmp_path, sessions)
+
+
+def test_sort_orders_title_matches_too(timeline: StateReader) -> None:
+    for sort, order in (("newest", range(9, 0, -1)), ("oldest", range(1, 10))):
+        result = timeline.search(SearchRequest(query="needle", sort=sort))
+        assert [r.session_id for r in result.results] == [f"d{i}" for i in order], sort
+    best = timeline.search(SearchRequest(query="needle"))
+    assert best.results[0].session_id == "d5"  # best match: title matches first
+
+
+def test_a_sorted_count_is_the_same_or_says_why_and_offers_the_rest(tmp_path: Path) -> None:
+    # 1,500 matches in 60 sessions: newest and oldest read 1,000 of them.
+    reader = _store(tmp_path, {
+        f"s{i:02d}": (1000.0 * i, None, [f"needle {k}" for k in range(25)]) for i in range(60)
+    })  # fmt: skip
+    best = reader.search(SearchRequest(query="needle"))
+    assert best.total_sessions == 60 and not best.bounded
+    for sort, cursor in (("newest", "older_than"), ("oldest", "newer_than")):
+        result = reader.search(SearchRequest(query="needle", sort=sort, per_page=100))
+        assert result.total_sessions < 60 and result.bounded
+        assert any("the sessions counted are the ones holding them" in n for n in result.notes)
+        seen = {r.session_id for r in result.results}
+        while getattr(result, cursor) is not None:  # "search older/newer" reads the rest
+            result = reader.search(
+                SearchRequest(
+                    query="needle", sort=sort, per_page=100, **{cursor: getattr(result, cursor)}
+                )
+            )
+            seen |= {r.session_id for r in result.results}
+        assert len(seen) == 60, sort
+
+
+def test_a_bounded_search_offers_more_in_every_order(many: StateReader, monkeypatch) -> None:
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 100)
+    monkeypatch.setattr(search_module, "SORT_WINDOW", 100)
+    for sort in ("relevance", "newest", "oldest"):
+        result = many.search(SearchRequest(query="haystack", sort=sort, per_page=50))
+        assert result.bounded, sort
+        assert result.older_than is not None or result.newer_than is not None, sort
+    oldest = many.search(SearchRequest(query="haystack", sort="oldest", per_page=100))
+    seen, cursor = sum(r.hit_count for r in oldest.results), oldest.newer_than
+    while cursor is not None:  # "search newer" walks every match exactly once
+        step = many.search(SearchRequest(query="haystack", sort="oldest", newer_than=cursor,
+                                         per_page=100))  # fmt: skip
+        seen += sum(r.hit_count for r in step.results)
+        cursor = step.newer_than
+    assert seen == sum(range(1, 46))
+
+
+def test_identical_snippets_are_shown_once(tmp_path: Path) -> None:
+    same = "the needle is in the haystack"
+    reader = _store(tmp_path, {"dup": (1000.0, None, [same, same, same, "another needle here"])})
+    (card,) = reader.search(SearchRequest(query="needle")).results
+    snippets = [h.snippet for h in card.hits]
+    assert len(snippets) == len(set(snippets)) == 2
+    assert card.hit_count == 4  # every matching message still counts
+
+
+def test_a_card_counts_the_hits_of_its_own_session(readers: dict[str, StateReader]) -> None:
+    reader = readers["current_views"]
+    result = reader.search(SearchRequest(query="pool", sources=ALL_SOURCES))
+    card = next(r for r in result.results if r.root_session_id == shapes.S_ROOT)
+    per_session = reader.search(
+        SearchRequest(query="pool", sources=ALL_SOURCES, group="session")
+    ).results
+    own = next(r for r in per_session if r.session_id == card.session_id)
+    assert card.session_hit_count == own.hit_count
+    assert card.hit_count == sum(r.hit_count for r in per_session
+                                 if r.root_session_id == shapes.S_ROOT or
+                                 r.session_id in shapes.COMPACTION_CHAIN)  # fmt: skip
+
+
+def test_matching_messages_is_the_search_definition(readers: dict[str, StateReader]) -> None:
+    reader = readers["current_views"]
+    for q in ("pool", '"pool size"', "pool NOT size", "pool OR pgbouncer", "pool*"):
+        per_session = reader.search(
+            SearchRequest(query=q, sources=ALL_SOURCES, group="session", per_page=100)
+        ).results
+        for r in per_session:
+            assert len(reader.matching_messages(r.session_id, q)) == r.hit_count, (q, r.session_id)
+
+
+def test_a_page_past_the_end_says_so(many: StateReader) -> None:
+    result = many.search(SearchRequest(query="needle", page=999, per_page=10))
+    assert result.results == [] and result.past_end
+    assert result.pages == 5 and result.total_sessions == 46
+    assert not many.search(SearchRequest(query="needle", page=5, per_page=10)).past_end
+    browse = many.search(SearchRequest(page=999))
+    assert browse.past_end and browse.pages == 3
+    assert not many.search(SearchRequest(query="nothingatall")).past_end
+
+
+@pytest.fixture
+def filtered(tmp_path: Path) -> StateReader:
+    return _store(
+        tmp_path,
+        {"a": (1_700_000_000.0, None, ["the walrus sings"]),
+         "b": (1_700_000_100.0, None, ["plain words"])},
+        a={"model": "gpt-4o"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "blamed"),
+    [
+        ({}, ()),
+        ({"model": "claude"}, ("model",)),
+        ({"after": 1_800_000_000.0}, ("dates",)),
+        ({"before": 1_600_000_000.0}, ("dates",)),
+        ({"roles": ("assistant",)}, ("role",)),
+        ({"sources": ("telegram",)}, ("source",)),
+        ({"exclude": ("a",)}, ("exclude",)),
+    ],
+)
+def test_no_results_names_the_filter_that_excluded_them(
+    filtered: StateReader, request_fields: dict, blamed: tuple[str, ...]
+) -> None:
+    hit = filtered.search(SearchRequest(query="walrus"))
+    assert hit.results and hit.excluded_by == ()
+    result = filtered.search(SearchRequest(query="walrus", **request_fields))
+    if blamed:
+        assert result.results == [] and result.excluded_by == blamed
+    nothing = filtered.search(SearchRequest(query="zebra", **request_fields))
+    assert nothing.excluded_by == () and not nothing.home_empty
+
+
+def test_background_sources_are_blamed_when_they_hold_the_matches(
+    readers: dict[str, StateReader],
+) -> None:
+    result = readers["current_views"].search(SearchRequest(query=shapes.CRON_WORD))
+    assert result.results == [] and result.excluded_by == ("source",)
+
+
+def test_an_empty_home_says_so(tmp_path: Path) -> None:
+    with SessionStore(tmp_path / "home" / "state.db"):
+        pass
+    result = StateReader(HermesHome(tmp_path / "home")).search(SearchRequest(query="walrus"))
+    assert result.results == [] and result.home_empty
+
+
+@pytest.fixture
+def symbols(tmp_path: Path) -> StateReader:
+    return _store(tmp_path, {
+        "cpp": (1000.0, None, ["I write C++ every day"]),
+        "lonec": (2000.0, None, ["the C drive is full"]),
+        "csharp": (3000.0, None, ["ported it to C# last year"]),
+        "dotnet": (4000.0, None, ["an app on the .NET runtime"]),
+        "network": (5000.0, None, ["the net is down"]),
+        "nodejs": (6000.0, None, ["install node.js 20"]),
+        "nodejs2": (7000.0, None, ["a node js tutorial"]),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("q", "found", "route"),
+    [
+        ("C++", {"cpp"}, "trigram"),
+        ("c#", {"csharp"}, "scan"),
+        (".NET", {"dotnet"}, "trigram"),
+        # Symbols inside a word: the word index finds "node js", the text check keeps node.js.
+        ("node.js", {"nodejs"}, "unicode61"),
+        ("node.js OR tutorial", {"nodejs", "nodejs2"}, "unicode61"),
+        ("c", {"cpp", "lonec", "csharp"}, "unicode61"),  # a plain word is still a word
+        ("node", {"nodejs", "nodejs2"}, "unicode61"),
+    ],
+)
+def test_terms_with_symbols_match_the_symbols(
+    symbols: StateReader, q: str, found: set[str], route: str
+) -> None:
+    result = symbols.search(SearchRequest(query=q))
+    assert {r.session_id for r in result.results} == found
+    assert result.route == route
+    assert symbols.search(SearchRequest(query=q, sort="newest")).total_sessions == len(found)

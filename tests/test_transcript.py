@@ -267,3 +267,70 @@ def test_reader_attaches_neighbours_and_leaves_the_file_alone(tmp_path: Path) ->
     with pytest.raises(NotFoundError):
         StateReader(HermesHome(db.parent)).transcript("missing")
     assert db.read_bytes() == before
+
+
+# -- long transcripts come in pages (issue 13, item 22) ----------------------------------
+
+
+def long_home(root: Path, count: int = 1_100) -> tuple[Path, list[int], list[int]]:
+    """A session of ``count`` messages continued by one that opens with a summary."""
+    from dashboard.repository.store import NewMessage, SessionStore
+
+    home = root / "long-home"
+    with SessionStore(home / "state.db") as store:
+        first = store.create_session("cli", session_id="long-a", started_at=1e9)
+        ids = store.append_messages(first, [
+            NewMessage("user" if i % 2 == 0 else "assistant", f"line {i} of the long talk",
+                       timestamp=1e9 + i)
+            for i in range(count)
+        ])  # fmt: skip
+        store.end_session(first, "compression")
+        second = store.create_session("cli", session_id="long-b", started_at=2e9,
+                                      parent_session_id=first)  # fmt: skip
+        more = store.append_messages(second, [
+            NewMessage("user", f"{shapes.SUMMARY_PREFIX} what came before", timestamp=2e9),
+            *(NewMessage("assistant", f"after {i}", timestamp=2e9 + 1 + i) for i in range(30)),
+        ])  # fmt: skip
+    return home, ids, more
+
+
+def test_a_long_transcript_is_read_one_page_at_a_time(tmp_path: Path) -> None:
+    home, ids, _ = long_home(tmp_path)
+    with opened(home / "state.db") as (conn, layout):
+        pages = [load_transcript(conn, layout, "long-a", page=n, page_size=500) for n in (1, 2, 3)]
+        whole = load_transcript(conn, layout, "long-a")
+        held = load_transcript(conn, layout, "long-a", page=1, at=ids[1_050], page_size=500)
+        past = load_transcript(conn, layout, "long-a", page=9, page_size=500)
+        unknown = load_transcript(conn, layout, "long-a", page=2, at=10**9, page_size=500)
+    assert [len(p.messages) for p in pages] == [500, 500, 100]
+    assert [m.id for p in pages for m in p.messages] == [m.id for m in whole.messages] == ids
+    assert pages[2].paging.pages == 3 and pages[2].paging.total == 1_100
+    assert held.paging.page == 3 and ids[1_050] in {m.id for m in held.messages}
+    assert past.paging.past_end and past.messages == ()
+    assert unknown.paging.page == 2  # an id no page shows: the page asked for
+    # A page without the first message still titles the session by it.
+    assert pages[1].display_title == whole.display_title == "line 0 of the long talk"
+
+
+def test_a_long_stitched_transcript_is_paged_with_every_message_once(tmp_path: Path) -> None:
+    from dashboard.repository.chains import load_chain
+    from dashboard.repository.transcript import load_stitched, load_stitched_page
+
+    home, ids, more = long_home(tmp_path)
+    with opened(home / "state.db") as (conn, layout):
+        chain = load_chain(conn, layout, "long-b")
+        whole = load_stitched(conn, layout, chain)
+        pages = [load_stitched_page(conn, layout, chain, page=n, page_size=500) for n in (1, 2, 3)]
+        held = load_stitched_page(conn, layout, chain, at=more[5], page_size=500)
+
+    def flat(parts):
+        return [i for p in parts for i in ([p.divider.id] if p.divider else [])
+                + [m.id for m in p.transcript.messages]]  # fmt: skip
+
+    assert flat(whole) == ids + more
+    assert [i for page in pages for i in flat(page.parts)] == ids + more
+    assert [len(flat(page.parts)) for page in pages] == [500, 500, 131]
+    assert all(page.messages == 1_131 and page.segments == 2 for page in pages)
+    last = pages[2].parts
+    assert [p.part for p in last] == [1, 2] and last[1].divider.id == more[0]
+    assert held.paging.page == 3

@@ -122,10 +122,13 @@ def test_query_terms_are_marked_and_matches_listed(tmp_path: Path) -> None:
     assert re.findall(r'href="#m(\d+)"', nav) == [first_id]
 
     # Operators are not terms; phrases are; matches inside tool call arguments count.
-    html = page(client, f'/sessions/{shapes.S_ROOT}?q=NOT+nothing+OR+"pool size"+pgbouncer*')
+    html = page(client, f'/sessions/{shapes.S_ROOT}?q=NOT+nothing+"pool size"+OR+pgbouncer*')
     assert "<mark>pool size</mark>" in html and "<mark>pgbouncer</mark>" in html
     assert "<mark>OR</mark>" not in html and "<mark>nothing</mark>" not in html
     assert "3 messages match" in html  # two say "pool size", one calls pgbouncer
+    # A match is what the query means, not any term anywhere: both terms in one message.
+    both = page(client, f'/sessions/{shapes.S_ROOT}?q="pool size"+pgbouncer*')
+    assert "<mark>pool size</mark>" in both and "0 messages match" in both
     assert "?q=" in page(client, f"/sessions/{shapes.S_CONT1}?q=pool").split('rel="next"')[1][:90]
 
 
@@ -218,3 +221,52 @@ def test_htmx_request_for_the_transcript_gets_only_the_partial(client: FlaskClie
     assert "<mark>pool</mark>" in body and "Postgres pool tuning</h1>" not in body
     full = page(client, path)
     assert full.count('id="transcript"') == 1 and "<html" in full
+
+
+# -- long transcripts come in pages (issue 13, item 22) ----------------------------------
+
+
+def test_a_long_session_page_shows_one_page_and_lands_on_a_linked_message(
+    tmp_path: Path,
+) -> None:
+    from tests.test_transcript import long_home
+
+    home, ids, more = long_home(tmp_path)
+    client = make_app(home, tmp_path / "data").test_client()
+    first = page(client, "/sessions/long-a")
+    assert len(re.findall(r'<li id="m\d+" class="msg', first)) == 500
+    assert "1,100 messages shown" in first and "page 1 of 3" in first
+    assert 'href="/sessions/long-a?page=2"' in first
+    # A link to a message lands on the page that holds it, anchors and highlights intact.
+    target = ids[1_050]
+    there = page(client, f"/sessions/long-a?q=line+1050&at={target}")
+    assert f'<li id="m{target}"' in there and "page 3 of 3" in there
+    assert "<mark>1050</mark>" in there
+    # The matches list counts every page and links across them with at=.
+    assert "1,100 messages match" in page(client, "/sessions/long-a?q=talk")
+    two = page(client, "/sessions/long-a?q=7+OR+1050")
+    assert "2 messages match" in two
+    assert f'href="/sessions/long-a?q=7+OR+1050&amp;at={ids[1_050]}#m{ids[1_050]}"' in two
+    assert f'href="#m{ids[7]}"' in two  # on this page: a plain anchor
+    past = page(client, "/sessions/long-a?page=99")
+    assert "Page 99 is past the end: there are 3 pages." in past
+    assert client.get("/sessions/long-a?at=x").status_code == 400
+    # The stitched transcript pages the same way.
+    stitched = page(client, f"/chains/long-b/transcript?at={more[3]}&q=after")
+    assert f'id="m{more[3]}"' in stitched and "page 3 of 3" in stitched
+    assert "<mark>after</mark>" in stitched and "1,131 messages" in stitched
+    assert (
+        len(re.findall(r'<li id="m\d+" class="msg', page(client, "/chains/long-b/transcript")))
+        == 500
+    )
+
+
+def test_search_hits_link_to_the_page_holding_them(tmp_path: Path) -> None:
+    from tests.test_transcript import long_home
+
+    home, ids, _ = long_home(tmp_path)
+    client = make_app(home, tmp_path / "data").test_client()
+    results = page(client, "/?q=1050")
+    link = re.search(r'class="hit" href="([^"]+)"', results)[1].replace("&amp;", "&")
+    assert link.endswith(f"#m{ids[1_050]}") and f"at={ids[1_050]}" in link
+    assert f'<li id="m{ids[1_050]}"' in page(client, link.split("#")[0])

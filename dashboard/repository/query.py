@@ -72,6 +72,31 @@ class Term:
         """
         return self.cjk and len(self.text) < TRIGRAM_MIN
 
+    @property
+    def has_symbols(self) -> bool:
+        """Holds a character the word index drops: ``C++``, ``c#``, ``.NET``, ``node.js``.
+
+        unicode61 keeps letters and digits only, so ``"C++"`` there means the word
+        "c" (and ``"node.js"`` the words "node js"). Such a term has to be matched
+        as literal text: trigram for 3+ characters, else a scan.
+        """
+        return any(not (ch.isalnum() or ch.isspace()) for ch in self.text)
+
+    @property
+    def symbols_at_edge(self) -> bool:
+        """A symbol not between two letters or digits: ``C++``, ``c#``, ``.NET``, ``--force``.
+
+        The word index loses such a term entirely ("c", "net"). Symbols inside a word
+        (``node.js``, ``pg_stat_activity``) only separate its words there, so the word
+        index still finds every candidate and a literal check can keep the right ones.
+        """
+        text = self.text
+        return any(
+            not (ch.isalnum() or ch.isspace())
+            and not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum())
+            for i, ch in enumerate(text)
+        )
+
 
 @dataclass(frozen=True)
 class _Near:
@@ -148,7 +173,25 @@ class ParsedQuery:
         if not columns:
             raise ValueError("scan_sql needs at least one column")
         params: list[str] = []
-        return _scan(self._tree, list(columns), params), params
+        return _scan(self._tree, _instr_found(list(columns)), params), params
+
+    def name_sql(self, title: str, session_id: str) -> tuple[str, list[str]]:
+        """A SQL condition: the query, read as a whole, holds for a session's name.
+
+        A term is found in the name when the title contains it (ASCII case folded,
+        as LIKE does) or it is exactly the session id. NOT, OR and AND mean what they
+        mean for messages, so ``docker NOT compose`` never name-matches "Docker
+        compose: …". ``title`` and ``session_id`` are trusted SQL column expressions.
+        """
+        if self._tree is None:
+            raise ValueError("an empty query has no name condition; check .empty first")
+
+        def found(term: Term, params: list[str]) -> str:
+            params.extend(["%" + _like_escape(term.text) + "%", term.text])
+            return f"(coalesce({title}, '') LIKE ? ESCAPE '!' OR {session_id} = ?)"
+
+        params: list[str] = []
+        return _scan(self._tree, found, params), params
 
     def highlight_terms(self) -> list[str]:
         """Texts to mark in results: positive terms, longest first, no case duplicates."""
@@ -243,6 +286,9 @@ def _lex(text: str, notes: list[str]) -> list[_Tok]:
         elif ch in "()":
             tokens.append(_Tok(ch))
             i += 1
+        elif _excludes(text, i):
+            tokens.append(_Tok("NOT"))  # "-compose", as every search box reads it
+            i += 1
         elif ch == '"':
             i, body = _read_string(text, i + 1, notes)
             prefix = text.startswith("*", i)
@@ -266,6 +312,20 @@ def _lex(text: str, notes: list[str]) -> list[_Tok]:
         items = ", ".join(ignored[:3]) + (", …" if len(ignored) > 3 else "")
         notes.append(f"Ignored {items}: no letters or digits to search for.")
     return tokens
+
+
+def _excludes(text: str, i: int) -> bool:
+    """Whether the ``-`` at ``i`` starts an exclusion: ``-word``, ``-"a phrase"``, ``-(a b)``.
+
+    Only at the start of a word and before a letter, a quote or a parenthesis: a
+    dash inside ``my-app.config.ts``, a lone ``-``, ``--force`` and ``-1`` stay text.
+    """
+    if text[i] != "-" or i + 1 >= len(text):
+        return False
+    if i and not (text[i - 1].isspace() or text[i - 1] == "("):
+        return False
+    after = text[i + 1]
+    return after in '"(' or unicodedata.category(after)[0] == "L"
 
 
 def _read_string(text: str, i: int, notes: list[str]) -> tuple[int, str]:
@@ -608,22 +668,37 @@ def _render(node: _Node, quote: Callable[[Term], str], *, near: bool, juxtapose:
     return one(node)[0]
 
 
-def _scan(node: _Node, columns: list[str], params: list[str]) -> str:
-    if isinstance(node, Term):
-        params.extend([node.text.translate(_ASCII_LOWER)] * len(columns))
-        if any(ch.isascii() and ch.isalpha() for ch in node.text):
-            found = [f"instr(lower(coalesce({col}, '')), ?) > 0" for col in columns]
+_Found = Callable[[Term, list[str]], str]  # SQL for "this term is found", adding its params
+
+
+def _instr_found(columns: list[str]) -> _Found:
+    def found(term: Term, params: list[str]) -> str:
+        params.extend([term.text.translate(_ASCII_LOWER)] * len(columns))
+        if any(ch.isascii() and ch.isalpha() for ch in term.text):
+            tests = [f"instr(lower(coalesce({col}, '')), ?) > 0" for col in columns]
         else:
             # Nothing to fold (CJK, digits): skip lower(), which copies every row's text.
-            found = [f"instr({col}, ?) > 0" for col in columns]
-        return "(" + " OR ".join(found) + ")"
+            tests = [f"instr({col}, ?) > 0" for col in columns]
+        return "(" + " OR ".join(tests) + ")"
+
+    return found
+
+
+def _scan(node: _Node, found: _Found, params: list[str]) -> str:
+    """SQL for the tree, each term tested by ``found``; NEAR becomes AND."""
+    if isinstance(node, Term):
+        return found(node, params)
     if isinstance(node, _Near):
         node = _And(node.terms)
     if isinstance(node, _Not):
-        left = _scan(node.left, columns, params)
-        return f"({left} AND NOT {_scan(node.right, columns, params)})"
+        left = _scan(node.left, found, params)
+        return f"({left} AND NOT {_scan(node.right, found, params)})"
     joiner = " OR " if isinstance(node, _Or) else " AND "
-    return "(" + joiner.join(_scan(c, columns, params) for c in node.children) + ")"
+    return "(" + joiner.join(_scan(c, found, params) for c in node.children) + ")"
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def _unique(notes: list[str]) -> tuple[str, ...]:

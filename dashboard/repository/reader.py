@@ -14,23 +14,45 @@ from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.costs import Spend, fingerprint, spend
-from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
+from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
-from dashboard.repository.search import SearchRequest, SearchResult, search_sessions, session_facets
+from dashboard.repository.search import (
+    SearchRequest,
+    SearchResult,
+    search_sessions,
+    session_facets,
+    session_matches,
+)
 from dashboard.repository.transcript import (
+    PAGE_SIZE,
+    SessionPage,
+    StitchedPage,
     StitchedPart,
     Transcript,
+    TranscriptRequest,
     chain_neighbours,
     last_message_id,
     load_stitched,
+    load_stitched_page,
     load_transcript,
+    match_entries,
 )
 
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
+
+
+def usable_query(text: str) -> ParsedQuery | None:
+    """The parsed query, or None when there is nothing in it to search for or mark."""
+    try:
+        parsed = parse_query(text)
+    except QuerySyntaxError:
+        return None
+    return None if parsed.empty else parsed
 
 
 @dataclass(frozen=True)
@@ -120,6 +142,22 @@ class StateReader:
             )
             return replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
 
+    def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
+        """One page of a session's transcript, its chain neighbours and the query's matches."""
+        parsed = usable_query(request.query)
+        with self.snapshot() as snap:
+            found = load_transcript(
+                snap.conn, snap.layout, session_id, include_inactive=request.include_inactive,
+                page=request.page, at=request.at, page_size=PAGE_SIZE,
+            )  # fmt: skip
+            found = replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+            if parsed is None or found.paging is None:
+                return SessionPage(found, [], None, [])
+            ids = session_matches(snap.conn, snap.layout, session_id, parsed)
+            matches = match_entries(snap.conn, found.paging, ids)
+        count = sum(1 for i in ids if found.paging.index_of(i) is not None)
+        return SessionPage(found, parsed.highlight_terms(), count, matches)
+
     def health(self) -> dict[str, Any]:
         """``{"status": "ok"}`` or the reason the store cannot be read."""
         try:
@@ -137,6 +175,12 @@ class StateReader:
             return search_sessions(
                 snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
             )
+
+    def matching_messages(self, session_id: str, query: str) -> list[int]:
+        """Ids of the session's messages that ``query`` matches (what a card counts)."""
+        parsed = parse_query(query)
+        with self.snapshot() as snap:
+            return session_matches(snap.conn, snap.layout, session_id, parsed)
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
@@ -173,6 +217,18 @@ class StateReader:
             chain = load_chain(snap.conn, snap.layout, session_id)
             parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
             return chain, parts
+
+    def stitched_page(
+        self, session_id: str, request: TranscriptRequest
+    ) -> tuple[Chain, StitchedPage]:
+        """One page of the continuation line through a session, as one conversation."""
+        with self.snapshot() as snap:
+            chain = load_chain(snap.conn, snap.layout, session_id)
+            page = load_stitched_page(
+                snap.conn, snap.layout, chain, include_inactive=request.include_inactive,
+                page=request.page, at=request.at, page_size=PAGE_SIZE,
+            )  # fmt: skip
+            return chain, page
 
     def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
         """Spend by period and dimension (see :func:`costs.plan` for the options).

@@ -34,10 +34,14 @@ from dashboard.repository.snippets import make_snippet, preview, readable, reada
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
 PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
-SORT_WINDOW = 1_000  # matches read for newest/oldest before bounding
+# Matches read for newest/oldest. Reading RANK_WINDOW there too (so the session count
+# never changed with the order) took newest-first from 16 to 35-70 ms at 1M messages;
+# instead a bounded sort says so and offers the next matches in its direction.
+SORT_WINDOW = 1_000
 SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
 SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "search older"
 HITS_SHOWN = 3
+HIT_CANDIDATES = 12  # hits read per card so that identical ones (compaction copies) can go
 MAX_PER_PAGE = 100
 HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
 SORTS = ("relevance", "newest", "oldest")
@@ -60,6 +64,7 @@ class SearchRequest:
     page: int = 1
     per_page: int = 20
     older_than: int | None = None  # continue a bounded search below this message id
+    newer_than: int | None = None  # continue an oldest-first search above this message id
     rank_window: int | None = None  # fewer matches ranked (an agent's prefetch), not in URLs
 
     @classmethod
@@ -81,9 +86,9 @@ class SearchRequest:
         group = (get("group") or "chain").strip()
         if group not in ("chain", "session"):
             raise ValidationError("group must be 'chain' or 'session'")
-        after = _date_param(get("after"), "after")
-        before = _date_param(get("before"), "before", end_of_day=True)
-        days = _int_param(get("days"), "days", 1, 36_500)
+        after = date_bound(get("after"), "after")
+        before = date_bound(get("before"), "before", end_of_day=True)
+        days = whole_number(get("days"), "days", 1, 36_500)
         if days is not None:
             after = max(after or 0.0, (now or time.time()) - days * 86_400)
         return cls(
@@ -96,10 +101,16 @@ class SearchRequest:
             exclude=many("exclude"),
             sort=sort,
             group=group,
-            page=_int_param(get("page"), "page", 1, 100_000) or 1,
-            per_page=_int_param(get("per_page"), "per_page", 1, MAX_PER_PAGE) or 20,
-            older_than=_int_param(get("older_than"), "older_than", 1, 2**62),
+            page=whole_number(get("page"), "page", 1, 100_000) or 1,
+            per_page=whole_number(get("per_page"), "per_page", 1, MAX_PER_PAGE) or 20,
+            older_than=whole_number(get("older_than"), "older_than", 1, 2**62),
+            newer_than=whole_number(get("newer_than"), "newer_than", 0, 2**62),
         )
+
+    @property
+    def continues(self) -> bool:
+        """A "search older/newer" page: it carries on a bounded search's message hits."""
+        return self.older_than is not None or self.newer_than is not None
 
 
 @dataclass
@@ -122,7 +133,8 @@ class SessionResult:
     started_at: float | None
     last_activity: float | None
     message_count: int | None
-    hit_count: int
+    hit_count: int  # matching messages in the card's group (its chain, or the session)
+    session_hit_count: int = 0  # of those, in ``session_id`` (what its page counts)
     title_match: bool = False
     hits: list[Hit] = field(default_factory=list)
     chain_part: tuple[int, int] | None = None  # part n of an m-segment compaction chain
@@ -139,12 +151,27 @@ class SearchResult:
     bounded: bool = False
     ranked_matches: int | None = None
     older_than: int | None = None  # pass back as older_than to search older matches
+    newer_than: int | None = None  # pass back as newer_than to search newer matches
     notes: list[str] = field(default_factory=list)
     took_ms: float = 0.0
+    # When nothing matched: the filters that each hide matches ("dates", "model",
+    # "source", "role", "exclude"), all active ones when only together; () if none.
+    excluded_by: tuple[str, ...] = ()
+    home_empty: bool = False  # the home has no sessions at all
 
     @property
     def pages(self) -> int:
         return max(1, -(-self.total_sessions // self.request.per_page))
+
+    @property
+    def past_end(self) -> bool:
+        """The page asked for lies beyond the last page of results."""
+        return self.total_sessions > 0 and self.request.page > self.pages
+
+    @property
+    def window(self) -> int | None:
+        """How many matching messages were read when the work was bounded, else None."""
+        return self.total_matches - 1 if self.bounded and self.total_matches else None
 
     def to_json(self) -> dict[str, object]:
         """The ``/api/search`` shape."""
@@ -157,6 +184,10 @@ class SearchResult:
             "total_matches": self.total_matches,
             "ranked_matches": self.ranked_matches,
             "older_than": self.older_than,
+            "newer_than": self.newer_than,
+            "past_end": self.past_end,
+            "excluded_by": list(self.excluded_by),
+            "home_empty": self.home_empty,
             "page": self.request.page,
             "per_page": self.request.per_page,
             "notes": self.notes,
@@ -174,6 +205,7 @@ class SearchResult:
                     "title_match": r.title_match,
                     "chain_part": list(r.chain_part) if r.chain_part else None,
                     "hit_count": r.hit_count,
+                    "session_hit_count": r.session_hit_count,
                     "hits": [
                         {
                             "message_id": h.message_id,
@@ -217,11 +249,15 @@ def search_sessions(
 # -- matching ---------------------------------------------------------------------------
 
 
+_Row = tuple[int, str, float, float]  # message id, session id, score, timestamp
+
+
 @dataclass(frozen=True)
 class _Route:
     name: str
     table: str | None  # the FTS table, None for a scan
     match: str | None
+    literal: bool = False  # also check the terms as literal text (their symbols count)
 
 
 def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list[str]]:
@@ -246,7 +282,19 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
             return [tri], notes
         notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
         return [scan], notes
-    word = _Route("unicode61", layout.word_index.name, parsed.fts_match("unicode61"))  # type: ignore[union-attr]
+    symbolic = [t.text for t in terms if t.has_symbols]
+    shown = ", ".join(symbolic[:3]) + (", …" if len(symbolic) > 3 else "")
+    if any(t.symbols_at_edge for t in terms):
+        # The word index keeps letters and digits only: "C++" there is the word "c".
+        how = "the trigram index" if tri else "scanning messages"
+        notes.append(f"Matched {shown} with their symbols, by {how}.")
+        return ([tri, scan] if tri else [scan]), notes
+    if symbolic:
+        notes.append(f"Matched {shown} with their symbols, not just their words.")
+    word = _Route(
+        "unicode61", layout.word_index.name, parsed.fts_match("unicode61"),  # type: ignore[union-attr]
+        literal=bool(symbolic),
+    )  # fmt: skip
     routes = [word, tri] if tri else [word]
     if not layout.word_index_covers_tools:
         # Old files index message text only: a term in tool-call arguments is
@@ -262,7 +310,7 @@ def _matching(
     routes, notes = plan_routes(layout, parsed)
     notes = [*parsed.repairs, *notes]
     filters = _filters(layout, request)
-    rows: list[tuple[int, str, float]] = []
+    rows: list[_Row] = []
     total = bounded = None
     cutoff = None
     route = routes[0]
@@ -270,42 +318,45 @@ def _matching(
         if route.table is None:
             rows, total, bounded, cutoff = _scan(conn, layout, parsed, request, filters)
         else:
-            rows, total, bounded, cutoff = _fts(conn, route, request, filters)
+            rows, total, bounded, cutoff = _fts(conn, layout, parsed, route, request, filters)
         if rows or index == len(routes) - 1:
             break
         notes.append(
             f"No matches in the {route.name} index; tried the {routes[index + 1].name} index."
         )
 
-    title_ids = _title_matches(conn, layout, parsed, request, filters)
-    groups = _group(rows, lineage, request.group, title_ids)
+    titles = _title_matches(conn, layout, parsed, request, filters)
+    groups = _group(rows, lineage, request, titles)
     page = _page(groups, request)
     results = _cards(conn, layout, page, lineage, parsed)
+    side = "oldest" if request.sort == "oldest" else "newest"
     if bounded and route.table is None:
-        notes.append(
-            f"Scanned the {'oldest' if request.sort == 'oldest' else 'newest'} "
-            f"{SCAN_ROWS:,} messages (no index can answer this query)."
-        )
+        notes.append(f"Scanned the {side} {SCAN_ROWS:,} messages (no index can answer this query).")
+    elif bounded and request.sort == "relevance":
+        notes.append(f"To stay fast, only the {side} {total - 1:,} were ranked.")
     elif bounded:
-        window = total - 1
         notes.append(
-            f"More than {window:,} messages match; to stay fast only the "
-            f"{'newest' if request.sort != 'oldest' else 'oldest'} {window:,} were "
-            f"{'ranked' if request.sort == 'relevance' else 'read'}."
+            f"To stay fast, only the {side} {total - 1:,} were read: the sessions counted "
+            f"are the ones holding them."
         )
-    return SearchResult(
+    result = SearchResult(
         request=request, parsed=parsed, route=route.name, results=results,
         total_sessions=len(groups), total_matches=total, bounded=bool(bounded),
         ranked_matches=len(rows), notes=notes,
-        # Continuing is offered towards older messages; "oldest first" starts there.
+        # Continuing goes away from where the order starts: older, or newer for "oldest".
         older_than=cutoff if bounded and request.sort != "oldest" else None,
+        newer_than=cutoff if bounded and request.sort == "oldest" else None,
     )  # fmt: skip
+    if not groups:
+        result.home_empty, result.excluded_by = _why_empty(conn, layout, request, parsed, routes)
+    return result
 
 
 def _fts(
-    conn: sqlite3.Connection, route: _Route, request: SearchRequest, filters: _Filters
-) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:
-    """Matching rows as (message id, session id, score), best first, within a bounded window.
+    conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, route: _Route,
+    request: SearchRequest, filters: _Filters,
+) -> tuple[list[_Row], int, bool, int | None]:  # fmt: skip
+    """Matching rows (id, session, score, timestamp), best first, within a bounded window.
 
     Returns the rows, the match count (capped just above the window: an exact
     count of a word in most messages costs more than the search; below it, the
@@ -313,7 +364,7 @@ def _fts(
     the window stops at.
     """
     t = route.table
-    older = "" if request.older_than is None else f" AND rowid < {int(request.older_than)}"
+    older = _continuation_sql(request, "rowid")
     window = _window(request, route)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     # One walk in rowid order (no bm25 scoring) finds the window's far edge and
@@ -327,14 +378,15 @@ def _fts(
     cutoff = edge[0][0] if bounded else None
     bound = "" if cutoff is None else f" AND rowid {'<=' if direction == 'ASC' else '>='} {cutoff}"
     score = "rank" if request.sort == "relevance" else "0"
+    literal, literal_params = _literal_sql(layout, parsed, route)
     # Score inside the FTS table alone, then join, then sort here: ordering the
     # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, r.score FROM "
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0) FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
-        f"WHERE 1{filters.sql}",
-        (route.match, *filters.params),
+        f"WHERE 1{filters.sql}{literal}",
+        (route.match, *filters.params, *literal_params),
     ).fetchall()
     if request.sort == "relevance":
         rows.sort(key=lambda r: (r[2], -r[0]))
@@ -342,6 +394,28 @@ def _fts(
         rows.sort(key=lambda r: r[0], reverse=direction == "DESC")
     total = window + 1 if bounded else len(rows)
     return [tuple(r) for r in rows], total, bounded, cutoff
+
+
+def _literal_sql(layout: Layout, parsed: ParsedQuery, route: _Route) -> tuple[str, list[str]]:
+    """An ``AND`` condition: the query as literal text, for a route whose symbols count.
+
+    The index finds the words (``node js``); this keeps only rows holding the text
+    (``node.js``). Words without symbols pass it whenever the index matched them.
+    """
+    if not route.literal:
+        return "", []
+    where, params = parsed.scan_sql(_scan_columns(layout))
+    return f" AND {where}", params
+
+
+def _continuation_sql(request: SearchRequest, column: str) -> str:
+    """The bound a "search older/newer" page puts on message ids (trusted integers)."""
+    sql = ""
+    if request.older_than is not None:
+        sql += f" AND {column} < {int(request.older_than)}"
+    if request.newer_than is not None:
+        sql += f" AND {column} > {int(request.newer_than)}"
+    return sql
 
 
 def _window(request: SearchRequest, route: _Route) -> int:
@@ -358,15 +432,13 @@ def _window(request: SearchRequest, route: _Route) -> int:
 def _scan(
     conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, request: SearchRequest,
     filters: _Filters,
-) -> tuple[list[tuple[int, str, float]], int, bool, int | None]:  # fmt: skip
+) -> tuple[list[_Row], int, bool, int | None]:  # fmt: skip
     """Rows found by instr() over the newest SCAN_ROWS messages, newest first.
 
     No index can answer these queries, so the work is bounded by rows read, not
     by hits: the result offers to continue below the window ("search older").
     """
-    wanted = ("content", "tool_name", "tool_calls")
-    columns = [f"m.{c}" for c in wanted if c in layout.message_columns]
-    where, params = parsed.scan_sql(columns)
+    where, params = parsed.scan_sql(_scan_columns(layout))
     # Two statements: min() and max() together defeat SQLite's one-seek optimisation.
     low_id = conn.execute("SELECT min(id) FROM messages").fetchone()[0]
     high_id = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
@@ -374,11 +446,13 @@ def _scan(
         return [], 0, False, None
     upper = min(request.older_than, high_id + 1) if request.older_than else high_id + 1
     lower = max(low_id, upper - SCAN_ROWS)
-    if request.sort == "oldest" and not request.older_than:
-        lower, upper = low_id, min(high_id + 1, low_id + SCAN_ROWS)
+    if request.sort == "oldest":
+        lower = max(low_id, (request.newer_than or 0) + 1)
+        upper = min(upper, lower + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0 FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0) FROM messages m "
+        f"JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
         f"LIMIT ?",
         (lower, upper, *params, *filters.params, SCAN_WINDOW + 1),
@@ -389,9 +463,105 @@ def _scan(
         cutoff: int | None = rows[-1][0]
     elif direction == "DESC" and lower > low_id:
         cutoff = lower  # older rows were not read
+    elif direction == "ASC" and upper <= high_id:
+        cutoff = upper - 1  # newer rows were not read
     else:
         cutoff = None
     return [tuple(r) for r in rows], len(rows), cutoff is not None, cutoff
+
+
+def _why_empty(
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, parsed: ParsedQuery,
+    routes: list[_Route],
+) -> tuple[bool, tuple[str, ...]]:  # fmt: skip
+    """Why nothing was found: an empty home, or the filters that hide the matches.
+
+    Each active filter is dropped alone; those whose absence lets something match are
+    named. When only dropping them all helps, all are named. Each check is one
+    bounded lookup (the same window as the search), and it runs only on empty results.
+    """
+    if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None:
+        return True, ()
+    active = _active_filters(request)
+
+    def found(skip: Iterable[str]) -> bool:
+        filters = _filters(layout, request, frozenset(skip))
+        return _any_match(conn, layout, request, parsed, routes, filters)
+
+    if not found(active):
+        return False, ()
+    return False, tuple(name for name in active if found([name])) or tuple(active)
+
+
+def _any_match(
+    conn: sqlite3.Connection, layout: Layout, request: SearchRequest, parsed: ParsedQuery,
+    routes: list[_Route], filters: _Filters,
+) -> bool:  # fmt: skip
+    if _title_matches(conn, layout, parsed, request, filters):
+        return True
+    for route in routes:
+        if route.table is None:
+            if _scan(conn, layout, parsed, request, filters)[0]:
+                return True
+            continue
+        t = route.table
+        direction = "ASC" if request.sort == "oldest" else "DESC"
+        literal, literal_params = _literal_sql(layout, parsed, route)
+        row = conn.execute(
+            f"SELECT 1 FROM (SELECT rowid FROM {t} WHERE {t} MATCH ?"
+            f"{_continuation_sql(request, 'rowid')} ORDER BY rowid {direction} LIMIT ?) r "
+            f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE 1{filters.sql}{literal} LIMIT 1",
+            (route.match, _window(request, route), *filters.params, *literal_params),
+        ).fetchone()
+        if row is not None:
+            return True
+    return False
+
+
+def session_matches(
+    conn: sqlite3.Connection, layout: Layout, session_id: str, parsed: ParsedQuery
+) -> list[int]:
+    """Ids of the messages of one session that match ``parsed``, in id order.
+
+    The same definition as a result card's hit count: the same router and index,
+    visible rows only, no other filter. The first route that finds anything in
+    this session answers (the word index, then trigram, then a scan).
+    """
+    if parsed.empty:
+        return []
+    routes, _ = plan_routes(layout, parsed)
+    visible = layout.visible_messages_sql("m")
+    low, high = conn.execute(
+        "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if low is None:
+        return []
+    for route in routes:
+        if route.table is None:
+            where, params = parsed.scan_sql(_scan_columns(layout))
+            sql = f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {visible} AND {where}"
+            args: tuple[object, ...] = (session_id, *params)
+        else:
+            t = route.table
+            # The session's id range bounds the index walk: a common word costs no more
+            # than the session holds.
+            literal, literal_params = _literal_sql(layout, parsed, route)
+            sql = (
+                f"SELECT m.id FROM {t} r JOIN messages m ON m.id = r.rowid WHERE {t} MATCH ? "
+                f"AND r.rowid BETWEEN ? AND ? AND m.session_id = ? AND {visible}{literal}"
+            )
+            args = (route.match, low, high, session_id, *literal_params)
+        ids = sorted(r[0] for r in conn.execute(sql, args))
+        if ids:
+            return ids
+    return []
+
+
+def _scan_columns(layout: Layout) -> list[str]:
+    """The message columns a scan searches: the text and, where present, the tool call."""
+    wanted = ("content", "tool_name", "tool_calls")
+    return [f"m.{c}" for c in wanted if c in layout.message_columns]
 
 
 # -- filters ----------------------------------------------------------------------------
@@ -405,7 +575,13 @@ class _Filters:
     session_params: tuple[object, ...]
 
 
-def _filters(layout: Layout, request: SearchRequest) -> _Filters:
+FILTERS = ("dates", "model", "source", "role", "exclude")  # what _why_empty can blame
+
+
+def _filters(
+    layout: Layout, request: SearchRequest, skip: frozenset[str] = frozenset()
+) -> _Filters:
+    """The request's filters as SQL; ``skip`` leaves some out (see :data:`FILTERS`)."""
     msg: list[str] = []
     msg_params: list[object] = []
     ses: list[str] = []
@@ -413,29 +589,31 @@ def _filters(layout: Layout, request: SearchRequest) -> _Filters:
     visible = layout.visible_messages_sql("m")
     if visible != "1":
         msg.append(visible)
-    if request.roles:
+    if request.roles and "role" not in skip:
         msg.append(f"m.role IN ({','.join('?' * len(request.roles))})")
         msg_params.extend(request.roles)
-    if request.after is not None:
+    if request.after is not None and "dates" not in skip:
         msg.append("m.timestamp >= ?")
         msg_params.append(request.after)
         ses.append("coalesce(s.ended_at, s.started_at) >= ?")
         ses_params.append(request.after)
-    if request.before is not None:
+    if request.before is not None and "dates" not in skip:
         msg.append("m.timestamp < ?")
         msg_params.append(request.before)
         ses.append("s.started_at < ?")
         ses_params.append(request.before)
-    if request.sources:
+    if "source" in skip:
+        pass
+    elif request.sources:
         ses.append(f"s.source IN ({','.join('?' * len(request.sources))})")
         ses_params.extend(request.sources)
     else:
         ses.append(f"s.source NOT IN ({','.join('?' * len(HIDDEN_SOURCES))})")
         ses_params.extend(HIDDEN_SOURCES)
-    if request.model:
+    if request.model and "model" not in skip:
         ses.append("s.model = ?")
         ses_params.append(request.model)
-    if request.exclude:
+    if request.exclude and "exclude" not in skip:
         ses.append(f"s.id NOT IN ({','.join('?' * len(request.exclude))})")
         ses_params.extend(request.exclude)
     both = msg + ses
@@ -447,26 +625,33 @@ def _filters(layout: Layout, request: SearchRequest) -> _Filters:
     )
 
 
+def _active_filters(request: SearchRequest) -> list[str]:
+    """The filters that narrow this request (the default source filter always does)."""
+    active = {
+        "dates": request.after is not None or request.before is not None,
+        "model": bool(request.model),
+        "source": True,
+        "role": bool(request.roles),
+        "exclude": bool(request.exclude),
+    }
+    return [name for name in FILTERS if active[name]]
+
+
 def _title_matches(
     conn: sqlite3.Connection, layout: Layout, parsed: ParsedQuery, request: SearchRequest,
     filters: _Filters,
-) -> list[str]:  # fmt: skip
-    """Sessions whose id is the query, or whose title holds every positive term."""
-    if request.older_than is not None:
-        return []  # "search older" pages continue the message hits only
-    conds = ["s.id = ?"]
-    params: list[object] = [request.query]
-    if "title" in layout.session_columns and parsed.positive:
-        # LIKE folds ASCII case without copying every title (lower() would).
-        terms = ["%" + _like_escape(t.text) + "%" for t in parsed.positive]
-        conds.append("(" + " AND ".join("s.title LIKE ? ESCAPE '!'" for _ in terms) + ")")
-        params.extend(terms)
+) -> list[tuple[str, float]]:  # fmt: skip
+    """Sessions whose name (title or id) satisfies the whole query, with their start times."""
+    if request.continues:
+        return []  # "search older/newer" pages continue the message hits only
+    title = "s.title" if "title" in layout.session_columns else "NULL"
+    where, params = parsed.name_sql(title, "s.id")
     rows = conn.execute(
-        f"SELECT s.id FROM sessions s WHERE ({' OR '.join(conds)}){filters.session_sql} "
-        f"ORDER BY s.started_at DESC LIMIT 50",
+        f"SELECT s.id, coalesce(s.started_at, 0) FROM sessions s WHERE {where}"
+        f"{filters.session_sql} ORDER BY s.started_at DESC LIMIT 50",
         (*params, *filters.session_params),
     ).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
 # -- grouping ---------------------------------------------------------------------------
@@ -478,39 +663,62 @@ class _Group:
     best_session: str
     hit_ids: list[tuple[int, str]] = field(default_factory=list)  # (message id, session id)
     hit_count: int = 0
+    session_hits: dict[str, int] = field(default_factory=dict)  # hits per member session
     title_match: bool = False
+    when: float | None = None  # newest (or oldest) time among its hits and matched names
 
 
 def _group(
-    rows: Iterable[tuple[int, str, float]],
+    rows: Iterable[_Row],
     lineage: Lineage,
-    mode: str,
-    title_ids: list[str],
+    request: SearchRequest,
+    titles: list[tuple[str, float]],
 ) -> list[_Group]:
-    """Fold best-first rows into groups in order of their best row; title matches first."""
+    """Fold rows into groups in the request's order.
+
+    Best match: by best row, name matches first. Newest and oldest: by the newest
+    (oldest) time of any hit or name-matched session start, name matches included.
+    """
     groups: dict[str, _Group] = {}
     roots: dict[str, str] = {}
+    oldest = request.sort == "oldest"
+    chains = request.group == "chain"
 
     def key_of(sid: str) -> str:
-        if mode != "chain":
+        if not chains:
             return sid
         root = roots.get(sid)
         if root is None:
             root = roots[sid] = lineage.root(sid)
         return root
 
-    for sid in title_ids:
+    def seen(group: _Group, when: float) -> None:
+        if group.when is None or (when < group.when if oldest else when > group.when):
+            group.when = when
+
+    for sid, started in titles:
         key = key_of(sid)
-        groups.setdefault(key, _Group(key, sid)).title_match = True
-    for message_id, sid, _score in rows:
-        key = key_of(sid)
+        group = groups.setdefault(key, _Group(key, sid))
+        group.title_match = True
+        seen(group, started)
+    timed = request.sort != "relevance"
+    for message_id, sid, _score, when in rows:
+        key = key_of(sid) if chains else sid
         group = groups.get(key)
         if group is None:
             group = groups[key] = _Group(key, sid)
+        if timed and not group.hit_count:
+            # Rows come newest (oldest) first: a group's first row is its newest (oldest).
+            seen(group, when)
         group.hit_count += 1
-        if len(group.hit_ids) < HITS_SHOWN:
+        hits = group.session_hits
+        hits[sid] = hits.get(sid, 0) + 1
+        if len(group.hit_ids) < HIT_CANDIDATES:
             group.hit_ids.append((message_id, sid))
-    return list(groups.values())
+    ordered = list(groups.values())
+    if request.sort != "relevance":
+        ordered.sort(key=lambda g: g.when or 0.0, reverse=not oldest)  # stable: ties keep order
+    return ordered
 
 
 def _page(groups: list[_Group], request: SearchRequest) -> list[_Group]:
@@ -579,20 +787,26 @@ def _cards(
         if s is None:
             continue
         title = (root["title"] if root is not None else None) or s["title"]
-        hits = []
+        hits: list[Hit] = []
+        shown: set[str] = set()
         for mid, sid in g.hit_ids:
             m = messages.get(mid)
-            if m is None:
+            if m is None or len(hits) == HITS_SHOWN:
                 continue
             text = readable(decode_content(m["content"]))
             extra = " ".join(x for x in (m["tool_name"], readable_tool_calls(m["tool_calls"])) if x)
-            hits.append(Hit(mid, sid, m["role"], m["timestamp"], make_snippet(text, terms, extra)))
+            snippet = make_snippet(text, terms, extra)
+            if snippet in shown:
+                continue  # the same text again (in-place compaction keeps a copy): once is enough
+            shown.add(snippet)
+            hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet))
         cards.append(SessionResult(
             session_id=s["id"], root_session_id=g.key, title=title,
             preview=preview(firsts.get(g.key) or firsts.get(s["id"]) or ""),
             source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
             last_activity=activity.get(g.key),
-            message_count=s["message_count"], hit_count=g.hit_count, title_match=g.title_match,
+            message_count=s["message_count"], hit_count=g.hit_count,
+            session_hit_count=g.session_hits.get(s["id"], 0), title_match=g.title_match,
             hits=hits, chain_part=lineage.part_of(s["id"]),
         ))  # fmt: skip
     return cards
@@ -647,7 +861,10 @@ def _recent(
     ).fetchall()
     groups = [_Group(r[0], r[0]) for r in rows]
     results = _cards(conn, layout, groups, lineage, None)
-    return SearchResult(request, parse_query(""), "recent", results, total_sessions)
+    result = SearchResult(request, parse_query(""), "recent", results, total_sessions)
+    if not total_sessions:
+        result.home_empty = conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None
+    return result
 
 
 def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, list[str]]:
@@ -660,18 +877,3 @@ def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, list[s
             "SELECT model FROM sessions WHERE model IS NOT NULL GROUP BY model "
             "ORDER BY count(*) DESC LIMIT 50")]  # fmt: skip
     return {"sources": sources, "models": models}
-
-
-# -- parameter parsing -------------------------------------------------------------------
-
-
-def _date_param(value: str | None, name: str, *, end_of_day: bool = False) -> float | None:
-    return date_bound(value, name, end_of_day=end_of_day)
-
-
-def _int_param(value: str | None, name: str, low: int, high: int) -> int | None:
-    return whole_number(value, name, low, high)
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")

@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from dashboard.repository.chains import Chain, Segment
 from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.layout import Layout
+from dashboard.repository.params import whole_number
 
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:")
 # Children carrying one of these markers are branches, delegations or resets:
 # they hang off a session without continuing it.
 LINEAGE_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
 TITLE_PREVIEW_CHARS = 80
+# Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
+# page taking 6.5 s; a page of 500 is a few hundred KB (bench/long_transcript.py).
+PAGE_SIZE = 500
+MATCHES_LISTED = 200  # matches a session page lists (all are counted)
 # Tool output fields shown as the body of a result; the rest become short facts.
 _OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stderr")
 
@@ -37,6 +44,88 @@ _MESSAGE_COLUMNS = (
     "reasoning_content", "timestamp", "finish_reason", "token_count", "active", "compacted",
     "display_kind",
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TranscriptRequest:
+    """What a transcript page shows, as it appears in the URL."""
+
+    query: str = ""  # terms to highlight and count (``q``)
+    include_inactive: bool = False  # ``all=1``: rewound and hidden rows too
+    page: int = 1
+    at: int | None = None  # a message id: show the page that holds it (wins over page)
+
+    @classmethod
+    def from_params(cls, get: Callable[[str], str | None]) -> TranscriptRequest:
+        """Parse URL parameters; raise ValidationError naming a bad one."""
+        return cls(
+            query=(get("q") or "").strip(),
+            include_inactive=get("all") == "1",
+            page=whole_number(get("page"), "page", 1, 1_000_000) or 1,
+            at=whole_number(get("at"), "at", 0, 2**62),
+        )
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where one page sits in a long transcript; ``order`` holds every id shown on any page."""
+
+    page: int
+    size: int
+    order: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.order)
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def past_end(self) -> bool:
+        """The page asked for lies beyond the last one."""
+        return self.page > self.pages
+
+    @property
+    def first(self) -> int:
+        """Index of the page's first message in ``order``."""
+        return (self.page - 1) * self.size
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The ids on this page."""
+        return self.order[self.first : self.first + self.size]
+
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {mid: i for i, mid in enumerate(self.order)}
+
+    def index_of(self, message_id: int) -> int | None:
+        """Position of ``message_id`` in ``order``; None when no page shows it."""
+        return self._positions.get(message_id)
+
+    def page_of(self, message_id: int) -> int | None:
+        """The page holding ``message_id``; None when no page shows it."""
+        index = self.index_of(message_id)
+        return None if index is None else index // self.size + 1
+
+
+def paging_for(order: Sequence[int], size: int, page: int = 1, at: int | None = None) -> Paging:
+    """The page to show: the one holding message ``at`` when some page shows it, else ``page``."""
+    paging = Paging(page, size, tuple(order))
+    found = paging.page_of(at) if at is not None else None
+    return Paging(found, size, paging.order) if found else paging
+
+
+@dataclass(frozen=True)
+class MatchEntry:
+    """One message the query matches, for the list of matches, and the page it is on."""
+
+    id: int
+    role: str
+    timestamp: float | None
+    page: int
 
 
 @dataclass(frozen=True)
@@ -141,16 +230,19 @@ class Transcript:
     # has no visibility columns, so every row is always shown.
     left_out: int | None = None
     neighbours: dict[str, Any] = field(default_factory=dict)
+    paging: Paging | None = None  # None: every message is in ``messages``
+    first_user_text: str | None = None  # when paged: the session's first user message
 
     @property
     def display_title(self) -> str:
         """The title, else a preview of the first user message, else the id."""
         if self.session.title:
             return self.session.title
-        for m in self.messages:
-            if m.role == "user" and not m.is_compaction_summary and m.text.strip():
-                return preview(m.text, TITLE_PREVIEW_CHARS)
-        return self.session.id
+        if self.paging is not None:
+            texts = [self.first_user_text] if self.first_user_text else []
+        else:
+            texts = [m.text for m in self.messages if _opens_conversation(m)][:1]
+        return preview(texts[0], TITLE_PREVIEW_CHARS) if texts else self.session.id
 
     @property
     def callers(self) -> dict[str, int]:
@@ -187,9 +279,10 @@ class Transcript:
 
 
 def load_transcript(
-    conn: sqlite3.Connection, layout: Layout, session_id: str, *, include_inactive: bool = False
-) -> Transcript:
-    """Read one session and its messages.
+    conn: sqlite3.Connection, layout: Layout, session_id: str, *, include_inactive: bool = False,
+    page: int = 1, at: int | None = None, page_size: int | None = None,
+) -> Transcript:  # fmt: skip
+    """Read one session and its messages (one page of them when ``page_size`` is set).
 
     Args:
         conn: a connection to the state.db (read-only is enough).
@@ -197,6 +290,8 @@ def load_transcript(
         session_id: the session to read.
         include_inactive: also return rows a person normally does not see (rewound,
             hidden), each flagged.
+        page, at, page_size: with ``page_size``, only that many messages are read:
+            page ``page``, or the page holding message ``at`` when it is shown.
 
     Raises:
         NotFoundError: no such session.
@@ -206,31 +301,115 @@ def load_transcript(
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
     if "messages" not in layout.tables:
         return Transcript(session, (), include_inactive)
-    cols = [c for c in _MESSAGE_COLUMNS if c in layout.message_columns]
     where = "m.session_id = ?"
     if not include_inactive:
         where += f" AND {layout.visible_messages_sql('m')}"
-    order = (
-        "coalesce(m.display_order, m.id), m.id"
-        if "display_order" in layout.message_columns
-        else "m.timestamp, m.id"
-    )
+    order = _message_order(layout)
+    paging = None
+    first_user = None
+    if page_size:
+        sql = f"SELECT m.id FROM messages m WHERE {where} ORDER BY {order}"
+        ids = [r[0] for r in conn.execute(sql, (session_id,))]
+        paging = paging_for(ids, page_size, page, at)
+        messages = _messages_by_id(conn, layout, paging.ids)
+        first_user = _first_user_text(conn, where, order, session_id)
+    else:
+        cols = [c for c in _MESSAGE_COLUMNS if c in layout.message_columns]
+        cur = conn.execute(
+            f"SELECT {', '.join('m.' + c for c in cols)} FROM messages m "
+            f"WHERE {where} ORDER BY {order}",
+            (session_id,),
+        )
+        messages = tuple(_message(row) for row in _dicts(cur))
+    return Transcript(
+        session, messages, include_inactive,
+        _left_out(conn, layout, session_id, include_inactive),
+        paging=paging, first_user_text=first_user,
+    )  # fmt: skip
+
+
+def _message_order(layout: Layout) -> str:
+    """Conversation order: Hermes's display order where the file has one, else time."""
+    if "display_order" in layout.message_columns:
+        return "coalesce(m.display_order, m.id), m.id"
+    return "m.timestamp, m.id"
+
+
+def _messages_by_id(
+    conn: sqlite3.Connection, layout: Layout, ids: Sequence[int]
+) -> tuple[TranscriptMessage, ...]:
+    """Full rows for ``ids``, in the order given."""
+    if not ids:
+        return ()
+    cols = [c for c in _MESSAGE_COLUMNS if c in layout.message_columns]
     cur = conn.execute(
         f"SELECT {', '.join('m.' + c for c in cols)} FROM messages m "
-        f"WHERE {where} ORDER BY {order}",
-        (session_id,),
+        f"WHERE m.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
     )
-    messages = tuple(_message(row) for row in _dicts(cur))
-    left_out = None
+    found = {m.id: m for m in (_message(row) for row in _dicts(cur))}
+    return tuple(found[i] for i in ids if i in found)
+
+
+def _first_user_text(
+    conn: sqlite3.Connection, where: str, order: str, session_id: str
+) -> str | None:
+    rows = conn.execute(
+        f"SELECT m.content FROM messages m WHERE {where} AND m.role = 'user' "
+        f"ORDER BY {order} LIMIT 5",
+        (session_id,),
+    ).fetchall()
+    texts = [decode_content(r[0]) for r in rows if isinstance(r[0], str)]
+    return next((t for t in texts if t.strip() and not is_compaction_summary(t)), None)
+
+
+def _opens_conversation(m: TranscriptMessage) -> bool:
+    return m.role == "user" and not m.is_compaction_summary and bool(m.text.strip())
+
+
+def _left_out(
+    conn: sqlite3.Connection, layout: Layout, session_id: str, include_inactive: bool
+) -> int | None:
+    """Rows the visibility filter leaves out (None when the file has no such columns)."""
     visible = layout.visible_messages_sql("m")
-    if visible != "1":
-        left_out = 0
-        if not include_inactive:
-            left_out = conn.execute(
-                f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND NOT ({visible})",
-                (session_id,),
-            ).fetchone()[0]
-    return Transcript(session, messages, include_inactive, left_out)
+    if visible == "1":
+        return None
+    if include_inactive:
+        return 0
+    return conn.execute(
+        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND NOT ({visible})",
+        (session_id,),
+    ).fetchone()[0]
+
+
+def match_entries(
+    conn: sqlite3.Connection, paging: Paging, ids: Sequence[int], limit: int = MATCHES_LISTED
+) -> list[MatchEntry]:
+    """The first ``limit`` of ``ids`` that some page shows, in conversation order."""
+    shown = sorted((i for i in ids if paging.index_of(i) is not None), key=paging.index_of)
+    listed = shown[:limit]
+    if not listed:
+        return []
+    rows = conn.execute(
+        "SELECT id, role, timestamp FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(listed),),
+    ).fetchall()
+    found = {r[0]: r for r in rows}
+    return [
+        MatchEntry(i, str(found[i][1] or "unknown"), found[i][2], paging.page_of(i) or 1)
+        for i in listed
+        if i in found
+    ]
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """What the session page shows: one page of the transcript and the query's matches."""
+
+    transcript: Transcript
+    terms: list[str]  # to mark in the text: the query's positive terms
+    match_count: int | None  # messages the query matches on any page; None without a query
+    matches: list[MatchEntry]  # the first MATCHES_LISTED of them
 
 
 @dataclass(frozen=True)
@@ -241,6 +420,17 @@ class StitchedPart:
     segment: Segment
     transcript: Transcript  # the segment's messages, without the divider
     divider: TranscriptMessage | None = None  # the compaction summary the segment starts with
+
+
+@dataclass(frozen=True)
+class StitchedPage:
+    """One page of a stitched conversation, with the figures of the whole line."""
+
+    parts: list[StitchedPart]  # the parts with something on this page
+    segments: int  # parts on the whole line
+    messages: int  # messages on the whole line, dividers included
+    left_out: int  # rows the visibility filter leaves out, on the whole line
+    paging: Paging | None = None  # None: every part is on this one page
 
 
 def load_stitched(
@@ -260,23 +450,94 @@ def load_stitched(
         chain: the lineage (from :func:`~dashboard.repository.chains.load_chain`).
         include_inactive: also return rewound and hidden rows, flagged.
     """
+    return load_stitched_page(conn, layout, chain, include_inactive=include_inactive).parts
+
+
+def load_stitched_page(
+    conn: sqlite3.Connection, layout: Layout, chain: Chain, *, include_inactive: bool = False,
+    page: int = 1, at: int | None = None, page_size: int | None = None,
+) -> StitchedPage:  # fmt: skip
+    """:func:`load_stitched`, one page at a time when ``page_size`` is set.
+
+    Pages cut the line's messages (dividers included) into runs of ``page_size``;
+    a part split by a page boundary appears on both pages. Only the rows of the
+    page are read in full. ``at`` picks the page holding that message.
+    """
+    plans = _stitch_plan(conn, layout, chain, include_inactive)
+    order = [mid for plan in plans for mid in plan.ids]
+    size = page_size or max(1, len(order))
+    paging = paging_for(order, size, page, at)
+    on_page = set(paging.ids)
+    rows = {m.id: m for m in _messages_by_id(conn, layout, paging.ids)}
+    last_page = paging.page == paging.pages
     parts: list[StitchedPart] = []
+    for plan in plans:
+        ids = [i for i in plan.ids if i in on_page]
+        if not ids:
+            # An empty segment shows where the line reaches it: before the next message.
+            start = plan.start
+            if plan.ids or not (paging.first <= start < paging.first + size or
+                                (start >= len(order) and last_page)):  # fmt: skip
+                continue
+        divider = rows.get(plan.divider) if plan.divider in on_page else None
+        messages = tuple(rows[i] for i in ids if i != plan.divider and i in rows)
+        body = Transcript(plan.session, messages, include_inactive, plan.left_out)
+        parts.append(StitchedPart(plan.part, plan.segment, body, divider))
+    return StitchedPage(
+        parts, len(plans), len(order), sum(p.left_out or 0 for p in plans),
+        paging if page_size else None,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _PartPlan:
+    part: int
+    segment: Segment
+    session: SessionInfo
+    ids: list[int]  # in conversation order, the divider first when there is one
+    divider: int | None
+    left_out: int | None
+    start: int  # index of the part's first message in the whole line
+
+
+def _stitch_plan(
+    conn: sqlite3.Connection, layout: Layout, chain: Chain, include_inactive: bool
+) -> list[_PartPlan]:
+    """Which message ids each part of the line holds, read without their text."""
+    plans: list[_PartPlan] = []
     seen: set[int] = set()
+    order = _message_order(layout)
+    hidden = "m.display_kind = 'hidden'" if "display_kind" in layout.message_columns else "0"
+    where = "m.session_id = ?"
+    if not include_inactive:
+        where += f" AND {layout.visible_messages_sql('m')}"
+    start = 0
     for n, session_id in enumerate(chain.line, start=1):
         segment = chain.segment(session_id)
-        if segment is None:
+        session = _session(conn, layout, session_id) if segment is not None else None
+        if segment is None or session is None:
             continue
-        found = load_transcript(conn, layout, session_id, include_inactive=include_inactive)
-        messages = [m for m in found.messages if m.id not in seen]
-        seen.update(m.id for m in messages)
+        rows = conn.execute(
+            f"SELECT m.id, {hidden} FROM messages m WHERE {where} ORDER BY {order}", (session_id,)
+        ).fetchall()
+        rows = [r for r in rows if r[0] not in seen]
+        seen.update(r[0] for r in rows)
+        first = next((r[0] for r in rows if not r[1]), None)
         divider = None
-        first = next((m for m in messages if not m.hidden), None)
-        if first is not None and first.is_compaction_summary:
-            divider = first
-            messages.remove(first)
-        body = Transcript(found.session, tuple(messages), include_inactive, found.left_out)
-        parts.append(StitchedPart(n, segment, body, divider))
-    return parts
+        if first is not None:
+            sql = "SELECT content FROM messages WHERE id = ?"
+            (content,) = conn.execute(sql, (first,)).fetchone()
+            if isinstance(content, bytes):
+                content = content.decode("utf-8", errors="replace")
+            text = decode_content(content) if isinstance(content, str) else ""
+            divider = first if is_compaction_summary(text) else None
+        ids = [r[0] for r in rows if r[0] != divider]
+        if divider is not None:
+            ids.insert(0, divider)
+        left_out = _left_out(conn, layout, session_id, include_inactive)
+        plans.append(_PartPlan(n, segment, session, ids, divider, left_out, start))
+        start += len(ids)
+    return plans
 
 
 def chain_neighbours(conn: sqlite3.Connection, layout: Layout, session_id: str) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, request
 
 from dashboard.repository.chains import totals
+from dashboard.repository.transcript import TranscriptRequest
+from dashboard.views.sessions import highlight_terms
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
 
@@ -30,10 +32,12 @@ def show(session_id: str):
 
 @bp.get("/chains/<session_id>/transcript")
 def transcript(session_id: str):
-    """Show the chain's continuation line as one conversation (``all=1``: inactive rows too)."""
-    include_inactive = request.args.get("all") == "1"
-    chain, parts = get_reader().stitched(session_id, include_inactive=include_inactive)
+    """Show a page of the chain's line as one conversation (``all=1``: inactive rows too)."""
+    wanted = TranscriptRequest.from_params(request.args.get)
+    chain, stitched = get_reader().stitched_page(session_id, wanted)
     return render_page(
         "chain_transcript.html", "_stitched.html", "stitched",
-        chain=chain, parts=parts, include_inactive=include_inactive,
+        chain=chain, stitched=stitched, parts=stitched.parts, paging=stitched.paging,
+        include_inactive=wanted.include_inactive, q=wanted.query,
+        terms=highlight_terms(wanted.query),
     )  # fmt: skip

@@ -6,8 +6,8 @@ from flask import Blueprint, request
 
 from dashboard.repository.errors import QuerySyntaxError
 from dashboard.repository.query import parse_query
+from dashboard.repository.transcript import TranscriptRequest
 from dashboard.web.htmx import render_page
-from dashboard.web.markdown import mentions
 from dashboard.web.reader import get_reader
 
 bp = Blueprint("sessions", __name__)
@@ -15,18 +15,17 @@ bp = Blueprint("sessions", __name__)
 
 @bp.get("/sessions/<session_id>")
 def show(session_id: str):
-    """Show a session's transcript, with the terms of ``q`` marked."""
-    q = request.args.get("q", "").strip()
-    include_inactive = request.args.get("all") == "1"
+    """Show a page of a session's transcript (the one holding ``at``), ``q``'s matches marked."""
+    wanted = TranscriptRequest.from_params(request.args.get)
     reader = get_reader()
-    transcript = reader.transcript(session_id, include_inactive=include_inactive)
+    shown = reader.session_page(session_id, wanted)
     chain = reader.chain(session_id)
-    terms = highlight_terms(q)
-    matches = [m for m in transcript.messages if mentions(m.search_text, terms)] if terms else []
     return render_page(
         "session.html", "_transcript.html", "transcript",
-        transcript=transcript, session=transcript.session, q=q, terms=terms, matches=matches,
-        include_inactive=include_inactive, chain_part=chain.part_of(session_id),
+        transcript=shown.transcript, session=shown.transcript.session, q=wanted.query,
+        terms=shown.terms, matches=shown.matches, match_count=shown.match_count,
+        paging=shown.transcript.paging, include_inactive=wanted.include_inactive,
+        chain_part=chain.part_of(session_id),
         cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
     )  # fmt: skip
 

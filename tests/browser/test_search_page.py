@@ -99,3 +99,26 @@ def test_untrusted_text_stays_text(hostile_server: tuple[Server, str], page) -> 
     page.goto(server.url + "/")  # the title in the recent list
     assert SCRIPT in page.locator("#results").inner_text()
     assert dialogs == []
+
+
+def test_a_summary_button_replaces_only_its_slot(tmp_path: Path, page) -> None:
+    # A session id is data: "zz, #main" used as a CSS selector would target <main> too.
+    sid = "zz, #main"
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        store.create_session("cli", session_id=sid, title="Selector trouble")
+        store.append_messages(sid, [NewMessage("user", "walrus selector test")])
+        other = store.create_session("cli", title="Another walrus")
+        store.append_messages(other, [NewMessage("user", "walrus again")])
+    args = ["--home", str(tmp_path / "home"), "--data-dir", str(tmp_path / "data")]
+    with running_server(args, tmp_path) as server:
+        page.goto(server.url + "/?q=walrus&summaries=button")
+        expect(page.locator("#results .card")).to_have_count(2)
+        card = page.locator(".card", has_text="Selector trouble")
+        card.locator(".summary-button").click()
+        expect(
+            card.locator(".summary-slot .summary-label, .summary-slot .summary-text")
+        ).to_have_count(1)
+        expect(page.locator("main #results .card")).to_have_count(2)
+        expect(page.locator("#search-form")).to_have_count(1)
+        other_card = page.locator(".card", has_text="Another walrus")
+        expect(other_card.locator(".summary-button")).to_have_count(1)

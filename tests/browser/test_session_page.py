@@ -80,3 +80,35 @@ def test_payloads_in_messages_stay_text_in_the_browser(tmp_path: Path, browser) 
         context.close()
     assert dialogs == []
     assert watch.problems == []  # not even a script the CSP had to refuse
+
+
+def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
+    from tests.test_transcript import long_home
+
+    home, ids, more = long_home(tmp_path)
+    watch = PageWatch()
+    watch.attach(page)
+    args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
+    with running_server(args, tmp_path) as srv:
+        # A bare anchor (an old link, a bookmark): the script asks for the right page.
+        target = ids[1_050]
+        page.goto(f"{srv.url}/sessions/long-a?q=1050#m{target}")
+        page.wait_for_url(re.compile(rf"at={target}"))
+        page.locator(f"#m{target} mark").first.wait_for()
+        assert page.locator(f"#m{target}").is_visible()
+        assert page.url.endswith(f"#m{target}") and "q=1050" in page.url
+        # The list of matches links across pages.
+        page.goto(f"{srv.url}/sessions/long-a?q=7+OR+1050")
+        page.locator(".match-list a", has_text="page 3").click()
+        page.wait_for_url(re.compile(rf"#m{target}$"))
+        assert page.locator(f"#m{target}").is_visible()
+        # Next page through HTMX keeps the highlight.
+        page.goto(f"{srv.url}/sessions/long-a?q=talk")
+        page.locator("#transcript .pager a[rel=next]").first.click()
+        page.wait_for_url(re.compile(r"page=2"))
+        assert page.locator(f"#m{ids[500]} mark").count() > 0
+        # The stitched transcript: a bare anchor of its last page.
+        page.goto(f"{srv.url}/chains/long-b/transcript#m{more[3]}")
+        page.wait_for_url(re.compile(rf"at={more[3]}"))
+        assert page.locator(f"#m{more[3]}").is_visible()
+    assert watch.problems == []

@@ -1,0 +1,100 @@
+"""The search page: what the result list says about counts, pages and empty results."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.repository import search as search_module
+from dashboard.repository.store import NewMessage, SessionStore
+from tests.conftest import make_app
+
+
+def _client(tmp_path: Path, sessions: int = 12, per_session: int = 3) -> FlaskClient:
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        for i in range(sessions):
+            sid = store.create_session("cli", session_id=f"s{i:02d}", started_at=1e9 + i,
+                                       model="gpt-4o")  # fmt: skip
+            store.append_messages(sid, [NewMessage("user", f"redis note {k}", timestamp=1e9 + i)
+                                        for k in range(per_session)])  # fmt: skip
+    return make_app(tmp_path / "home", tmp_path / "data").test_client()
+
+
+def _text(client: FlaskClient, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200
+    return " ".join(response.get_data(as_text=True).split())
+
+
+def test_a_page_past_the_end_says_so_and_links_the_last(tmp_path: Path) -> None:
+    html = _text(_client(tmp_path), "/?q=redis&per_page=5&page=999")
+    assert "Page 999 is past the end: there are 3 pages of results." in html
+    assert re.search(r'href="/\?[^"]*page=3[^"]*"[^>]*>Go to the last page', html)
+    assert "page=998" not in html and "Nothing matches" not in html
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ("&model=claude", "with the model filter: there are matches without it."),
+        ("&after=2030-01-01", "with the date range: there are matches without it."),
+        ("&role=assistant", "with the role filter"),
+        ("&source=telegram", "with the source filter"),
+        ("", "Nothing matches <code>walrus</code> anywhere in this home."),
+    ],
+)
+def test_no_results_names_the_filter_that_hid_them(tmp_path: Path, args: str, says: str) -> None:
+    q = "redis" if args else "walrus"
+    html = _text(_client(tmp_path), f"/?q={q}{args}")
+    assert says in html
+    assert "Try adding the cron or subagent source" not in html
+
+
+def test_an_empty_home_is_named(tmp_path: Path) -> None:
+    with SessionStore(tmp_path / "home" / "state.db"):
+        pass
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    assert "This home has no conversations yet" in _text(client, "/?q=redis")
+    assert "This home has no conversations yet" in _text(client, "/")
+
+
+def test_one_count_of_matching_messages_on_a_bounded_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search_module, "SORT_WINDOW", 10)
+    client = _client(tmp_path)
+    html = _text(client, "/?q=redis&role=user&exclude=s11")
+    counts = set(re.findall(r"(?i)more than ([\d,]+)", html))
+    assert counts == {"10"}, counts
+    oldest = _text(client, "/?q=redis&sort=oldest")
+    assert "Search newer messages" in oldest and "newer_than=" in oldest
+
+
+def test_a_card_and_its_session_page_count_the_same_matches(tmp_path: Path) -> None:
+    from tests import hermes_shapes as shapes
+
+    home = tmp_path / "hermes"
+    shapes.build_current_views(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    for q in ("pool", "pool NOT size", '"pool size" OR pgbouncer'):
+        html = _text(client, f"/?q={q}&source=cli&source=telegram")
+        cards = html.split('<article class="card"')[1:]
+        assert cards, q
+        for card in cards:
+            sid = re.search(r'<h3><a href="/sessions/([^"?]+)\?', card)[1]
+            badge = re.search(r'class="badge hits">(\d+) hits?( in this chain)?</span>', card)
+            link = re.search(r">all (\d+) hits? in this session", card)
+            hits_here = card.count(f'href="/sessions/{sid}?') - 1  # less the title link
+            if link:
+                expected = link[1]
+            elif badge and not badge[2]:
+                expected = badge[1]
+            else:
+                expected = str(hits_here)
+            session = _text(client, f"/sessions/{sid}?q={q}")
+            word = "message" if expected == "1" else "messages"
+            assert f"<strong>{expected} {word} match</strong>" in session, (q, sid)
