@@ -40,7 +40,14 @@ class StubLLM:
                 try:
                     time.sleep(stub.delay)
                     status, payload = stub.answer(body)
-                    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                finally:
+                    # Done before the reply is written: a client that has the reply may
+                    # send its next request at once, and on a loaded machine that one
+                    # could be counted before this thread got back here (limit + 1).
+                    with stub._lock:
+                        stub.in_flight -= 1
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -48,9 +55,6 @@ class StubLLM:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): that is the point of some tests
-                finally:
-                    with stub._lock:
-                        stub.in_flight -= 1
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
