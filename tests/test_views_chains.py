@@ -96,7 +96,7 @@ def test_chain_page_draws_every_segment_as_a_linked_bar(
     assert "part 5 of 12 · continuation" in fifth and "messages 5 · tool calls 1" in fifth
     assert "input 1,000 · output 100" in fifth and "cost: unknown" in fifth
     assert "(30 min)" in fifth and "ended: compression" in fifth
-    assert "cost: $0.0500 (estimated)" in links[-1]["title"] and "delegation" in links[-1]["title"]
+    assert "cost: $0.05 (estimated)" in links[-1]["title"] and "delegation" in links[-1]["title"]
     assert "$0.00" not in svg
 
     # The focus row is highlighted, the tip marked, off-line rows set apart.
@@ -136,7 +136,7 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     assert table.count('href="/sessions/') == SEGMENTS + 3
     assert "Part 4 covered step 4." in table and "30 min" in table
     assert 'title="No price is known for these calls">unknown</span>' in table
-    assert "$0.0500" in table
+    assert "$0.05" in table
 
     totals = html[html.index('<table class="grid narrow chain-totals">') :]
     totals = totals[: totals.index("</table>")]
@@ -155,8 +155,8 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     ]
     assert row("Duration") == ["5 h 59 min", "6 h 00 min"]
     assert row("Input tokens") == ["12,000", "12,000"]
-    assert row("Cost") == ["unknown", "$0.0500"]
-    assert row("Estimated") == ["unknown", "$0.0500"]
+    assert row("Cost") == ["unknown", "$0.05"]
+    assert row("Estimated") == ["unknown", "$0.05"]
     assert row("Billed") == ["unknown", "unknown"]
     assert row("Coverage") == [
         "billed for 0 of 12 segments, no price for 12",
@@ -321,15 +321,15 @@ def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None
     totals = html[html.index('<table class="grid narrow chain-totals">') :]
     totals = re.sub(r"<[^>]+>", " ", totals[: totals.index("</table>")])
     totals = " ".join(totals.split())
-    assert "Cost $0.9850" in totals
+    assert "Cost $0.98" in totals
     assert "billed for 2 of 10 segments, partly for 7, no price for 1" in totals
     table = html[html.index('<table class="grid chain-segments">') :]
     table = table[: table.index("</table>")]
     row = re.search(rf'href="/sessions/{line[4]}".*?</tr>', table, re.S).group(0)
     shown = " ".join(re.sub(r"<[^>]+>", " ", row).split())
-    assert "$0.1050 partly billed" in shown
+    assert "$0.10 partly billed" in shown
     session = " ".join(re.sub(r"<[^>]+>", " ", page(client, f"/sessions/{line[4]}")).split())
-    assert "Cost $0.1050 partly billed" in session
+    assert "Cost $0.10 partly billed" in session
     body = client.get(f"/api/chains/{line[4]}").get_json()
     assert body["totals"]["effective_cost_usd"] == pytest.approx(0.985)
     coverage = "billed for 2 of 10 segments, partly for 7, no price for 1"
@@ -338,4 +338,4 @@ def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None
     assert node["effective_cost_usd"] == pytest.approx(0.105) and node["cost_status"] == "partial"
     index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains")).split())
     expensive = index[index.index("Most expensive") :]
-    assert expensive.index("$0.9850") < expensive.index("$0.6000")
+    assert expensive.index("$0.98") < expensive.index("$0.60")

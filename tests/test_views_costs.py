@@ -561,3 +561,18 @@ def test_api_figures_follow_the_readme_rules_row_by_row(
             assert_matches(as_result(body), expected, everyone)
     if mode == "rollup" and usage:
         assert rollup is not None and rollup.last_refresh.get("changed") == 0  # answered by it
+
+
+def test_chart_tooltips_use_the_pages_money_rule(demo: FlaskClient) -> None:
+    """Item 12: the chart's money text is the server's rule, so it matches the tables."""
+    html = get(demo, "/costs", **YEAR)
+    chart = json.loads(re.search(r'id="costs-data">(.*?)</script>', html, re.S).group(1))
+    for part, by_key in chart["spend"].items():
+        for key, values in by_key.items():
+            texts = chart["texts"]["spend"][part][key]
+            assert texts == [None if v is None else usd(v) for v in values]
+    assert chart["texts"]["totals"]["effective"] == [
+        None if v is None else usd(v) for v in chart["totals"]["effective"]
+    ]
+    # One precision per size: no four-decimal figure of a cent or more anywhere.
+    assert not re.findall(r"\$0\.(?:0[1-9]|[1-9]\d)\d\d\b", html)
