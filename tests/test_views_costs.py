@@ -196,7 +196,7 @@ def test_page_csv_and_json_show_the_repository_numbers(
 ) -> None:
     period, by = params.get("period", "month"), params.get("by", "provider")
     default = {
-        "month": (date(2025, 12, 1), date(2026, 12, 1)),
+        "month": (date(2025, 11, 1), date(2026, 12, 1)),  # 13 months: last December shown
         "week": (date(2026, 9, 14), date(2026, 12, 7)),  # 12 ISO weeks through 2026-W49
         "day": (date(2026, 11, 1), date(2026, 12, 1)),
     }[period]
@@ -576,3 +576,60 @@ def test_chart_tooltips_use_the_pages_money_rule(demo: FlaskClient) -> None:
     ]
     # One precision per size: no four-decimal figure of a cent or more anywhere.
     assert not re.findall(r"\$0\.(?:0[1-9]|[1-9]\d)\d\d\b", html)
+
+
+# --- Item 11: ranges one click away, field names as in the URL --------------------------
+
+
+def test_the_default_range_shows_last_december(demo_home: Path, tmp_path: Path) -> None:
+    """On the 1st of December, last December is still on the page (13 months)."""
+    client = client_for(demo_home, tmp_path / "data", datetime(2026, 12, 1, 9, tzinfo=UTC))
+    body = json.loads(get(client, "/api/costs"))
+    assert body["from"] == "2025-12-01" and body["to"] == "2027-01-01"
+    assert body["periods"][0] == "2025-12" and len(body["periods"]) == 13
+
+
+def test_range_shortcuts_are_links_with_from_and_to(demo: FlaskClient, demo_home: Path) -> None:
+    html = get(demo, "/costs", by="model", before="2026-06-01")
+    nav = html[html.index('class="costs-shortcuts"') :]
+    nav = nav[: nav.index("</nav>")]
+    links = dict(
+        (label, href.replace("&amp;", "&"))
+        for href, label in re.findall(r'href="([^"]+)"[^>]*>([^<]+)</a>', nav)
+    )
+    assert set(links) == {"This month", "Last month", "Last 30 days", "This year", "All time"}
+    assert "from=2026-10-01" in links["Last month"] and "to=2026-11-01" in links["Last month"]
+    assert "from=2026-01-01" in links["This year"] and "to=2027-01-01" in links["This year"]
+    # All time starts with the month of the first session and keeps the other filters.
+    assert "to=2026-12-01" in links["All time"] and "by=model" in links["All time"]
+    assert all("before=" not in href for href in links.values())
+    with closing(open_readonly(demo_home / "state.db")) as conn:
+        (first,) = conn.execute("SELECT min(started_at) FROM sessions").fetchone()
+    month = datetime.fromtimestamp(first, UTC).strftime("%Y-%m")
+    assert f"from={month}-01" in links["All time"]
+
+
+def test_the_header_names_the_last_day_and_the_form_says_to(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", **{"from": "2026-10-01", "to": "2026-11-01"})
+    meta = html[html.index('class="result-meta">') + 20 :]
+    meta = " ".join(re.sub(r"<[^>]+>", " ", meta).split())
+    assert meta.startswith(
+        "1 month from 2026-10-01 through 2026-10-31 (to=2026-11-01, not included)"
+    )
+    assert re.search(
+        r"<label>To <span[^>]*>\(not included\)</span> <input type=\"date\" name=\"to\"", html
+    )
+    assert "Before" not in html
+    assert 'aria-current="true">Last month</a>' in html
+
+
+def test_before_is_read_as_to_and_said_so(demo: FlaskClient) -> None:
+    page = get(demo, "/costs", **{"from": "2026-10-01", "before": "2026-11-01"})
+    assert 'through <strong class="costs-last-day">2026-10-31</strong>' in page
+    assert "before= is the old name of to=" in page
+    body = json.loads(get(demo, "/api/costs", **{"from": "2026-10-01", "before": "2026-11-01"}))
+    assert body["to"] == "2026-11-01" and "before= is the old name of to=" in body["notices"][0]
+    conflict = get(demo, "/costs", 400, to="2026-12-01", before="2026-11-01")
+    assert "not both" in conflict
+    # The same date twice is no conflict.
+    get(demo, "/api/costs", to="2026-11-01", before="2026-11-01")

@@ -234,6 +234,14 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
     return question.result(layout, cells, len(everyone))
 
 
+def first_activity(conn: sqlite3.Connection) -> float | None:
+    """When the home's first session started (epoch seconds); None for an empty home.
+
+    The start of "all time" on the costs page: one seek on ``idx_sessions_started``.
+    """
+    return conn.execute("SELECT min(started_at) FROM sessions").fetchone()[0]
+
+
 def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
     """Cheap values that change whenever spend could have: a cache key for :func:`spend`.
 

@@ -13,7 +13,7 @@ from typing import Any
 from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend, fingerprint, spend
+from dashboard.repository.costs import Spend, fingerprint, first_activity, spend
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -229,6 +229,11 @@ class StateReader:
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
             return chain, page
+
+    def first_activity(self) -> float | None:
+        """When the first session started (the start of "all time" on the costs page)."""
+        with self.snapshot() as snap:
+            return first_activity(snap.conn)
 
     def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
         """Spend by period and dimension (see :func:`costs.plan` for the options).

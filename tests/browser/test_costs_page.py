@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from tests.browser_support import SCREENSHOTS, PageWatch, Server
 
 # The demo's sessions end on its anchor day (2026-11-30); ask for that year explicitly
@@ -111,3 +113,60 @@ def test_the_chart_compares_like_with_like(demo_server: Server, page) -> None:
     shown = f"${total:,.2f}" if total >= 1 else f"${total:.4f}"
     assert any(shown in line and data["periods"][busy] in line for line in tip["footer"]), tip
     assert any("billed" in line for line in tip["footer"])
+
+
+def _months_back(first: date, months: int) -> date:
+    index = first.year * 12 + first.month - 1 - months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def test_range_shortcuts_and_the_to_field(demo_server: Server, page) -> None:
+    """Item 11: "Last month" is one click, the form says To, the header the last day."""
+    watch = PageWatch()
+    watch.attach(page)
+    this_month = date.today().replace(day=1)
+    page.goto(f"{demo_server.url}/costs")
+    # The default range is 13 months: last December is always on the page.
+    first_row = page.locator("table.costs-spend tbody tr td").first
+    if first_row.count():
+        assert first_row.inner_text() >= _months_back(this_month, 12).strftime("%Y-%m")
+    assert (
+        page.locator(".result-meta")
+        .inner_text()
+        .startswith(f"13 months from {_months_back(this_month, 12)}")
+    )
+    page.get_by_role("link", name="Last month", exact=True).click()
+    last = _months_back(this_month, 1)
+    page.wait_for_url(f"**from={last}**")
+    assert f"to={this_month}" in page.url
+    assert page.locator('input[name="to"]').input_value() == this_month.isoformat()
+    assert (
+        page.locator(".costs-last-day").inner_text() == (this_month - timedelta(days=1)).isoformat()
+    )
+    assert (
+        page.get_by_role("link", name="Last month", exact=True).get_attribute("aria-current")
+        == "true"
+    )
+    assert page.get_by_label("To (not included)").get_attribute("name") == "to"
+
+    # The old name of to= is read, and the page says so (never silently ignored).
+    page.goto(f"{demo_server.url}/costs?from=2026-10-01&before=2026-11-01")
+    assert page.locator(".costs-last-day").inner_text() == "2026-10-31"
+    assert page.get_by_role("status").filter(has_text="before= is the old name of to=").is_visible()
+    assert page.locator('input[name="to"]').input_value() == "2026-11-01"
+    assert watch.problems == []
+
+
+def test_all_time_works_without_javascript(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/costs?by=model")
+        page.get_by_role("link", name="All time", exact=True).click()
+        page.wait_for_url("**by=model**")
+        assert "from=" in page.url and "to=" in page.url
+        assert page.locator("table.costs-spend tbody tr").count() > 1
+    finally:
+        context.close()
