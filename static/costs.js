@@ -92,6 +92,15 @@
       });
       chart.update();
     };
+    // A click on a column opens that period: the same link as under the chart.
+    options.onClick = function (event, elements) {
+      if (!elements.length) return;
+      const link = document.querySelector('#costs .costs-drill a[data-index="' + elements[0].index + '"]');
+      if (link) link.click();
+    };
+    options.onHover = function (event, elements) {
+      canvas.classList.toggle("drillable", elements.length > 0);
+    };
     options.plugins.tooltip = {
       callbacks: {
         label: function (ctx) {
@@ -107,6 +116,7 @@
           ];
           const unknown = data.totals.unknown_calls[i];
           if (unknown) lines.push("+ " + unknown.toLocaleString("en-US") + " calls of unknown price");
+          lines.push("Click to open this " + data.period + "'s sessions");
           return lines;
         },
       },

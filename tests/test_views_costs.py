@@ -633,3 +633,69 @@ def test_before_is_read_as_to_and_said_so(demo: FlaskClient) -> None:
     assert "not both" in conflict
     # The same date twice is no conflict.
     get(demo, "/api/costs", to="2026-11-01", before="2026-11-01")
+
+
+# --- Item 13: the sessions that cost the most, and a period opened from the chart -------
+
+
+def session_rows(html: str) -> list[dict[str, str]]:
+    """The costly-sessions table: each row's links, cost text, tokens and calls."""
+    table = html[html.index('<table class="grid costs-sessions">') :]
+    table = table[: table.index("</table>")]
+    out = []
+    for row in re.findall(r"<tr>\s*<td class=\"text session-cell\">(.*?)</tr>", table, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", '<td class="x">' + row, re.S)
+        text = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
+        out.append({
+            "session": re.search(r'href="/sessions/([^"]+)"', row).group(1),
+            "chain": (re.search(r'href="/chains/([^"]+)"', row) or [None, None])[1],
+            "cost": text[3], "tokens": text[5], "calls": text[6],
+        })  # fmt: skip
+    return out
+
+
+def test_costly_sessions_are_listed_and_link_to_session_and_chain(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", **YEAR)
+    rows = session_rows(html)
+    assert 5 <= len(rows) <= 25
+    body = json.loads(get(demo, "/api/costs", **YEAR))
+    assert f"of {body['totals']['sessions']:,} that spent" in html
+    costs = [float(r["cost"].split()[0].strip("$").replace(",", "")) for r in rows]
+    assert costs == sorted(costs, reverse=True)
+    assert any(r["chain"] == r["session"] for r in rows), "the demo's costly sessions are chained"
+    assert 'aria-sort="descending"><a href="/costs?' in html
+    head = html[html.index('<table class="grid costs-sessions">') :]
+    head = head[: head.index("</thead>")].replace("&amp;", "&")
+    assert "sort=cost&dir=asc" in head and "sort=tokens&dir=desc" in head
+
+
+def test_sessions_sort_by_calls_both_ways(demo: FlaskClient) -> None:
+    down = session_rows(get(demo, "/costs", sort="calls", **YEAR))
+    calls = [int(r["calls"].replace(",", "")) for r in down]
+    assert calls == sorted(calls, reverse=True)
+    up = session_rows(get(demo, "/costs", sort="calls", dir="asc", **YEAR))
+    calls_up = [int(r["calls"].replace(",", "")) for r in up]
+    assert calls_up == sorted(calls_up) and calls_up[0] <= calls[-1]
+    assert 'aria-sort="ascending"' in get(demo, "/costs", sort="calls", dir="asc", **YEAR)
+    assert "sort must be one of" in get(demo, "/costs", 400, sort="price")
+
+
+def test_each_period_opens_as_its_days_and_sessions(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", by="model", **YEAR)
+    nav = html[html.index('class="costs-drill"') :]
+    nav = nav[: nav.index("</nav>")].replace("&amp;", "&")
+    links = re.findall(r'<a href="([^"]+)" data-index="(\d+)">([^<]+)', nav)
+    assert [label.strip() for _, _, label in links] == [f"2026-{m:02d}" for m in range(1, 13)]
+    href = next(h for h, _, label in links if label.strip() == "2026-10")
+    assert "from=2026-10-01" in href and "to=2026-11-01" in href and "period=day" in href
+    assert "by=model" in href
+    response = demo.get(href)
+    assert response.status_code == 200
+    october = response.get_data(as_text=True)
+    body = json.loads(
+        get(demo, "/api/costs", period="day", **{"from": "2026-10-01", "to": "2026-11-01"})
+    )
+    assert len(body["periods"]) == 31
+    assert f"of {body['totals']['sessions']:,} that spent from 2026-10-01 through 2026-10-31" in (
+        " ".join(re.sub(r"<[^>]+>", " ", october).split())
+    )

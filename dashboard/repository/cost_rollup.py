@@ -193,6 +193,28 @@ class CostRollup:
             return None
         return self._answer(layout, question)
 
+    def range_rows(
+        self, conn: sqlite3.Connection, layout: Layout, question: Plan, *,
+        mark: tuple | None = None,
+    ) -> dict[int, Row] | None:  # fmt: skip
+        """The rows with a day in ``question``'s range (every day of each, so a row's
+        shares of its days come out as :func:`costs.range_rows` gives them); None while a
+        first build runs in the background, or for files summed directly."""
+        if not layout.has_model_usage or not self.refresh(conn, layout, question.zone, mark):
+            return None
+        where = "home = ? AND day >= ? AND day < ?"
+        params: list[object] = [self.home, question.days[0], question.days[-1]]
+        if question.sources:
+            where += f" AND source IN ({_marks(list(question.sources))})"
+            params.extend(question.sources)
+        with self.core.reading() as rconn:
+            records = rconn.execute(
+                f"SELECT rid, {', '.join(ROW_COLUMNS)} FROM cost_row WHERE home = ? AND rid IN "
+                f"(SELECT rid FROM cost_row WHERE {where})",
+                [self.home, *params],
+            ).fetchall()
+        return _to_rows(records)
+
     def refresh(
         self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo, mark: tuple | None = None
     ) -> bool:

@@ -13,7 +13,15 @@ from typing import Any
 from dashboard.repository.chain_index import ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend, fingerprint, first_activity, spend
+from dashboard.repository.cost_sessions import CostlySessions, costly_sessions
+from dashboard.repository.costs import (
+    Spend,
+    fingerprint,
+    first_activity,
+    plan,
+    range_rows,
+    spend,
+)
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -70,7 +78,8 @@ class StateReader:
         self.home = home
         self._demo: bool | None = None
         self._lineage = LineageCache()
-        self._spend_cache: dict[tuple[str, tuple[object, ...]], Spend] = {}
+        # Spend answers, and the costly sessions of a range (keys start "sessions").
+        self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
 
     @property
@@ -229,6 +238,37 @@ class StateReader:
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
             return chain, page
+
+    def costly_sessions(
+        self, rollup: CostRollup | None = None, *, sort: str = "cost", descending: bool = True,
+        **options: Any,
+    ) -> CostlySessions:  # fmt: skip
+        """The sessions that cost the most in a spend question's range (options as
+        :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
+        the spend fingerprint is unchanged."""
+        with self.snapshot() as snap, read_snapshot(snap.conn):
+            mark = fingerprint(snap.conn, snap.layout)
+            key = ("sessions", sort, descending, repr(sorted(options.items())), mark)
+            with self._spend_lock:
+                hit = self._spend_cache.get(key)
+            if hit is not None:
+                return hit
+            question = plan(snap.layout, **options)
+            rows = None
+            if rollup is not None:
+                rows = rollup.range_rows(snap.conn, snap.layout, question, mark=mark)
+            if rows is None:
+                rows = range_rows(snap.conn, snap.layout, question)
+            lineage = self._lineage.get(snap.conn, snap.layout)
+            result = costly_sessions(
+                snap.conn, snap.layout, lineage, rows.values(), question,
+                sort=sort, descending=descending,
+            )  # fmt: skip
+        with self._spend_lock:
+            self._spend_cache[key] = result
+            while len(self._spend_cache) > SPEND_CACHE_SIZE:
+                self._spend_cache.pop(next(iter(self._spend_cache)))
+        return result
 
     def first_activity(self) -> float | None:
         """When the first session started (the start of "all time" on the costs page)."""

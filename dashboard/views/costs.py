@@ -11,12 +11,14 @@ from zoneinfo import ZoneInfo
 from flask import Blueprint, Response, current_app, request
 
 from dashboard.repository.cost_headlines import headlines
-from dashboard.repository.costs import DIMENSIONS, DRIFT_FLAG, PERIODS
+from dashboard.repository.cost_sessions import check_sort
+from dashboard.repository.costs import DIMENSIONS, DRIFT_FLAG, PERIODS, Spend
 from dashboard.repository.errors import ValidationError
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
+from dashboard.web.filters import url_with
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
-from dashboard.web.rollup import spend_function
+from dashboard.web.rollup import get_cost_rollup, spend_function
 
 bp = Blueprint("costs", __name__)
 
@@ -158,6 +160,24 @@ def monthly_budget() -> float | None:
     return budget if budget > 0 else None
 
 
+DRILL_PERIOD = {"month": "day", "week": "day", "day": "day"}  # a bar opens its days
+
+
+def drill_links(found: Spend) -> list[dict[str, Any]]:
+    """One link per chart column: that period's days and the sessions that cost most in it."""
+    period = DRILL_PERIOD[found.period]
+    totals: dict[str, float | None] = {}
+    for cell in found.rows:
+        if cell.effective_usd is not None:
+            totals[cell.period] = (totals.get(cell.period) or 0.0) + cell.effective_usd
+    return [
+        {"label": label, "effective_usd": totals.get(label), "href": url_with(**{
+            "from": start.isoformat(), "to": end.isoformat(), "period": period, "before": None,
+        })}  # fmt: skip
+        for label, start, end in found.period_ranges()
+    ]
+
+
 @bp.get("/costs")
 def index():
     """Show spend per period (estimated against billed), tokens, this month's headlines."""
@@ -176,13 +196,18 @@ def index():
         costs = parse_costs_request(now.date())
         spend = spend_function()
         found = spend(**costs.options())
+        sort, descending = check_sort(request.args.get("sort"), request.args.get("dir"))
+        sessions = reader.costly_sessions(
+            get_cost_rollup(), sort=sort, descending=descending, **costs.options()
+        )
     except ValidationError as exc:
         context["error"] = str(exc)
     else:
         top = headlines(spend, now=now, timezone=current_timezone(), sources=costs.sources)
         context.update(
             costs=costs, spend=found, table=cost_table(found), chart=chart_data(found),
-            headlines=top, last_day=costs.last_day,
+            headlines=top, last_day=costs.last_day, sessions=sessions,
+            drill=drill_links(found), drill_period=DRILL_PERIOD[costs.period],
             over_budget=context["budget"] is not None and top.projection is not None
             and top.projection > context["budget"],
         )  # fmt: skip

@@ -260,7 +260,8 @@ def chart_data(spend: Spend) -> dict[str, Any]:
         "totals": {name: [_text(v) for v in totals[name]] for name in ("effective", "billed")},
     }  # fmt: skip
     return {
-        "by": spend.by, "periods": spend.periods, "keys": keys, "spend": series,
+        "by": spend.by, "period": spend.period, "periods": spend.periods, "keys": keys,
+        "spend": series,
         "totals": totals, "texts": texts, "tokens": tokens,
         "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
         "token_kinds": list(TOKEN_KINDS),

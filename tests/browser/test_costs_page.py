@@ -170,3 +170,73 @@ def test_all_time_works_without_javascript(demo_server: Server, browser) -> None
         assert page.locator("table.costs-spend tbody tr").count() > 1
     finally:
         context.close()
+
+
+BAR = """() => {
+  const chart = Chart.getChart(document.querySelector('canvas[data-chart="spend"]'));
+  const box = chart.canvas.getBoundingClientRect();
+  let best = null;
+  chart.data.datasets.forEach((d, i) => {
+    chart.getDatasetMeta(i).data.forEach((bar, j) => {
+      const value = d.data[j];
+      if (value && (!best || value > best.value) && bar.height > 6) {
+        best = {value, index: j, x: box.left + bar.x, y: box.top + bar.y + bar.height / 2};
+      }
+    });
+  });
+  return {...best, label: chart.data.labels[best.index]};
+}"""
+
+
+def test_a_click_on_a_bar_opens_that_periods_sessions(demo_server: Server, page) -> None:
+    """Item 13: the chart drills into a period; the costliest sessions are listed, sortable."""
+    watch = PageWatch()
+    watch.attach(page)
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    bar = page.evaluate(BAR)
+    link = page.locator(f'.costs-drill a[data-index="{bar["index"]}"]')
+    assert link.inner_text().startswith(bar["label"])
+    expected = link.get_attribute("href")
+    page.mouse.click(bar["x"], bar["y"])
+    page.wait_for_url(f"**from={bar['label']}-01**")
+    assert page.url.endswith(expected)
+    assert "period=day" in page.url
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    rows = page.locator("table.costs-sessions tbody tr")
+    assert rows.count() > 0
+    heading = page.locator("#costly-sessions").inner_text()
+    assert f"from {bar['label']}-01 through {bar['label']}-" in heading
+
+    # Sort by tokens, then open the top session and come back to its chain.
+    page.locator("table.costs-sessions th a", has_text="Tokens").click()
+    page.wait_for_url("**sort=tokens**")
+    header = page.locator("table.costs-sessions th", has_text="Tokens")
+    assert header.get_attribute("aria-sort") == "descending"
+    tokens = page.locator("table.costs-sessions tbody tr td:nth-child(6)").all_inner_texts()
+    assert len(tokens) == rows.count()
+    first = page.locator("table.costs-sessions tbody tr").first
+    session_id = first.locator("a").first.get_attribute("href").rsplit("/", 1)[1]
+    first.locator("a").first.click()
+    page.wait_for_url(f"**/sessions/{session_id}")
+    assert watch.problems == []
+
+
+def test_periods_open_without_javascript(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/costs?{RANGE}")
+        page.locator(".costs-drill a", has_text="2026-11").click()
+        page.wait_for_url("**from=2026-11-01**")
+        assert "to=2026-12-01" in page.url
+        assert page.locator("table.costs-sessions tbody tr").count() > 0
+        chained = page.locator("table.costs-sessions tbody a", has_text="chain")
+        assert chained.count() > 0
+        chained.first.click()
+        page.wait_for_url("**/chains/**")
+        assert page.locator("svg.chain-svg").is_visible()
+    finally:
+        context.close()
