@@ -110,11 +110,13 @@ def test_chain_page_draws_every_segment_as_a_linked_bar(
     assert svg.count('class="tip-ring"') == 2 and ">tip</text>" in svg
     assert sum("off-line" in link["class"] for link in links) == 3
 
-    # Connectors: one per link to a parent, each kind its own class; a legend for all.
+    # Connectors: one per link to a parent, each kind its own class; a legend for the
+    # kinds drawn only (issue 14, item 10).
     edges = re.findall(r'<path class="edge edge-(\w+)"', svg)
     assert sorted(edges) == sorted(["continuation"] * 11 + ["branch"] * 2 + ["delegation"])
-    for kind in ("continuation", "branch", "delegation", "reset", "unknown"):
-        assert f'<line class="edge edge-{kind}"' in svg
+    legend = re.findall(r'<line class="edge edge-(\w+)"', svg)
+    assert legend == ["continuation", "branch", "delegation"]
+    assert ">reset</text>" not in svg and "unknown link" not in svg
     assert "tip (latest segment)" in svg and "this session" in svg
 
     # Time axis: round times of day across the family's six hours.
@@ -295,6 +297,7 @@ def test_render_chain_svg_takes_a_url_builder_and_tolerates_missing_times() -> N
     svg = str(render_chain_svg(chain, lambda sid: f"/x/{sid}?a=1&b=2"))
     assert 'href="/x/a?a=1&amp;b=2"' in svg
     assert '<path class="edge edge-reset"' in svg and '<path class="edge edge-unknown"' in svg
+    assert re.findall(r'<line class="edge edge-(\w+)"', svg) == ["reset", "unknown"]
     assert "nan" not in svg.lower().replace("unknown", "")
 
 
@@ -336,6 +339,28 @@ def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None
     assert body["totals"]["cost_coverage"] == coverage
     (node,) = [n for n in body["nodes"] if n["session_id"] == line[4]]
     assert node["effective_cost_usd"] == pytest.approx(0.105) and node["cost_status"] == "partial"
-    index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains")).split())
-    expensive = index[index.index("Most expensive") :]
-    assert expensive.index("$0.98") < expensive.index("$0.60")
+    index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains?sort=cost")).split())
+    assert index.index("$0.98") < index.index("$0.60")
+
+
+def test_heading_panels_and_sortable_index(tmp_path: Path) -> None:
+    """Item 10: the conversation's title heads the page; each bar has a details panel;
+    /chains is one table sorted by links."""
+    chain = build_chain_home(tmp_path / "home", title=None)
+    with SessionStore(chain.db) as store:
+        store.set_title(chain.line[1], "Long refactor #2")
+    client = make_app(chain.home, tmp_path / "data").test_client()
+    html = page(client, f"/chains/{chain.line[3]}")
+    assert re.search(r'<h1 id="chain-title">Long refactor</h1>', html)
+    assert f"<code>{chain.line[0]}</code>" in html
+    assert "<title>Chain · Long refactor · Recall</title>" in html
+    panels = re.findall(r'<div class="seg-panel" id="(seg-panel-\d+)" role="tooltip" hidden', html)
+    assert len(panels) == SEGMENTS + 3
+    described = re.findall(r'<a class="seg [^"]*"[^>]*aria-describedby="([^"]+)"', html)
+    assert described == panels
+    assert 'tabindex="0"' in html
+    index = page(client, "/chains?sort=cost&dir=asc")
+    assert 'aria-sort="ascending"><a href="/chains?sort=cost&amp;dir=desc"' in index
+    assert index.count('<table class="grid chains-table">') == 1
+    assert ">Long refactor</a>" in index
+    assert client.get("/chains?sort=price").status_code == 400

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository.chain_index import ChainIndex, chain_index
+from dashboard.repository.chain_index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.cost_sessions import CostlySessions, costly_sessions
@@ -212,11 +212,15 @@ class StateReader:
         with self.snapshot() as snap:
             return load_chain(snap.conn, snap.layout, session_id)
 
-    def chain_index(self, limit: int = 20) -> ChainIndex:
-        """The longest, most recent and most expensive compaction chains."""
+    def chain_index(
+        self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
+    ) -> ChainIndex:
+        """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.layout)
-            return chain_index(snap.conn, snap.layout, lineage, limit)
+            return chain_index(
+                snap.conn, snap.layout, lineage, sort=sort, descending=descending, limit=limit
+            )
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
