@@ -13,12 +13,20 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dashboard.repository.costs import Cell, Plan, Row, add_vector, cell_from_sums
+from dashboard.repository.costs import (
+    SUM_COLUMNS,
+    TOKEN_COLUMNS,
+    Cell,
+    Plan,
+    Row,
+    add_vector,
+    cell_from_sums,
+)
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 
-SORTS = ("cost", "tokens", "calls", "started")
+SORTS = ("cost", "tokens", "calls")
 TOP_SESSIONS = 25  # a screen of rows; the CSV and the tables above hold every figure
 
 
@@ -74,43 +82,42 @@ def session_sums(rows: Iterable[Row], question: Plan) -> dict[str, list[float]]:
     return sums
 
 
-def costly_sessions(
-    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, rows: Iterable[Row],
-    question: Plan, *, sort: str = "cost", descending: bool = True, limit: int = TOP_SESSIONS,
-) -> CostlySessions:  # fmt: skip
-    """The ``limit`` sessions first by ``sort`` among those that spent in the range.
-
-    ``cost`` is effective spend (an unknown price sorts below every known one, either
-    way), ``tokens`` every kind together, ``calls`` API calls, ``started`` the start.
-    """
-    cells = {
-        sid: cell_from_sums("range", sid, vector, 1)
-        for sid, vector in session_sums(rows, question).items()
-    }
-    details = _details(conn, layout, cells if sort == "started" else ())
+def rank_sessions(
+    sums: dict[str, list[float]], *, sort: str = "cost", descending: bool = True,
+    limit: int = TOP_SESSIONS,
+) -> list[tuple[str, list[float]]]:  # fmt: skip
+    """The first ``limit`` sessions by ``sort``: ``cost`` is effective spend (an unknown
+    price sorts below every known one, either way), ``tokens`` every kind together,
+    ``calls`` API calls; ties by id. :meth:`CostRollup.session_sums` orders the same."""
+    columns = {name: i for i, name in enumerate(SUM_COLUMNS)}
     sign = -1 if descending else 1
+    tokens = [columns[c] for c in TOKEN_COLUMNS]
 
     def order(sid: str) -> tuple:
-        cell = cells[sid]
+        v = sums[sid]
         if sort == "cost":
-            known = cell.effective_usd is not None
-            return (not known, sign * (cell.effective_usd or 0.0), sid)
+            return (v[columns["eff_n"]] == 0, sign * v[columns["eff_sum"]], sid)
         if sort == "tokens":
-            return (sign * sum(cell.tokens.values()), sid)
-        if sort == "calls":
-            return (sign * cell.api_calls, sid)
-        started = details.get(sid, (None,))[0]
-        return (started is None, sign * (started or 0.0), sid)
+            return (sign * sum(v[i] for i in tokens), sid)
+        return (sign * v[columns["calls"]], sid)
 
-    picked = sorted(cells, key=order)[:limit]
-    if sort != "started":
-        details = _details(conn, layout, picked)
+    return [(sid, sums[sid]) for sid in sorted(sums, key=order)[:limit]]
+
+
+def costly_sessions(
+    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, total: int,
+    ranked: list[tuple[str, list[float]]], *, sort: str = "cost", descending: bool = True,
+) -> CostlySessions:  # fmt: skip
+    """The ranked sessions (``(id, SUM_COLUMNS sums)``, from :func:`rank_sessions` or the
+    rollup) with their titles and whether each is part of a chain."""
+    details = _details(conn, layout, [sid for sid, _ in ranked])
     out = []
-    for sid in picked:
+    for sid, vector in ranked:
         started, title, source, model = details.get(sid, (None, None, None, None))
         family = lineage.family(lineage.root(sid))
-        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cells[sid]))
-    return CostlySessions(sort, descending, len(cells), out)
+        cell = cell_from_sums("range", sid, vector, 1)
+        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cell))
+    return CostlySessions(sort, descending, total, out)
 
 
 def _details(

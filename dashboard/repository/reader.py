@@ -13,7 +13,13 @@ from typing import Any
 from dashboard.repository.chain_index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.cost_sessions import CostlySessions, costly_sessions
+from dashboard.repository.cost_sessions import (
+    TOP_SESSIONS,
+    CostlySessions,
+    costly_sessions,
+    rank_sessions,
+    session_sums,
+)
 from dashboard.repository.costs import (
     Spend,
     fingerprint,
@@ -258,16 +264,18 @@ class StateReader:
             if hit is not None:
                 return hit
             question = plan(snap.layout, **options)
-            rows = None
+            order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
+            found = None
             if rollup is not None:
-                rows = rollup.range_rows(snap.conn, snap.layout, question, mark=mark)
-            if rows is None:
-                rows = range_rows(snap.conn, snap.layout, question)
+                found = rollup.session_sums(snap.conn, snap.layout, question, mark=mark, **order)
+            if found is None:  # no rollup (yet): sum the raw rows by the same rules
+                sums = session_sums(range_rows(snap.conn, snap.layout, question).values(),
+                                    question)  # fmt: skip
+                found = len(sums), rank_sessions(sums, **order)
             lineage = self._lineage.get(snap.conn, snap.layout)
             result = costly_sessions(
-                snap.conn, snap.layout, lineage, rows.values(), question,
-                sort=sort, descending=descending,
-            )  # fmt: skip
+                snap.conn, snap.layout, lineage, *found, sort=sort, descending=descending
+            )
         with self._spend_lock:
             self._spend_cache[key] = result
             while len(self._spend_cache) > SPEND_CACHE_SIZE:
