@@ -699,3 +699,11 @@ def test_each_period_opens_as_its_days_and_sessions(demo: FlaskClient) -> None:
     assert f"of {body['totals']['sessions']:,} that spent from 2026-10-01 through 2026-10-31" in (
         " ".join(re.sub(r"<[^>]+>", " ", october).split())
     )
+
+
+def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", sort="tokens", dir="asc", **YEAR)
+    form = html[html.index('<form id="costs-form"') : html.index("</form>")]
+    assert '<input type="hidden" name="sort" value="tokens">' in form
+    assert '<input type="hidden" name="dir" value="asc">' in form
+    assert 'type="hidden"' not in get(demo, "/costs", **YEAR).split("</form>")[0]
