@@ -19,10 +19,9 @@
     return "rgba(" + ((n >> 16) & 255) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
   }
 
-  function dollars(value) {
-    if (value === null || value === undefined) return "unknown";
-    if (value === 0) return "$0.00";
-    return Math.abs(value) >= 1 ? "$" + value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) : "$" + value.toFixed(4);
+  // Money text comes from the server (data.texts), shown by the page's one money rule.
+  function shown(text) {
+    return text === null || text === undefined ? "unknown" : text;
   }
 
   function compact(value) {
@@ -93,20 +92,31 @@
       });
       chart.update();
     };
+    // A click on a column opens that period: the same link as under the chart.
+    options.onClick = function (event, elements) {
+      if (!elements.length) return;
+      const link = document.querySelector('#costs .costs-drill a[data-index="' + elements[0].index + '"]');
+      if (link) link.click();
+    };
+    options.onHover = function (event, elements) {
+      canvas.classList.toggle("drillable", elements.length > 0);
+    };
     options.plugins.tooltip = {
       callbacks: {
         label: function (ctx) {
-          return ctx.dataset.label + " · " + ctx.dataset.part + ": " + dollars(ctx.raw);
+          return ctx.dataset.label + " · " + ctx.dataset.part + ": " +
+            shown(data.texts.spend[ctx.dataset.part][ctx.dataset.label][ctx.dataIndex]);
         },
         footer: function (items) {
           if (!items.length) return "";
           const i = items[0].dataIndex;
           const lines = [
-            "Total " + data.periods[i] + ": " + dollars(data.totals.effective[i]) +
-              " (billed " + dollars(data.totals.billed[i]) + ")",
+            "Total " + data.periods[i] + ": " + shown(data.texts.totals.effective[i]) +
+              " (billed " + shown(data.texts.totals.billed[i]) + ")",
           ];
           const unknown = data.totals.unknown_calls[i];
           if (unknown) lines.push("+ " + unknown.toLocaleString("en-US") + " calls of unknown price");
+          lines.push("Click to open this " + data.period + "'s sessions");
           return lines;
         },
       },

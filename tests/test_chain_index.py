@@ -1,4 +1,4 @@
-"""Lineage kinds, part N of M, and the chain index (longest, recent, expensive)."""
+"""Lineage kinds, part N of M, and the chain index (one list, sorted by any column)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.chain_index import chain_lines
+from dashboard.repository.chain_index import chain_lines, check_chain_sort
+from dashboard.repository.errors import ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
 from dashboard.repository.store import NewMessage, SessionStore, Usage
@@ -81,14 +82,40 @@ def test_lineage_kinds_and_parts(reader: StateReader) -> None:
 
 
 def test_index_orders(reader: StateReader) -> None:
+    def roots(sort: str, descending: bool = True) -> list[str]:
+        return [c.root for c in reader.chain_index(sort, descending).chains]
+
     index = reader.chain_index()
-    assert index.total == 2
-    assert [c.root for c in index.longest] == ["long0", "pricey0"]
-    assert [c.root for c in index.recent] == ["pricey0", "long0"]
-    assert [c.root for c in index.expensive] == ["pricey0", "long0"]
-    pricey, long = index.expensive
+    assert index.total == 2 and index.sort == "last" and index.descending
+    assert roots("segments") == ["long0", "pricey0"]
+    assert roots("segments", descending=False) == ["pricey0", "long0"]
+    assert roots("last") == ["pricey0", "long0"] == roots("started")
+    assert roots("messages") == ["long0", "pricey0"]
+    # An unknown price sorts after every known one, either way.
+    assert roots("cost") == ["pricey0", "long0"] == roots("cost", descending=False)
+    pricey, long = reader.chain_index("cost").chains
     assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
     assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
+    assert reader.chain_index("segments", limit=1).chains[0].root == "long0"
+
+
+def test_index_names_chains_by_the_conversations_title(tmp_path: Path) -> None:
+    """An untitled first segment: the chain is named after the first titled part."""
+    with SessionStore(tmp_path / "state.db") as store:
+        first = store.create_session("cli", session_id="a0", started_at=100.0)
+        store.append_messages(first, [NewMessage("user", "hi", timestamp=101.0)])
+        second = store.compress(first, "summary", child_id="a1", at=110.0)
+        store.set_title(second, "Fix the build #2")
+    (only,) = StateReader(HermesHome(tmp_path)).chain_index().chains
+    assert only.title == "Fix the build" and only.root == "a0"
+
+
+def test_bad_index_sort_is_a_validation_error() -> None:
+    assert check_chain_sort(None, None) == ("last", True)
+    assert check_chain_sort("cost", "asc") == ("cost", False)
+    for sort, direction in (("price", None), ("cost", "sideways")):
+        with pytest.raises(ValidationError):
+            check_chain_sort(sort, direction)
 
 
 def test_search_cards_show_their_part(reader: StateReader) -> None:

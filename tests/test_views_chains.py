@@ -96,7 +96,7 @@ def test_chain_page_draws_every_segment_as_a_linked_bar(
     assert "part 5 of 12 · continuation" in fifth and "messages 5 · tool calls 1" in fifth
     assert "input 1,000 · output 100" in fifth and "cost: unknown" in fifth
     assert "(30 min)" in fifth and "ended: compression" in fifth
-    assert "cost: $0.0500 (estimated)" in links[-1]["title"] and "delegation" in links[-1]["title"]
+    assert "cost: $0.05 (estimated)" in links[-1]["title"] and "delegation" in links[-1]["title"]
     assert "$0.00" not in svg
 
     # The focus row is highlighted, the tip marked, off-line rows set apart.
@@ -110,11 +110,13 @@ def test_chain_page_draws_every_segment_as_a_linked_bar(
     assert svg.count('class="tip-ring"') == 2 and ">tip</text>" in svg
     assert sum("off-line" in link["class"] for link in links) == 3
 
-    # Connectors: one per link to a parent, each kind its own class; a legend for all.
+    # Connectors: one per link to a parent, each kind its own class; a legend for the
+    # kinds drawn only (issue 14, item 10).
     edges = re.findall(r'<path class="edge edge-(\w+)"', svg)
     assert sorted(edges) == sorted(["continuation"] * 11 + ["branch"] * 2 + ["delegation"])
-    for kind in ("continuation", "branch", "delegation", "reset", "unknown"):
-        assert f'<line class="edge edge-{kind}"' in svg
+    legend = re.findall(r'<line class="edge edge-(\w+)"', svg)
+    assert legend == ["continuation", "branch", "delegation"]
+    assert ">reset</text>" not in svg and "unknown link" not in svg
     assert "tip (latest segment)" in svg and "this session" in svg
 
     # Time axis: round times of day across the family's six hours.
@@ -136,7 +138,7 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     assert table.count('href="/sessions/') == SEGMENTS + 3
     assert "Part 4 covered step 4." in table and "30 min" in table
     assert 'title="No price is known for these calls">unknown</span>' in table
-    assert "$0.0500" in table
+    assert "$0.05" in table
 
     totals = html[html.index('<table class="grid narrow chain-totals">') :]
     totals = totals[: totals.index("</table>")]
@@ -155,8 +157,8 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
     ]
     assert row("Duration") == ["5 h 59 min", "6 h 00 min"]
     assert row("Input tokens") == ["12,000", "12,000"]
-    assert row("Cost") == ["unknown", "$0.0500"]
-    assert row("Estimated") == ["unknown", "$0.0500"]
+    assert row("Cost") == ["unknown", "$0.05"]
+    assert row("Estimated") == ["unknown", "$0.05"]
     assert row("Billed") == ["unknown", "unknown"]
     assert row("Coverage") == [
         "billed for 0 of 12 segments, no price for 12",
@@ -295,6 +297,7 @@ def test_render_chain_svg_takes_a_url_builder_and_tolerates_missing_times() -> N
     svg = str(render_chain_svg(chain, lambda sid: f"/x/{sid}?a=1&b=2"))
     assert 'href="/x/a?a=1&amp;b=2"' in svg
     assert '<path class="edge edge-reset"' in svg and '<path class="edge edge-unknown"' in svg
+    assert re.findall(r'<line class="edge edge-(\w+)"', svg) == ["reset", "unknown"]
     assert "nan" not in svg.lower().replace("unknown", "")
 
 
@@ -321,21 +324,43 @@ def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None
     totals = html[html.index('<table class="grid narrow chain-totals">') :]
     totals = re.sub(r"<[^>]+>", " ", totals[: totals.index("</table>")])
     totals = " ".join(totals.split())
-    assert "Cost $0.9850" in totals
+    assert "Cost $0.98" in totals
     assert "billed for 2 of 10 segments, partly for 7, no price for 1" in totals
     table = html[html.index('<table class="grid chain-segments">') :]
     table = table[: table.index("</table>")]
     row = re.search(rf'href="/sessions/{line[4]}".*?</tr>', table, re.S).group(0)
     shown = " ".join(re.sub(r"<[^>]+>", " ", row).split())
-    assert "$0.1050 partly billed" in shown
+    assert "$0.10 partly billed" in shown
     session = " ".join(re.sub(r"<[^>]+>", " ", page(client, f"/sessions/{line[4]}")).split())
-    assert "Cost $0.1050 partly billed" in session
+    assert "Cost $0.10 partly billed" in session
     body = client.get(f"/api/chains/{line[4]}").get_json()
     assert body["totals"]["effective_cost_usd"] == pytest.approx(0.985)
     coverage = "billed for 2 of 10 segments, partly for 7, no price for 1"
     assert body["totals"]["cost_coverage"] == coverage
     (node,) = [n for n in body["nodes"] if n["session_id"] == line[4]]
     assert node["effective_cost_usd"] == pytest.approx(0.105) and node["cost_status"] == "partial"
-    index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains")).split())
-    expensive = index[index.index("Most expensive") :]
-    assert expensive.index("$0.9850") < expensive.index("$0.6000")
+    index = " ".join(re.sub(r"<[^>]+>", " ", page(client, "/chains?sort=cost")).split())
+    assert index.index("$0.98") < index.index("$0.60")
+
+
+def test_heading_panels_and_sortable_index(tmp_path: Path) -> None:
+    """Item 10: the conversation's title heads the page; each bar has a details panel;
+    /chains is one table sorted by links."""
+    chain = build_chain_home(tmp_path / "home", title=None)
+    with SessionStore(chain.db) as store:
+        store.set_title(chain.line[1], "Long refactor #2")
+    client = make_app(chain.home, tmp_path / "data").test_client()
+    html = page(client, f"/chains/{chain.line[3]}")
+    assert re.search(r'<h1 id="chain-title">Long refactor</h1>', html)
+    assert f"<code>{chain.line[0]}</code>" in html
+    assert "<title>Chain · Long refactor · Recall</title>" in html
+    panels = re.findall(r'<div class="seg-panel" id="(seg-panel-\d+)" role="tooltip" hidden', html)
+    assert len(panels) == SEGMENTS + 3
+    described = re.findall(r'<a class="seg [^"]*"[^>]*aria-describedby="([^"]+)"', html)
+    assert described == panels
+    assert 'tabindex="0"' in html
+    index = page(client, "/chains?sort=cost&dir=asc")
+    assert 'aria-sort="ascending"><a href="/chains?sort=cost&amp;dir=desc"' in index
+    assert index.count('<table class="grid chains-table">') == 1
+    assert ">Long refactor</a>" in index
+    assert client.get("/chains?sort=price").status_code == 400

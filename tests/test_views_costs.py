@@ -196,7 +196,7 @@ def test_page_csv_and_json_show_the_repository_numbers(
 ) -> None:
     period, by = params.get("period", "month"), params.get("by", "provider")
     default = {
-        "month": (date(2025, 12, 1), date(2026, 12, 1)),
+        "month": (date(2025, 11, 1), date(2026, 12, 1)),  # 13 months: last December shown
         "week": (date(2026, 9, 14), date(2026, 12, 7)),  # 12 ISO weeks through 2026-W49
         "day": (date(2026, 11, 1), date(2026, 12, 1)),
     }[period]
@@ -561,3 +561,149 @@ def test_api_figures_follow_the_readme_rules_row_by_row(
             assert_matches(as_result(body), expected, everyone)
     if mode == "rollup" and usage:
         assert rollup is not None and rollup.last_refresh.get("changed") == 0  # answered by it
+
+
+def test_chart_tooltips_use_the_pages_money_rule(demo: FlaskClient) -> None:
+    """Item 12: the chart's money text is the server's rule, so it matches the tables."""
+    html = get(demo, "/costs", **YEAR)
+    chart = json.loads(re.search(r'id="costs-data">(.*?)</script>', html, re.S).group(1))
+    for part, by_key in chart["spend"].items():
+        for key, values in by_key.items():
+            texts = chart["texts"]["spend"][part][key]
+            assert texts == [None if v is None else usd(v) for v in values]
+    assert chart["texts"]["totals"]["effective"] == [
+        None if v is None else usd(v) for v in chart["totals"]["effective"]
+    ]
+    # One precision per size: no four-decimal figure of a cent or more anywhere.
+    assert not re.findall(r"\$0\.(?:0[1-9]|[1-9]\d)\d\d\b", html)
+
+
+# --- Item 11: ranges one click away, field names as in the URL --------------------------
+
+
+def test_the_default_range_shows_last_december(demo_home: Path, tmp_path: Path) -> None:
+    """On the 1st of December, last December is still on the page (13 months)."""
+    client = client_for(demo_home, tmp_path / "data", datetime(2026, 12, 1, 9, tzinfo=UTC))
+    body = json.loads(get(client, "/api/costs"))
+    assert body["from"] == "2025-12-01" and body["to"] == "2027-01-01"
+    assert body["periods"][0] == "2025-12" and len(body["periods"]) == 13
+
+
+def test_range_shortcuts_are_links_with_from_and_to(demo: FlaskClient, demo_home: Path) -> None:
+    html = get(demo, "/costs", by="model", before="2026-06-01")
+    nav = html[html.index('class="costs-shortcuts"') :]
+    nav = nav[: nav.index("</nav>")]
+    links = dict(
+        (label, href.replace("&amp;", "&"))
+        for href, label in re.findall(r'href="([^"]+)"[^>]*>([^<]+)</a>', nav)
+    )
+    assert set(links) == {"This month", "Last month", "Last 30 days", "This year", "All time"}
+    assert "from=2026-10-01" in links["Last month"] and "to=2026-11-01" in links["Last month"]
+    assert "from=2026-01-01" in links["This year"] and "to=2027-01-01" in links["This year"]
+    # All time starts with the month of the first session and keeps the other filters.
+    assert "to=2026-12-01" in links["All time"] and "by=model" in links["All time"]
+    assert all("before=" not in href for href in links.values())
+    with closing(open_readonly(demo_home / "state.db")) as conn:
+        (first,) = conn.execute("SELECT min(started_at) FROM sessions").fetchone()
+    month = datetime.fromtimestamp(first, UTC).strftime("%Y-%m")
+    assert f"from={month}-01" in links["All time"]
+
+
+def test_the_header_names_the_last_day_and_the_form_says_to(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", **{"from": "2026-10-01", "to": "2026-11-01"})
+    meta = html[html.index('class="result-meta">') + 20 :]
+    meta = " ".join(re.sub(r"<[^>]+>", " ", meta).split())
+    assert meta.startswith(
+        "1 month from 2026-10-01 through 2026-10-31 (to=2026-11-01, not included)"
+    )
+    assert re.search(
+        r"<label>To <span[^>]*>\(not included\)</span> <input type=\"date\" name=\"to\"", html
+    )
+    assert "Before" not in html
+    assert 'aria-current="true">Last month</a>' in html
+
+
+def test_before_is_read_as_to_and_said_so(demo: FlaskClient) -> None:
+    page = get(demo, "/costs", **{"from": "2026-10-01", "before": "2026-11-01"})
+    assert 'through <strong class="costs-last-day">2026-10-31</strong>' in page
+    assert "before= is the old name of to=" in page
+    body = json.loads(get(demo, "/api/costs", **{"from": "2026-10-01", "before": "2026-11-01"}))
+    assert body["to"] == "2026-11-01" and "before= is the old name of to=" in body["notices"][0]
+    conflict = get(demo, "/costs", 400, to="2026-12-01", before="2026-11-01")
+    assert "not both" in conflict
+    # The same date twice is no conflict.
+    get(demo, "/api/costs", to="2026-11-01", before="2026-11-01")
+
+
+# --- Item 13: the sessions that cost the most, and a period opened from the chart -------
+
+
+def session_rows(html: str) -> list[dict[str, str]]:
+    """The costly-sessions table: each row's links, cost text, tokens and calls."""
+    table = html[html.index('<table class="grid costs-sessions">') :]
+    table = table[: table.index("</table>")]
+    out = []
+    for row in re.findall(r"<tr>\s*<td class=\"text session-cell\">(.*?)</tr>", table, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", '<td class="x">' + row, re.S)
+        text = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
+        out.append({
+            "session": re.search(r'href="/sessions/([^"]+)"', row).group(1),
+            "chain": (re.search(r'href="/chains/([^"]+)"', row) or [None, None])[1],
+            "cost": text[3], "tokens": text[5], "calls": text[6],
+        })  # fmt: skip
+    return out
+
+
+def test_costly_sessions_are_listed_and_link_to_session_and_chain(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", **YEAR)
+    rows = session_rows(html)
+    assert 5 <= len(rows) <= 25
+    body = json.loads(get(demo, "/api/costs", **YEAR))
+    assert f"of {body['totals']['sessions']:,} that spent" in html
+    costs = [float(r["cost"].split()[0].strip("$").replace(",", "")) for r in rows]
+    assert costs == sorted(costs, reverse=True)
+    assert any(r["chain"] == r["session"] for r in rows), "the demo's costly sessions are chained"
+    assert 'aria-sort="descending"><a href="/costs?' in html
+    head = html[html.index('<table class="grid costs-sessions">') :]
+    head = head[: head.index("</thead>")].replace("&amp;", "&")
+    assert "sort=cost&dir=asc" in head and "sort=tokens&dir=desc" in head
+
+
+def test_sessions_sort_by_calls_both_ways(demo: FlaskClient) -> None:
+    down = session_rows(get(demo, "/costs", sort="calls", **YEAR))
+    calls = [int(r["calls"].replace(",", "")) for r in down]
+    assert calls == sorted(calls, reverse=True)
+    up = session_rows(get(demo, "/costs", sort="calls", dir="asc", **YEAR))
+    calls_up = [int(r["calls"].replace(",", "")) for r in up]
+    assert calls_up == sorted(calls_up) and calls_up[0] <= calls[-1]
+    assert 'aria-sort="ascending"' in get(demo, "/costs", sort="calls", dir="asc", **YEAR)
+    assert "sort must be one of" in get(demo, "/costs", 400, sort="price")
+
+
+def test_each_period_opens_as_its_days_and_sessions(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", by="model", **YEAR)
+    nav = html[html.index('class="costs-drill"') :]
+    nav = nav[: nav.index("</nav>")].replace("&amp;", "&")
+    links = re.findall(r'<a href="([^"]+)" data-index="(\d+)">([^<]+)', nav)
+    assert [label.strip() for _, _, label in links] == [f"2026-{m:02d}" for m in range(1, 13)]
+    href = next(h for h, _, label in links if label.strip() == "2026-10")
+    assert "from=2026-10-01" in href and "to=2026-11-01" in href and "period=day" in href
+    assert "by=model" in href
+    response = demo.get(href)
+    assert response.status_code == 200
+    october = response.get_data(as_text=True)
+    body = json.loads(
+        get(demo, "/api/costs", period="day", **{"from": "2026-10-01", "to": "2026-11-01"})
+    )
+    assert len(body["periods"]) == 31
+    assert f"of {body['totals']['sessions']:,} that spent from 2026-10-01 through 2026-10-31" in (
+        " ".join(re.sub(r"<[^>]+>", " ", october).split())
+    )
+
+
+def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
+    html = get(demo, "/costs", sort="tokens", dir="asc", **YEAR)
+    form = html[html.index('<form id="costs-form"') : html.index("</form>")]
+    assert '<input type="hidden" name="sort" value="tokens">' in form
+    assert '<input type="hidden" name="dir" value="asc">' in form
+    assert 'type="hidden"' not in get(demo, "/costs", **YEAR).split("</form>")[0]

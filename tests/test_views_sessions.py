@@ -78,7 +78,7 @@ def test_transcript_page_shows_every_message_with_its_parts(tmp_path: Path, shap
     assert "&#34;command&#34;: &#34;psql -c" in root  # pretty-printed, escaped arguments
     assert '<details class="reasoning">' in root
     assert "anthropic/claude-sonnet-4.5" in root and "compression" in root
-    assert "$0.4211" in root  # the actual figure
+    assert "$0.42" in root  # the actual figure
     assert shapes.REWOUND_WORD not in root
     assert f'rel="next" href="/sessions/{shapes.S_CONT1}"' in root
     assert 'rel="prev"' not in root

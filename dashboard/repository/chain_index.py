@@ -1,4 +1,4 @@
-"""The list of compaction chains: longest, most recent, most expensive.
+"""The list of compaction chains, one table sorted by any of its columns.
 
 Built from the cached :class:`Lineage` (which already classifies every link)
 plus one pass over the chain members' figures, so it stays fast with 10k chains.
@@ -10,8 +10,10 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
+from dashboard.repository.chains import conversation_title
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
 from dashboard.repository.costs import session_costs
+from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 
@@ -37,12 +39,26 @@ class ChainSummary:
         return self.cost.effective
 
 
+CHAIN_SORTS = ("last", "started", "segments", "messages", "cost")
+INDEX_LIMIT = 50  # rows of the /chains table
+
+
 @dataclass(frozen=True)
 class ChainIndex:
-    total: int
-    longest: list[ChainSummary]
-    recent: list[ChainSummary]
-    expensive: list[ChainSummary]
+    total: int  # chains of 2+ segments in the home
+    sort: str  # one of CHAIN_SORTS
+    descending: bool
+    chains: list[ChainSummary]  # the first ``limit`` by ``sort``
+
+
+def check_chain_sort(sort: str | None, direction: str | None) -> tuple[str, bool]:
+    """``(sort, descending)`` from the query string; :class:`ValidationError` if unknown."""
+    sort = sort or "last"
+    if sort not in CHAIN_SORTS:
+        raise ValidationError(f"sort must be one of {', '.join(CHAIN_SORTS)}")
+    if direction not in (None, "", "asc", "desc"):
+        raise ValidationError("dir must be asc or desc")
+    return sort, direction != "asc"
 
 
 def chain_lines(lineage: Lineage) -> list[list[str]]:
@@ -55,9 +71,12 @@ def chain_lines(lineage: Lineage) -> list[list[str]]:
 
 
 def chain_index(
-    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, limit: int = 20
-) -> ChainIndex:
-    """Top ``limit`` chains by segments, by last activity, and by effective spend."""
+    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, *, sort: str = "last",
+    descending: bool = True, limit: int = INDEX_LIMIT,
+) -> ChainIndex:  # fmt: skip
+    """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
+    messages or effective spend. A chain with no price sorts after every priced one, and
+    a tie goes to the first segment's id."""
     lines = chain_lines(lineage)
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
     cols = layout.session_columns
@@ -78,38 +97,45 @@ def chain_index(
         (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
         for row in sums
     ]
+    sign = -1 if descending else 1
 
-    def cost(item: tuple) -> float:
-        effective = item[1][3].effective
-        return effective if effective is not None else -1.0
+    def order(item: tuple) -> tuple:
+        line, (started, last, messages, cost) = item
+        value: float | None = {
+            "last": last, "started": started, "segments": len(line),
+            "messages": messages, "cost": cost.effective,
+        }[sort]  # fmt: skip
+        return (value is None, sign * (value or 0), line[0])
 
-    def top(key) -> list[tuple]:
-        return sorted(found, key=key, reverse=True)[:limit]
-
-    picks = {
-        "longest": top(lambda i: (len(i[0]), i[1][2] or 0)),
-        "recent": top(lambda i: i[1][1] or 0.0),
-        "expensive": top(cost),
-    }
-    firsts = _first_segments(conn, layout, {i[0][0] for rows in picks.values() for i in rows})
-    return ChainIndex(
-        total=len(found), **{k: [_summary(i, firsts) for i in v] for k, v in picks.items()}
-    )
+    picked = sorted(found, key=order)[:limit]
+    details = _details(conn, layout, picked)
+    return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in picked])
 
 
-def _first_segments(conn: sqlite3.Connection, layout: Layout, ids: set[str]) -> dict[str, tuple]:
+def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> dict[str, tuple]:
+    """``(title, source, model)`` per line's first segment; the title is the conversation's
+    (the first titled segment of the line, as on the chain page)."""
     cols = layout.session_columns
     pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
-    rows = conn.execute(
-        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
-        (json.dumps(sorted(ids)),),
-    ).fetchall()
-    return {r[0]: r[1:] for r in rows}
+    ids = sorted({sid for line, _ in items for sid in line})
+    rows = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+            (json.dumps(ids),),
+        )
+    }
+    out: dict[str, tuple] = {}
+    for line, _ in items:
+        _, source, model = rows.get(line[0], (None, None, None))
+        title = next((rows[sid][0] for sid in line if sid in rows and rows[sid][0]), None)
+        out[line[0]] = (title and conversation_title(title), source, model)
+    return out
 
 
-def _summary(item: tuple, firsts: dict[str, tuple]) -> ChainSummary:
+def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
     line, (started, last, messages, cost) = item
-    title, source, model = firsts.get(line[0], (None, None, None))
+    title, source, model = details.get(line[0], (None, None, None))
     return ChainSummary(
         root=line[0], tip=line[-1], title=title, source=source, model=model,
         segments=len(line), started_at=started, last_activity=last or None,

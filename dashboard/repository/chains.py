@@ -12,6 +12,7 @@ hang the page) and bounded in depth.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,9 +109,33 @@ class Chain:
         return self.line.index(session_id) + 1, len(self.line)
 
     @property
+    def title(self) -> str | None:
+        """The conversation's title: the first titled segment of the line (root first),
+        without the `` #n`` Hermes adds to later parts; else the family root's title."""
+        by_id = {s.session_id: s for s in self.segments}
+        for sid in (*self.line, self.root):
+            segment = by_id.get(sid)
+            if segment is not None and segment.title:
+                return conversation_title(segment.title)
+        return None
+
+    @property
+    def heading(self) -> str:
+        """What the chain page calls the conversation: its title, else its first id."""
+        return self.title or (self.line[0] if self.line else self.root)
+
+    @property
     def totals(self) -> dict[str, Any]:
         """Figures of the continuation line (what one conversation cost)."""
         return totals([s for s in self.segments if s.session_id in self.line])
+
+
+_PART_SUFFIX = re.compile(r"\s+#\d+$")  # "Fix the build #3": Hermes's title of part 3
+
+
+def conversation_title(title: str) -> str:
+    """A segment's title as the whole conversation's: without a trailing `` #n``."""
+    return _PART_SUFFIX.sub("", title) or title
 
 
 def totals(segments: list[Segment]) -> dict[str, Any]:

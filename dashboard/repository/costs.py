@@ -99,6 +99,12 @@ class Spend:
     rows: list[Cell]
     totals: Cell
 
+    def period_ranges(self) -> list[tuple[str, date, date]]:
+        """``(label, first day, end)`` of each period, clipped to the range (end exclusive)."""
+        starts = [max(d, self.start) for d in period_starts(self.period, self.start, self.end)]
+        ends = [*starts[1:], self.end]
+        return list(zip(self.periods, starts, ends, strict=True))
+
     def to_json(self) -> dict[str, object]:
         return {
             "period": self.period, "by": self.by, "from": self.start.isoformat(),
@@ -209,16 +215,10 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
     same question from Recall's per-day sums.
     """
     question = plan(layout, **options)  # type: ignore[arg-type]
-    r = row_sql(layout)
-    edges = question.edges
-    where, params = f"{r.last} >= ? AND {r.first} < ?", [edges[0], edges[-1]]
-    if question.sources:
-        where += f" AND s.source IN ({','.join('?' * len(question.sources))})"
-        params.extend(question.sources)
     sums: dict[tuple[int, str], list[float]] = {}
     members: dict[tuple[int, str], set[str]] = defaultdict(set)
     everyone: set[str] = set()
-    for row in read_rows(conn, layout, DayClock(question.zone), where, params).values():
+    for row in range_rows(conn, layout, question).values():
         key = row.key(question.by)
         for day, vector in row.vectors():
             index = question.bucket(day)
@@ -232,6 +232,25 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
         for (index, key), vector in sums.items()
     ]
     return question.result(layout, cells, len(everyone))
+
+
+def range_rows(conn: sqlite3.Connection, layout: Layout, question: Plan) -> dict[int, Row]:
+    """The raw spend rows (by rowid) that can fall in ``question``'s range and sources."""
+    r = row_sql(layout)
+    edges = question.edges
+    where, params = f"{r.last} >= ? AND {r.first} < ?", [edges[0], edges[-1]]
+    if question.sources:
+        where += f" AND s.source IN ({','.join('?' * len(question.sources))})"
+        params.extend(question.sources)
+    return read_rows(conn, layout, DayClock(question.zone), where, params)
+
+
+def first_activity(conn: sqlite3.Connection) -> float | None:
+    """When the home's first session started (epoch seconds); None for an empty home.
+
+    The start of "all time" on the costs page: one seek on ``idx_sessions_started``.
+    """
+    return conn.execute("SELECT min(started_at) FROM sessions").fetchone()[0]
 
 
 def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:

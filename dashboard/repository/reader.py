@@ -10,10 +10,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository.chain_index import ChainIndex, chain_index
+from dashboard.repository.chain_index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend, fingerprint, spend
+from dashboard.repository.cost_sessions import (
+    TOP_SESSIONS,
+    CostlySessions,
+    costly_sessions,
+    rank_sessions,
+    session_sums,
+)
+from dashboard.repository.costs import (
+    Spend,
+    fingerprint,
+    first_activity,
+    plan,
+    range_rows,
+    spend,
+)
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
@@ -70,7 +84,8 @@ class StateReader:
         self.home = home
         self._demo: bool | None = None
         self._lineage = LineageCache()
-        self._spend_cache: dict[tuple[str, tuple[object, ...]], Spend] = {}
+        # Spend answers, and the costly sessions of a range (keys start "sessions").
+        self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
 
     @property
@@ -203,11 +218,15 @@ class StateReader:
         with self.snapshot() as snap:
             return load_chain(snap.conn, snap.layout, session_id)
 
-    def chain_index(self, limit: int = 20) -> ChainIndex:
-        """The longest, most recent and most expensive compaction chains."""
+    def chain_index(
+        self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
+    ) -> ChainIndex:
+        """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.layout)
-            return chain_index(snap.conn, snap.layout, lineage, limit)
+            return chain_index(
+                snap.conn, snap.layout, lineage, sort=sort, descending=descending, limit=limit
+            )
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
@@ -229,6 +248,44 @@ class StateReader:
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
             return chain, page
+
+    def costly_sessions(
+        self, rollup: CostRollup | None = None, *, sort: str = "cost", descending: bool = True,
+        **options: Any,
+    ) -> CostlySessions:  # fmt: skip
+        """The sessions that cost the most in a spend question's range (options as
+        :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
+        the spend fingerprint is unchanged."""
+        with self.snapshot() as snap, read_snapshot(snap.conn):
+            mark = fingerprint(snap.conn, snap.layout)
+            key = ("sessions", sort, descending, repr(sorted(options.items())), mark)
+            with self._spend_lock:
+                hit = self._spend_cache.get(key)
+            if hit is not None:
+                return hit
+            question = plan(snap.layout, **options)
+            order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
+            found = None
+            if rollup is not None:
+                found = rollup.session_sums(snap.conn, snap.layout, question, mark=mark, **order)
+            if found is None:  # no rollup (yet): sum the raw rows by the same rules
+                sums = session_sums(range_rows(snap.conn, snap.layout, question).values(),
+                                    question)  # fmt: skip
+                found = len(sums), rank_sessions(sums, **order)
+            lineage = self._lineage.get(snap.conn, snap.layout)
+            result = costly_sessions(
+                snap.conn, snap.layout, lineage, *found, sort=sort, descending=descending
+            )
+        with self._spend_lock:
+            self._spend_cache[key] = result
+            while len(self._spend_cache) > SPEND_CACHE_SIZE:
+                self._spend_cache.pop(next(iter(self._spend_cache)))
+        return result
+
+    def first_activity(self) -> float | None:
+        """When the first session started (the start of "all time" on the costs page)."""
+        with self.snapshot() as snap:
+            return first_activity(snap.conn)
 
     def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
         """Spend by period and dimension (see :func:`costs.plan` for the options).

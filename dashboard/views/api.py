@@ -136,7 +136,10 @@ def preview():
 def costs():
     """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
     request_ = parse_costs_request(current_time().date())
-    return jsonify(spend_function()(**request_.options()).to_json())
+    body = spend_function()(**request_.options()).to_json()
+    if request_.notices:
+        body["notices"] = list(request_.notices)
+    return jsonify(body)
 
 
 MEMORY_FILES = {"user": "USER.md", "memory": "MEMORY.md"}

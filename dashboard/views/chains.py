@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from dashboard.repository.chain_index import check_chain_sort
 from dashboard.repository.chains import totals
 from dashboard.repository.transcript import TranscriptRequest
 from dashboard.views.sessions import highlight_terms
@@ -15,8 +16,9 @@ bp = Blueprint("chains", __name__)
 
 @bp.get("/chains")
 def index():
-    """List the longest, the most recent and the most expensive chains."""
-    index = get_reader().chain_index()
+    """List the chains, sorted by the column asked for (``?sort=cost&dir=desc``)."""
+    sort, descending = check_chain_sort(request.args.get("sort"), request.args.get("dir"))
+    index = get_reader().chain_index(sort, descending)
     return render_page("chains.html", "_chains_index.html", "chains-index", index=index)
 
 

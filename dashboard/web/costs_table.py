@@ -253,8 +253,20 @@ def chart_data(spend: Spend) -> dict[str, Any]:
         totals["unknown_calls"][i] += c.status_mix.get("unknown", 0)
         for k in TOKEN_KINDS:
             tokens[k][i] += c.tokens.get(k, 0)
+    # Tooltip money as the page shows it: the rule is usd(), never a copy in JavaScript.
+    texts = {
+        "spend": {part: {k: [_text(v) for v in values] for k, values in by_key.items()}
+                  for part, by_key in series.items()},
+        "totals": {name: [_text(v) for v in totals[name]] for name in ("effective", "billed")},
+    }  # fmt: skip
     return {
-        "by": spend.by, "periods": spend.periods, "keys": keys, "spend": series,
-        "totals": totals, "tokens": tokens, "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
+        "by": spend.by, "period": spend.period, "periods": spend.periods, "keys": keys,
+        "spend": series,
+        "totals": totals, "texts": texts, "tokens": tokens,
+        "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
         "token_kinds": list(TOKEN_KINDS),
     }  # fmt: skip
+
+
+def _text(amount: float | None) -> str | None:
+    return None if amount is None else usd(amount)

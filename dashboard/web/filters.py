@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from flask import Flask, request, url_for
@@ -37,12 +38,22 @@ def localday(ts: float | None) -> str:
 
 
 def usd(amount: float | None) -> str:
-    """Dollars with cents, or four decimals under a dollar (agent calls are cheap)."""
+    """Money, one rule on every page: cents from one cent up (``$5.82``, ``$0.27``), two
+    significant digits under a cent (``$0.0012``, never ``$0.0000``), ``$0.00`` for zero.
+
+    Agent calls cost fractions of a cent, so a cheap session still reads as what it cost;
+    anything a person adds up in a column shows cents. The CSV and the JSON keep full
+    precision.
+    """
     if amount is None:
         return "unknown"
     if amount == 0:
         return "$0.00"
-    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+    sign, size = ("-" if amount < 0 else ""), abs(amount)
+    if round(size, 2) >= 0.01:
+        return f"{sign}${size:,.2f}"
+    digits = 1 - math.floor(math.log10(size))  # two significant digits
+    return f"{sign}${size:.{digits}f}"
 
 
 def duration(seconds: float | None) -> str:
@@ -98,7 +109,10 @@ def url_with(**changes: object) -> str:
 
 def init_app(app: Flask) -> None:
     from dashboard.web.costs_table import cost_html  # it uses usd above
-    from dashboard.web.lineage_svg import render_chain_svg  # it uses the filters above
+    from dashboard.web.lineage_svg import (  # it uses the filters above
+        render_chain_svg,
+        render_segment_panels,
+    )
 
     app.add_template_global(url_with)
     app.add_template_filter(isotime)
@@ -111,6 +125,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(duration)
     app.add_template_filter(compact_number)
     app.add_template_global(render_chain_svg, "chain_svg")
+    app.add_template_global(render_segment_panels, "chain_panels")
     app.add_template_filter(markdown.render_markdown, "markdown")
     app.add_template_filter(markdown.highlight)
     app.add_template_filter(markdown.highlight_text)

@@ -81,7 +81,7 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         f'<title id="chain-svg-title">{escape(_title(root, len(segments)))}</title>',
         f'<desc id="chain-svg-desc">{escape(_description(chain, t0, t1, n, m))}</desc>',
     ]
-    out += _legend()
+    out += _legend({s.kind for s in segments})
     out += _axis(scale, TOP + rows_h, bottom_axis)
     out += _rows_background(segments, chain.focus)
     out += _edges(segments, rows, scale)
@@ -150,11 +150,15 @@ def _levels(segments: list[Segment]) -> dict[str, int]:
 # -- parts ---------------------------------------------------------------------------
 
 
-def _legend() -> list[str]:
+def _legend(kinds: set[str]) -> list[str]:
+    """Keys for the links drawn (a root draws none; an unclassified kind is "unknown")."""
+    drawn = {k if k in EDGE_KINDS else "unknown" for k in kinds if k != "root"}
     out = ['<g class="chain-legend" aria-hidden="true">']
     x = 4.0
     y = 14
     for kind, label in LEGEND:
+        if kind not in drawn:
+            continue
         out.append(f'<line class="edge edge-{kind}" x1="{x}" y1="{y}" x2="{x + 26}" y2="{y}"/>')
         out.append(f'<text class="legend-text" x="{x + 32}" y="{y + 4}">{escape(label)}</text>')
         x += 44 + round(len(label) * 6.4)
@@ -276,8 +280,10 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
     )
     label = _clip(seg.label, LABEL_CHARS - indent // 6)
     out = [
-        f'<a class="{" ".join(classes)}" href="{escape(href)}" '
-        f'data-session-id="{escape(seg.session_id)}">',
+        f'<a class="{" ".join(classes)}" href="{escape(href)}" tabindex="0" '
+        f'data-session-id="{escape(seg.session_id)}" aria-describedby="{panel_id(i)}">',
+        # Native tooltip for pages without JavaScript; static/chains.js removes it and
+        # shows the HTML panel (render_segment_panels) on hover, focus and tap instead.
         f"<title>{escape(tooltip(seg, part))}</title>",
         f'<rect class="row-hit" x="0" y="{y}" width="{WIDTH}" height="{ROW_H}"/>',
         f'<text class="row-num" x="28" y="{cy + 4}">{escape(number)}</text>',
@@ -291,6 +297,40 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
         out.append(f'<text class="tip-label" x="{tx + 8}" y="{cy + 4}">tip</text>')
     out.append("</a>")
     return out
+
+
+# -- details panels -------------------------------------------------------------------
+
+
+def panel_id(row: int) -> str:
+    """The id of row ``row``'s details panel (the bar's ``aria-describedby``)."""
+    return f"seg-panel-{row}"
+
+
+def render_segment_panels(
+    chain: Chain, session_url: Callable[[str], str] | None = None
+) -> Markup:
+    """One HTML panel per bar with its figures, hidden until its bar is hovered, focused
+    or tapped (``static/chains.js``); the segments table holds the same figures."""
+    if session_url is None:
+        from flask import url_for
+
+        def session_url(sid: str) -> str:
+            return url_for("sessions.show", session_id=sid)
+
+    out = ['<div class="seg-panels">']
+    for i, seg in enumerate(chain.segments):
+        part = chain.part_of(seg.session_id)
+        first, *rest = tooltip(seg, part).split("\n")
+        lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
+        out.append(
+            f'<div class="seg-panel" id="{panel_id(i)}" role="tooltip" hidden '
+            f'data-session-id="{escape(seg.session_id)}">'
+            f'<p class="seg-panel-title">{escape(first)}</p><ul>{lines}</ul>'
+            f'<a href="{escape(session_url(seg.session_id))}">Open session</a></div>'
+        )
+    out.append("</div>")
+    return Markup("".join(out))
 
 
 # -- text ---------------------------------------------------------------------------

@@ -7,8 +7,9 @@ from contextlib import closing
 from pathlib import Path
 
 from dashboard.repository.readonly import readonly_uri
+from dashboard.repository.store import SessionStore
 from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.test_chains import SEGMENTS, build_chain_home
+from tests.test_chains import SEGMENTS, ChainHome, build_chain_home
 
 
 def longest_line(db: Path) -> list[str]:
@@ -39,10 +40,10 @@ def test_clicking_a_bar_opens_its_session(demo_server: Server, page) -> None:
     assert page.locator("svg.chain-svg").is_visible()
     assert page.locator(f".chain-part:has-text('part {len(line)} of {len(line)}')").count() == 1
     bar = page.locator(f'svg.chain-svg a[data-session-id="{target}"] rect.bar')
-    assert (
-        "part 2 of"
-        in page.locator(f'svg.chain-svg a[data-session-id="{target}"] > title').text_content()
-    )
+    bar.hover()  # the bar's figures show in its HTML panel (its native title is removed)
+    panel = page.locator(f'.seg-panel[data-session-id="{target}"]')
+    assert panel.is_visible() and "part 2 of" in panel.inner_text()
+    assert page.locator(f'svg.chain-svg a[data-session-id="{target}"] > title').count() == 0
     bar.click()
     page.wait_for_url(f"{demo_server.url}/sessions/{target}")
     assert page.locator(".session-id").inner_text() == target
@@ -85,5 +86,135 @@ def test_twelve_segment_chain_reads_cleanly(tmp_path: Path, browser) -> None:
             assert page.locator("#part-2 .stitch-summary .md").is_visible()
             page.screenshot(path=str(SCREENSHOTS / "chain-transcript.png"))
             assert watch.problems == []
+    finally:
+        context.close()
+
+
+def _untitled_root_home(tmp_path: Path) -> ChainHome:
+    """The 12-segment chain with an untitled first segment; later parts titled "… #n"."""
+    chain = build_chain_home(tmp_path / "home", title=None)
+    with SessionStore(chain.db) as store:
+        store.set_title(chain.line[2], "Long refactor #3")
+        store.set_title(chain.line[4], "Long refactor #5")
+    return chain
+
+
+FOCUSED = """() => {
+  const a = document.activeElement;
+  return a && a.closest && a.closest('svg.chain-svg a') ? a.getAttribute('data-session-id') : null;
+}"""
+
+
+def test_segment_details_show_on_focus_hover_and_tap(tmp_path: Path, browser) -> None:
+    """Item 10: the heading is the conversation's title; each bar's figures are an HTML
+    panel shown on keyboard focus, on hover and on a tap (not a native tooltip only)."""
+    chain = _untitled_root_home(tmp_path)
+    args = ["--home", str(chain.home), "--data-dir", str(tmp_path / "data")]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    watch = PageWatch()
+    watch.attach(page)
+    try:
+        with running_server(args, tmp_path) as srv:
+            page.goto(f"{srv.url}/chains/{chain.line[4]}")
+            assert page.locator("h1#chain-title").inner_text().startswith("Long refactor")
+            assert chain.line[0] not in page.locator("h1#chain-title").inner_text()
+            assert chain.line[0] in page.locator(".chain-root-id").inner_text()
+            assert page.title().startswith("Chain · Long refactor")
+            # Row labels: the title where there is one, else the id.
+            labels = page.locator("svg.chain-svg text.row-label").all_text_contents()
+            assert labels[:5] == [*chain.line[:2], "Long refactor #3", chain.line[3],
+                                  "Long refactor #5"]  # fmt: skip
+
+            # Keyboard: Tab reaches the bars; the focused bar's panel is visible.
+            for _ in range(80):
+                page.keyboard.press("Tab")
+                if page.evaluate(FOCUSED):
+                    break
+            first = page.evaluate(FOCUSED)
+            assert first == chain.line[0]
+            panel = page.locator(f'.seg-panel[data-session-id="{first}"]')
+            assert panel.is_visible() and "part 1 of 12" in panel.inner_text()
+            page.keyboard.press("Tab")
+            second = page.evaluate(FOCUSED)
+            assert second == chain.line[1]
+            assert page.locator(f'.seg-panel[data-session-id="{second}"]').is_visible()
+            assert not panel.is_visible()
+            assert page.locator(".seg-panel:visible").count() == 1
+
+            # Hover: the panel of the bar under the pointer.
+            page.locator(f'svg.chain-svg a[data-session-id="{chain.line[6]}"] rect.bar').hover()
+            hovered = page.locator(f'.seg-panel[data-session-id="{chain.line[6]}"]')
+            assert hovered.is_visible() and "part 7 of 12" in hovered.inner_text()
+            assert "cost: unknown" in hovered.inner_text().lower()
+            assert watch.problems == []
+    finally:
+        context.close()
+
+
+def test_a_phone_scrolls_the_picture_and_a_tap_shows_details(tmp_path: Path, browser) -> None:
+    chain = _untitled_root_home(tmp_path)
+    args = ["--home", str(chain.home), "--data-dir", str(tmp_path / "data")]
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+    )
+    page = context.new_page()
+    try:
+        with running_server(args, tmp_path) as srv:
+            url = f"{srv.url}/chains/{chain.line[4]}"
+            page.goto(url)
+            # No horizontal scroll of the page; the picture scrolls in its own box.
+            widths = page.evaluate(
+                "() => [document.documentElement.scrollWidth, window.innerWidth]"
+            )
+            assert widths[0] <= widths[1], widths
+            reach = page.evaluate(
+                """() => {
+                  const svg = document.querySelector('svg.chain-svg');
+                  const box = svg.closest('.chain-scroll');
+                  box.scrollLeft = box.scrollWidth;
+                  const r = svg.getBoundingClientRect(), b = box.getBoundingClientRect();
+                  return {right: r.right, boxRight: b.right, left: r.left,
+                          scrollable: box.scrollWidth > box.clientWidth,
+                          overflow: getComputedStyle(box).overflowX};
+                }"""
+            )
+            assert reach["scrollable"] and reach["overflow"] == "auto", reach
+            assert abs(reach["right"] - reach["boxRight"]) < 2, reach  # the end is reachable
+            page.evaluate("() => { document.querySelector('.chain-scroll').scrollLeft = 0; }")
+            # A tap on a bar shows its details instead of leaving the page; a second opens it.
+            bar = page.locator(f'svg.chain-svg a[data-session-id="{chain.line[2]}"] rect.row-hit')
+            bar.tap()
+            panel = page.locator(f'.seg-panel[data-session-id="{chain.line[2]}"]')
+            assert panel.is_visible() and "Long refactor #3" in panel.inner_text()
+            assert page.url == url
+            box = panel.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 391  # on screen
+            panel.locator("a", has_text="Open session").tap()
+            page.wait_for_url(f"{srv.url}/sessions/{chain.line[2]}")
+    finally:
+        context.close()
+
+
+def test_chains_index_sorts_by_link(demo_server: Server, browser) -> None:
+    """The /chains index is one table sorted by server-side links (no JavaScript needed)."""
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/chains")
+        assert page.locator("table.chains-table").count() == 1
+        page.locator("table.chains-table th a", has_text="Segments").click()
+        page.wait_for_url("**sort=segments**")
+        header = page.locator("table.chains-table th", has_text="Segments")
+        assert header.get_attribute("aria-sort") == "descending"
+        counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
+        assert counts == sorted(counts, reverse=True) and len(counts) > 1
+        page.locator("table.chains-table th a", has_text="Segments").click()
+        page.wait_for_url("**dir=asc**")
+        counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
+        assert counts == sorted(counts)
+        assert header.get_attribute("aria-sort") == "ascending"
     finally:
         context.close()

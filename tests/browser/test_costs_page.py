@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from tests.browser_support import SCREENSHOTS, PageWatch, Server
 
 # The demo's sessions end on its anchor day (2026-11-30); ask for that year explicitly
@@ -111,3 +113,130 @@ def test_the_chart_compares_like_with_like(demo_server: Server, page) -> None:
     shown = f"${total:,.2f}" if total >= 1 else f"${total:.4f}"
     assert any(shown in line and data["periods"][busy] in line for line in tip["footer"]), tip
     assert any("billed" in line for line in tip["footer"])
+
+
+def _months_back(first: date, months: int) -> date:
+    index = first.year * 12 + first.month - 1 - months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def test_range_shortcuts_and_the_to_field(demo_server: Server, page) -> None:
+    """Item 11: "Last month" is one click, the form says To, the header the last day."""
+    watch = PageWatch()
+    watch.attach(page)
+    this_month = date.today().replace(day=1)
+    page.goto(f"{demo_server.url}/costs")
+    # The default range is 13 months: last December is always on the page.
+    first_row = page.locator("table.costs-spend tbody tr td").first
+    if first_row.count():
+        assert first_row.inner_text() >= _months_back(this_month, 12).strftime("%Y-%m")
+    assert (
+        page.locator(".result-meta")
+        .inner_text()
+        .startswith(f"13 months from {_months_back(this_month, 12)}")
+    )
+    page.get_by_role("link", name="Last month", exact=True).click()
+    last = _months_back(this_month, 1)
+    page.wait_for_url(f"**from={last}**")
+    assert f"to={this_month}" in page.url
+    assert page.locator('input[name="to"]').input_value() == this_month.isoformat()
+    assert (
+        page.locator(".costs-last-day").inner_text() == (this_month - timedelta(days=1)).isoformat()
+    )
+    assert (
+        page.get_by_role("link", name="Last month", exact=True).get_attribute("aria-current")
+        == "true"
+    )
+    assert page.get_by_label("To (not included)").get_attribute("name") == "to"
+
+    # The old name of to= is read, and the page says so (never silently ignored).
+    page.goto(f"{demo_server.url}/costs?from=2026-10-01&before=2026-11-01")
+    assert page.locator(".costs-last-day").inner_text() == "2026-10-31"
+    assert page.get_by_role("status").filter(has_text="before= is the old name of to=").is_visible()
+    assert page.locator('input[name="to"]').input_value() == "2026-11-01"
+    assert watch.problems == []
+
+
+def test_all_time_works_without_javascript(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/costs?by=model")
+        page.get_by_role("link", name="All time", exact=True).click()
+        page.wait_for_url("**by=model**")
+        assert "from=" in page.url and "to=" in page.url
+        assert page.locator("table.costs-spend tbody tr").count() > 1
+    finally:
+        context.close()
+
+
+BAR = """() => {
+  const chart = Chart.getChart(document.querySelector('canvas[data-chart="spend"]'));
+  const box = chart.canvas.getBoundingClientRect();
+  let best = null;
+  chart.data.datasets.forEach((d, i) => {
+    chart.getDatasetMeta(i).data.forEach((bar, j) => {
+      const value = d.data[j];
+      if (value && (!best || value > best.value) && bar.height > 6) {
+        best = {value, index: j, x: box.left + bar.x, y: box.top + bar.y + bar.height / 2};
+      }
+    });
+  });
+  return {...best, label: chart.data.labels[best.index]};
+}"""
+
+
+def test_a_click_on_a_bar_opens_that_periods_sessions(demo_server: Server, page) -> None:
+    """Item 13: the chart drills into a period; the costliest sessions are listed, sortable."""
+    watch = PageWatch()
+    watch.attach(page)
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    bar = page.evaluate(BAR)
+    link = page.locator(f'.costs-drill a[data-index="{bar["index"]}"]')
+    assert link.inner_text().startswith(bar["label"])
+    expected = link.get_attribute("href")
+    page.mouse.click(bar["x"], bar["y"])
+    page.wait_for_url(f"**from={bar['label']}-01**")
+    assert page.url.endswith(expected)
+    assert "period=day" in page.url
+    page.wait_for_function("() => document.documentElement.classList.contains('charts-on')")
+    rows = page.locator("table.costs-sessions tbody tr")
+    assert rows.count() > 0
+    heading = page.locator("#costly-sessions").inner_text()
+    assert f"from {bar['label']}-01 through {bar['label']}-" in heading
+
+    # Sort by tokens, then open the top session and come back to its chain.
+    page.locator("table.costs-sessions th a", has_text="Tokens").click()
+    page.wait_for_url("**sort=tokens**")
+    header = page.locator("table.costs-sessions th", has_text="Tokens")
+    assert header.get_attribute("aria-sort") == "descending"
+    tokens = page.locator("table.costs-sessions tbody tr td:nth-child(6)").all_inner_texts()
+    assert len(tokens) == rows.count()
+    first = page.locator("table.costs-sessions tbody tr").first
+    session_id = first.locator("a").first.get_attribute("href").rsplit("/", 1)[1]
+    first.locator("a").first.click()
+    page.wait_for_url(f"**/sessions/{session_id}")
+    assert watch.problems == []
+
+
+def test_periods_open_without_javascript(demo_server: Server, browser) -> None:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{demo_server.url}/costs?{RANGE}")
+        page.locator(".costs-drill a", has_text="2026-11").click()
+        page.wait_for_url("**from=2026-11-01**")
+        assert "to=2026-12-01" in page.url
+        assert page.locator("table.costs-sessions tbody tr").count() > 0
+        chained = page.locator("table.costs-sessions tbody a", has_text="chain")
+        assert chained.count() > 0
+        chained.first.click()
+        page.wait_for_url("**/chains/**")
+        assert page.locator("svg.chain-svg").is_visible()
+    finally:
+        context.close()

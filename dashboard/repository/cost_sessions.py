@@ -1,0 +1,139 @@
+"""The sessions that cost the most in a range, summed like every other figure of /costs.
+
+A session's spend in the range is the sum of its spend rows' contributions on the days
+inside the range: the rows are read by :mod:`cost_rules` and spread over days by
+:mod:`cost_days` exactly as the period sums are (:meth:`costs.Row.vectors`), so the
+sessions of a month add up to that month's total. Each entry is one distinct session.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dashboard.repository.costs import (
+    SUM_COLUMNS,
+    TOKEN_COLUMNS,
+    Cell,
+    Plan,
+    Row,
+    add_vector,
+    cell_from_sums,
+)
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.layout import Layout
+from dashboard.repository.lineage import Lineage
+
+SORTS = ("cost", "tokens", "calls")
+TOP_SESSIONS = 25  # a screen of rows; the CSV and the tables above hold every figure
+
+
+@dataclass(frozen=True)
+class SessionSpend:
+    """One session and what it spent in the range."""
+
+    session_id: str
+    title: str | None
+    source: str | None
+    model: str | None
+    started_at: float | None
+    in_chain: bool  # part of a compaction chain (its chain page is worth a link)
+    spend: Cell  # its figures in the range (period "range", key its id)
+
+    @property
+    def label(self) -> str:
+        """What a person calls the session: its title, else its id."""
+        return self.title or self.session_id
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.spend.tokens.values())
+
+
+@dataclass(frozen=True)
+class CostlySessions:
+    sort: str  # one of SORTS
+    descending: bool
+    total: int  # distinct sessions that spent in the range
+    sessions: list[SessionSpend]
+
+
+def check_sort(sort: str | None, direction: str | None) -> tuple[str, bool]:
+    """``(sort, descending)`` from the query string; :class:`ValidationError` if unknown."""
+    sort = sort or "cost"
+    if sort not in SORTS:
+        raise ValidationError(f"sort must be one of {', '.join(SORTS)}")
+    if direction not in (None, "", "asc", "desc"):
+        raise ValidationError("dir must be asc or desc")
+    return sort, direction != "asc"
+
+
+def session_sums(rows: Iterable[Row], question: Plan) -> dict[str, list[float]]:
+    """Each session's summed contributions (SUM_COLUMNS) on the days of the range."""
+    sums: dict[str, list[float]] = {}
+    for row in rows:
+        if question.sources and row.source not in question.sources:
+            continue
+        for day, vector in row.vectors():
+            if question.bucket(day) is not None:
+                add_vector(sums, row.sid, vector)
+    return sums
+
+
+def rank_sessions(
+    sums: dict[str, list[float]], *, sort: str = "cost", descending: bool = True,
+    limit: int = TOP_SESSIONS,
+) -> list[tuple[str, list[float]]]:  # fmt: skip
+    """The first ``limit`` sessions by ``sort``: ``cost`` is effective spend (an unknown
+    price sorts below every known one, either way), ``tokens`` every kind together,
+    ``calls`` API calls; ties by id. :meth:`CostRollup.session_sums` orders the same."""
+    columns = {name: i for i, name in enumerate(SUM_COLUMNS)}
+    sign = -1 if descending else 1
+    tokens = [columns[c] for c in TOKEN_COLUMNS]
+
+    def order(sid: str) -> tuple:
+        v = sums[sid]
+        if sort == "cost":
+            return (v[columns["eff_n"]] == 0, sign * v[columns["eff_sum"]], sid)
+        if sort == "tokens":
+            return (sign * sum(v[i] for i in tokens), sid)
+        return (sign * v[columns["calls"]], sid)
+
+    return [(sid, sums[sid]) for sid in sorted(sums, key=order)[:limit]]
+
+
+def costly_sessions(
+    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, total: int,
+    ranked: list[tuple[str, list[float]]], *, sort: str = "cost", descending: bool = True,
+) -> CostlySessions:  # fmt: skip
+    """The ranked sessions (``(id, SUM_COLUMNS sums)``, from :func:`rank_sessions` or the
+    rollup) with their titles and whether each is part of a chain."""
+    details = _details(conn, layout, [sid for sid, _ in ranked])
+    out = []
+    for sid, vector in ranked:
+        started, title, source, model = details.get(sid, (None, None, None, None))
+        family = lineage.family(lineage.root(sid))
+        cell = cell_from_sums("range", sid, vector, 1)
+        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cell))
+    return CostlySessions(sort, descending, total, out)
+
+
+def _details(
+    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
+) -> dict[str, tuple[float | None, str | None, str | None, str | None]]:
+    """``(started_at, title, source, model)`` of each session (absent: row gone)."""
+    wanted = sorted(ids)
+    if not wanted:
+        return {}
+    cols = layout.session_columns
+    pick = ", ".join(
+        f"s.{c}" if c in cols else "NULL" for c in ("started_at", "title", "source", "model")
+    )
+    found = conn.execute(
+        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+        (json.dumps(wanted),),
+    )
+    return {sid: (started, title or None, source, model) for sid, started, title, source, model
+            in found}  # fmt: skip
