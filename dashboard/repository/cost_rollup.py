@@ -123,13 +123,12 @@ def create_tables(conn: sqlite3.Connection) -> None:
 
 
 def create_session_days(conn: sqlite3.Connection) -> None:
-    """``cost_session_day``: sums per (day, session), for the costliest sessions of a
-    range. Made by the rollup itself when it (re)builds (ROLLUP_VERSION 3 rebuilds every
-    older rollup), so no Recall migration is needed for it."""
+    """Recall migration 5: ``cost_session_day``, sums per (day, session), for the
+    costliest sessions of a range (filled by the next build: ROLLUP_VERSION 3)."""
     sums = ", ".join(f"{c} NUMERIC NOT NULL" for c in SUM_COLUMNS)
     conn.execute(
         f"""
-        CREATE TABLE IF NOT EXISTS cost_session_day (
+        CREATE TABLE cost_session_day (
             home INTEGER NOT NULL, day INTEGER NOT NULL, sid TEXT NOT NULL,
             source TEXT NOT NULL, {sums},
             PRIMARY KEY (home, day, sid, source)
@@ -412,7 +411,6 @@ class CostRollup:
         )  # fmt: skip
 
         def write(w: sqlite3.Connection) -> None:
-            create_session_days(w)
             for table in ("cost_row", "cost_day", "cost_day_sessions", "cost_multi",
                           "cost_session_day"):  # fmt: skip
                 w.execute(f"DELETE FROM {table} WHERE home = ?", (self.home,))
