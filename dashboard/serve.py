@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +56,36 @@ def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
     return ServePlan(demo, data_dir, demo=True, note=note)
 
 
+def port_taken(host: str, port: int, exc: OSError) -> str | None:
+    """The one line to print when ``exc`` says the address is in use, else None."""
+    if exc.errno != errno.EADDRINUSE:
+        return None
+    return (
+        f"recall: port {port} on {host} is already in use (another Recall, or another "
+        f"program); pick a free one with --port, e.g. --port {port + 1}"
+    )
+
+
+def _check_port(host: str, port: int) -> str | None:
+    """Bind the address once, before minutes of demo building, to say early it is taken.
+
+    Waitress binds it again for real (with SO_REUSEADDR, as here); a program that
+    takes the port in between is caught there with the same message.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None  # waitress names a host it cannot resolve
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return port_taken(host, port, exc)
+    return None
+
+
 def serve(
     *,
     home: str | None,
@@ -84,6 +116,10 @@ def serve(
             "your agent's history. Requests must still name this host.",
             file=sys.stderr,
         )
+    taken = _check_port(host, port)
+    if taken:
+        print(taken, file=sys.stderr)
+        return 2
     plan = plan_serving(home, data_dir)
     if plan.note:
         print(f"recall: {plan.note}", flush=True)
@@ -104,9 +140,22 @@ def serve(
             **(settings or {}),
         }
     )
+    try:
+        server = waitress.create_server(app, host=host, port=port, threads=threads, ident="Recall")
+    except OSError as exc:
+        message = port_taken(host, port, exc)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
     with app.app_context():
         prepare_cost_rollup()  # in the background, so the first /costs is already fast
     shown = f"[{host}]" if ":" in host else host
     print(f"Recall is serving {plan.home.state_db} at http://{shown}:{port}/", flush=True)
-    waitress.serve(app, host=host, port=port, threads=threads, ident="Recall", _quiet=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the user stopped it, as waitress.serve does
+    finally:
+        server.close()
     return 0
