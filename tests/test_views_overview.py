@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +153,21 @@ def test_demo_banner_only_on_demo_homes(tmp_path: Path, client: FlaskClient) -> 
     demo = make_app(report.home, tmp_path / "d2").test_client()
     assert b"Demo data." in demo.get("/overview").data
     assert b"Demo data." in demo.get("/nope").data  # on every page, errors included
+
+
+def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path) -> None:
+    from dashboard.cli import build_parser
+    from dashboard.demo.build import build_demo_home
+
+    report = build_demo_home(tmp_path / "demo", sessions=8, messages=100, anchor_day="2026-11-30")
+    banner = make_app(report.home, tmp_path / "d").test_client().get("/overview").get_data(True)
+    commands = [html.unescape(c) for c in re.findall(r"<code>([^<]*)</code>", banner.split(
+        'class="banner demo"')[1].split("</div>")[0])]  # fmt: skip
+    assert "HERMES_HOME=~/.hermes make run" in commands
+    serve = next(c for c in commands if c.startswith(".venv/bin/recall "))
+    args = build_parser().parse_args(serve.split()[1:])  # what `make run` installed parses it
+    assert args.command == "serve" and args.home == "~/.hermes"
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    first_section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    opening = [c for c in commands if c != "recall demo"]  # how this home was made
+    assert all(c in first_section for c in opening)  # the README says the same
