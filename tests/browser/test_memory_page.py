@@ -45,7 +45,9 @@ def test_edit_preview_save_and_restore(demo_server: Server, page) -> None:
     expect(page.locator(".memory-entries")).to_contain_text(ADDED)
 
     history.filter(has_text="before first edit").get_by_role("button", name="Restore").click()
+    page.wait_for_url("**/memory/USER.md?saved=1&change=*")  # the restore's own page
     expect(page.locator(".memory-saved")).to_be_visible()
+    expect(page.locator(".memory-last-change .diff-del").last).to_have_text("-" + ADDED)
     assert path.read_text(encoding="utf-8") == original
     expect(history.first).to_contain_text("restored from revision")
     expect(page.locator(".memory-entries")).not_to_contain_text(ADDED)
