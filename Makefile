@@ -31,8 +31,10 @@ $(CHROMIUM):
 	$(SUDO) apt-get update
 	$(SUDO) apt-get install -y --no-install-recommends chromium fonts-wqy-zenhei
 
+# The home comes from $$HERMES_HOME (else ~/.hermes, else a demo); PORT=8751 for another port.
+PORT ?= 8750
 run: $(STAMP) $(VSTAMP)
-	$(BIN)/recall serve
+	$(BIN)/recall serve --port $(PORT)
 
 test: $(STAMP) $(VSTAMP) $(CHROMIUM)
 	$(BIN)/ruff check .

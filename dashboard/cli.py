@@ -9,9 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dashboard.repository.errors import RecallError
+from dashboard.repository.home import HermesHome
+
+HOME_HELP = "Hermes home (default: $HERMES_HOME, else ~/.hermes, else the demo home)"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every ``recall`` subcommand and its options."""
     parser = argparse.ArgumentParser(prog="recall", description="Look back into an agent's memory.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -27,13 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_demo)
 
     info = commands.add_parser("info", help="show what a Hermes home's state.db holds")
-    info.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    info.add_argument("--home", help=HOME_HELP)
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=_info)
 
     search = commands.add_parser("search", help="search past conversations (grouped results)")
     search.add_argument("query", nargs="?", default="", help="FTS5 syntax; empty: recent sessions")
-    search.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    search.add_argument("--home", help=HOME_HELP)
     search.add_argument("--json", action="store_true", help="print the /api/search JSON")
     search.add_argument("--limit", type=int, default=10, help="sessions to show (max 100)")
     search.add_argument("--role", action="append", default=[], help="user, assistant, tool")
@@ -51,14 +55,14 @@ def main(argv: list[str] | None = None) -> int:
         "preview", help="print what the agent would get for a message (read-only)"
     )
     preview.add_argument("message", help="the message, as the user would send it")
-    preview.add_argument("--home", help="Hermes home (default: $HERMES_HOME or ~/.hermes)")
+    preview.add_argument("--home", help=HOME_HELP)
     preview.add_argument("--session", help="preview a turn inside this session")
     preview.add_argument("--model", help="the model named in the context line")
     preview.add_argument("--json", action="store_true", help="the /api/preview JSON")
     preview.set_defaults(run=_preview)
 
     serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
-    serve.add_argument("--home", help="Hermes home (default: $HERMES_HOME, ~/.hermes, or a demo)")
+    serve.add_argument("--home", help=HOME_HELP)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8750)
     serve.add_argument("--data-dir", help="Recall's own files (default: one folder per home "
@@ -77,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         help="load summaries as cards scroll into view, on a click, or never",
     )  # fmt: skip
     serve.set_defaults(run=_serve)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except RecallError as exc:
@@ -86,9 +93,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _home(home_arg: str | None) -> HermesHome:
+    """The home ``search``, ``info`` and ``preview`` read: as ``serve`` chooses it."""
+    from dashboard.serve import chosen_home, ensure_demo_home
+
+    home, demo = chosen_home(home_arg)
+    if demo:  # said on stderr, so --json output stays JSON
+        ensure_demo_home(home, sys.stderr)
+    return home
+
+
 def _demo(args: argparse.Namespace) -> int:
     from dashboard.demo.build import build_demo_home
-    from dashboard.repository.home import HermesHome
 
     home = HermesHome(Path(args.home))
     if args.if_missing and home.exists():
@@ -107,7 +123,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from dashboard.repository.home import resolve_home
     from dashboard.repository.reader import StateReader
     from dashboard.repository.search import SearchRequest
     from dashboard.repository.snippets import plain_snippet
@@ -118,7 +133,7 @@ def _search(args: argparse.Namespace) -> int:
               "per_page": str(max(1, min(args.limit, 100)))}  # fmt: skip
     lists = {"role": args.role, "source": args.source}
     request = SearchRequest.from_params(params.get, lambda k: lists.get(k, []))
-    result = StateReader(resolve_home(args.home)).search(request)
+    result = StateReader(_home(args.home)).search(request)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -144,13 +159,12 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     import os
 
     from dashboard.repository.datadir import recall_data_dir
-    from dashboard.repository.home import resolve_home
     from dashboard.repository.reader import StateReader
     from dashboard.repository.recalldb import RecallData
     from dashboard.summaries import SummaryService, session_search_result
     from dashboard.summarizer import LLMConfig, Summarizer
 
-    home = resolve_home(args.home)
+    home = _home(args.home)
     folder, note = recall_data_dir(home, args.data_dir)
     if note:
         print(f"recall: {note}", file=sys.stderr)
@@ -171,9 +185,8 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
 
 def _preview(args: argparse.Namespace) -> int:
     from dashboard.agent import MemoryManager, RecallMemoryProvider
-    from dashboard.repository.home import resolve_home
 
-    provider = RecallMemoryProvider(resolve_home(args.home), readonly=True)
+    provider = RecallMemoryProvider(_home(args.home), readonly=True)
     if not provider.is_available():
         print(f"recall: {provider.unavailable_reason}", file=sys.stderr)
         return 2
@@ -205,12 +218,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from dashboard.repository.home import resolve_home
     from dashboard.repository.layout import detect_layout
     from dashboard.repository.overview import store_overview
     from dashboard.repository.readonly import open_readonly
 
-    home = resolve_home(args.home)
+    home = _home(args.home)
     conn = open_readonly(home.state_db)
     try:
         overview = store_overview(conn, detect_layout(conn, home.state_db))

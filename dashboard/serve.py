@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+from dashboard.demo.build import build_demo_home
 from dashboard.repository.datadir import recall_data_dir, user_data_root
 from dashboard.repository.home import HermesHome, resolve_home
 
@@ -32,26 +36,82 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
-    """Decide what to open, and where Recall's own data goes.
+def chosen_home(home_arg: str | None) -> tuple[HermesHome, bool]:
+    """The home a command opens, and whether it is the demo home.
 
     An explicit ``--home`` or ``$HERMES_HOME`` is opened as given (a missing
-    state.db then shows a clear page). With neither, ``~/.hermes`` is used when it
-    exists, else a demo home is built once in the data directory (``--data-dir``, or
-    ``~/.local/share/recall``). Recall's own data for the home goes to ``--data-dir``
-    or the home's folder in the user's data directory (:mod:`datadir`), an old
-    ``<home>/recall/`` moved there first; the note says what happened to it.
+    state.db then gets a clear message). With neither, ``~/.hermes`` is used when it
+    exists, else the demo home in ``~/.local/share/recall/demo-home`` (built by
+    :func:`ensure_demo_home`). ``serve``, ``search``, ``info`` and ``preview`` all
+    choose this way, so a fresh machine gets the same answer from each.
     """
     explicit = home_arg or os.environ.get("HERMES_HOME")
     home = resolve_home(home_arg)
     if explicit or home.exists():
+        return home, False
+    return HermesHome(user_data_root() / "demo-home"), True
+
+
+def ensure_demo_home(home: HermesHome, out: TextIO) -> None:
+    """Build the demo home once if it is missing; say on ``out`` which home is used."""
+    if home.exists():
+        print(f"recall: no Hermes home found; using the demo home in {home.root}", file=out)
+        return
+    print(
+        f"recall: no Hermes home found; building a demo home in {home.root} (once, "
+        "about half a minute) …", file=out, flush=True,
+    )  # fmt: skip
+    report = build_demo_home(home.root, sessions=DEMO_SESSIONS)
+    print(f"  {report.sessions} sessions, {report.messages:,} messages in "
+          f"{report.seconds:.0f}s", file=out, flush=True)  # fmt: skip
+
+
+def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
+    """Decide what to open (:func:`chosen_home`), and where Recall's own data goes.
+
+    Recall's own data for the home goes to ``--data-dir`` or the home's folder in the
+    user's data directory (:mod:`datadir`), an old ``<home>/recall/`` moved there
+    first; the note says what happened to it. A demo home with ``--data-dir`` lives
+    in that folder, with its data.
+    """
+    home, demo = chosen_home(home_arg)
+    if not demo:
         data_dir, note = recall_data_dir(home, data_dir_arg)
         return ServePlan(home, data_dir, demo=False, note=note)
     if data_dir_arg:  # the demo home and its data together in the folder given
         return ServePlan(HermesHome(Path(data_dir_arg) / "demo-home"), Path(data_dir_arg), True)
-    demo = HermesHome(user_data_root() / "demo-home")
-    data_dir, note = recall_data_dir(demo)
-    return ServePlan(demo, data_dir, demo=True, note=note)
+    data_dir, note = recall_data_dir(home)
+    return ServePlan(home, data_dir, demo=True, note=note)
+
+
+def port_taken(host: str, port: int, exc: OSError) -> str | None:
+    """The one line to print when ``exc`` says the address is in use, else None."""
+    if exc.errno != errno.EADDRINUSE:
+        return None
+    return (
+        f"recall: port {port} on {host} is already in use (another Recall, or another "
+        f"program); pick a free one with --port, e.g. --port {port + 1}"
+    )
+
+
+def _check_port(host: str, port: int) -> str | None:
+    """Bind the address once, before minutes of demo building, to say early it is taken.
+
+    Waitress binds it again for real (with SO_REUSEADDR, as here); a program that
+    takes the port in between is caught there with the same message.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None  # waitress names a host it cannot resolve
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return port_taken(host, port, exc)
+    return None
 
 
 def serve(
@@ -68,7 +128,6 @@ def serve(
     import waitress
 
     from dashboard import create_app
-    from dashboard.demo.build import build_demo_home
     from dashboard.web.rollup import prepare_cost_rollup
 
     if not is_loopback(host):
@@ -84,15 +143,15 @@ def serve(
             "your agent's history. Requests must still name this host.",
             file=sys.stderr,
         )
+    taken = _check_port(host, port)
+    if taken:
+        print(taken, file=sys.stderr)
+        return 2
     plan = plan_serving(home, data_dir)
     if plan.note:
         print(f"recall: {plan.note}", flush=True)
-    if plan.demo and not plan.home.exists():
-        print(f"No Hermes home found; building a demo home in {plan.home.root} …", flush=True)
-        report = build_demo_home(plan.home.root, sessions=DEMO_SESSIONS)
-        print(
-            f"  {report.sessions} sessions, {report.messages:,} messages in {report.seconds:.0f}s"
-        )
+    if plan.demo:
+        ensure_demo_home(plan.home, sys.stdout)
     plan.data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(
         {
@@ -104,9 +163,22 @@ def serve(
             **(settings or {}),
         }
     )
+    try:
+        server = waitress.create_server(app, host=host, port=port, threads=threads, ident="Recall")
+    except OSError as exc:
+        message = port_taken(host, port, exc)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
     with app.app_context():
         prepare_cost_rollup()  # in the background, so the first /costs is already fast
     shown = f"[{host}]" if ":" in host else host
     print(f"Recall is serving {plan.home.state_db} at http://{shown}:{port}/", flush=True)
-    waitress.serve(app, host=host, port=port, threads=threads, ident="Recall", _quiet=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the user stopped it, as waitress.serve does
+    finally:
+        server.close()
     return 0

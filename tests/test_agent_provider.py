@@ -412,3 +412,27 @@ def test_the_summary_cache_lives_in_the_data_directory_not_the_home(
         p.shutdown()
     assert not (searchable / "recall").exists()
     assert p.data_dir.is_relative_to(tmp_path / "xdg-data") and (p.data_dir / "recall.db").exists()
+
+
+def test_recall_never_repeats_tool_call_arguments_only_what_was_said(tmp_path: Path) -> None:
+    home = write_home(tmp_path / "home")
+    arguments = json.dumps({"path": "quokka.py", "content": "import json  # quokka loader"})
+    write = {"id": "c1", "type": "function",
+             "function": {"name": "write_file", "arguments": arguments}}  # fmt: skip
+    with SessionStore(home / "state.db") as store:
+        store.create_session("cli", session_id="said", started_at=NOW - 900)
+        store.append_messages("said", [
+            NewMessage("user", "write the quokka loader", timestamp=NOW - 900),
+            NewMessage("assistant", "", tool_calls=[write], timestamp=NOW - 899),
+            NewMessage("assistant", "The quokka loader is written.", timestamp=NOW - 898),
+        ])  # fmt: skip
+        store.create_session("cli", session_id="only-args", started_at=NOW - 800)
+        store.append_messages("only-args", [
+            NewMessage("user", "save that file", timestamp=NOW - 800),
+            NewMessage("assistant", None, tool_calls=[write], timestamp=NOW - 799),
+        ])  # fmt: skip
+    block = RecallMemoryProvider(home, readonly=True, clock=lambda: NOW).prefetch_block("quokka")
+    assert "write the quokka loader" in block.text and "loader is written" in block.text
+    assert "write_file" not in block.text and "path=" not in block.text
+    assert "import json" not in block.text
+    assert [i.session_id for i in block.items] == ["said"]  # the match was only in arguments

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from dashboard.demo.build import build_demo_home
 from tests import hermes_shapes as shapes
 
 
-def recall(*args: str) -> subprocess.CompletedProcess[str]:
+def recall(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args], capture_output=True, text=True, timeout=120
-    )
+        [sys.executable, "-m", "dashboard.cli", *args],
+        capture_output=True, text=True, timeout=180, env=env,
+    )  # fmt: skip
 
 
 def test_search_prints_grouped_results(hermes_home: Path) -> None:
@@ -101,3 +104,34 @@ def test_preview_errors_are_clear(tmp_path: Path, hermes_home: Path) -> None:
     assert missing.returncode == 2 and "state.db: missing" in missing.stderr
     unknown = recall("preview", "x", "--home", str(hermes_home), "--session", "nope")
     assert unknown.returncode == 2 and "'nope' does not exist" in unknown.stderr
+
+
+def _fresh_machine(tmp_path: Path) -> dict[str, str]:
+    """The environment of a machine with no ~/.hermes and no $HERMES_HOME."""
+    env = {k: v for k, v in os.environ.items() if k != "HERMES_HOME"}
+    env.update(HOME=str(tmp_path / "user"), XDG_DATA_HOME=str(tmp_path / "xdg"))
+    return env
+
+
+def test_search_info_and_preview_on_a_fresh_machine_use_the_demo_home(tmp_path: Path) -> None:
+    env = _fresh_machine(tmp_path)
+    demo = tmp_path / "xdg" / "recall" / "demo-home"
+    build_demo_home(demo, sessions=30, messages=600, anchor_day="2026-11-30")
+    for args in (("search", "redis"), ("info",), ("preview", "how is the redis cache set up?")):
+        done = recall(*args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+        assert f"using the demo home in {demo}" in done.stderr, (args, done.stderr)
+    info = json.loads(recall("info", "--json", env=env).stdout)
+    assert info["home"] == str(demo) and info["sessions"] == 30
+    assert not (tmp_path / "user" / ".hermes").exists()
+
+
+def test_info_on_a_fresh_machine_builds_the_demo_home_once_and_says_so(tmp_path: Path) -> None:
+    env = _fresh_machine(tmp_path)
+    demo = tmp_path / "xdg" / "recall" / "demo-home"
+    first = recall("info", env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"building a demo home in {demo}" in first.stderr
+    assert (demo / "state.db").is_file() and str(demo) in first.stdout
+    again = recall("info", env=env)
+    assert "building" not in again.stderr and "using the demo home" in again.stderr

@@ -33,11 +33,14 @@ from dashboard.repository.memoryfiles import (
     agent_entries,
     check,
     edit_entries,
+    hidden_char,
     home_key,
     join_entries,
     read_memory_file,
+    remember_loaded,
     restore_revision,
     save_memory_file,
+    save_merging,
     split_entries,
 )
 from dashboard.repository.recalldb import RecallData
@@ -748,3 +751,58 @@ def test_a_file_too_large_for_the_editor_is_not_read_whole(home: HermesHome) -> 
         save_memory_file(home, "USER.md", "short", base_sha256=file.sha256)
     with pytest.raises(ValidationError, match="too large"):
         save_memory_file(home, "MEMORY.md", "x" * (MAX_EDITABLE_BYTES + 1), base_sha256=EMPTY_SHA)
+
+
+_AGENT_APPENDS = r"""
+import fcntl, sys
+from pathlib import Path
+path = Path(sys.argv[1])
+with open(str(path) + ".lock", "a") as lock:  # the lock Hermes takes, then a plain write
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + sys.argv[2], encoding="utf-8")
+"""
+
+
+def test_a_save_merges_an_entry_the_agent_added_meanwhile(
+    home: HermesHome, data: RecallData
+) -> None:
+    write_user_md(home, join_entries(["Name: Ada", "Prefers tea", "Lives in Lisbon"]))
+    loaded = read_memory_file(home, "USER.md")
+    remember_loaded(home, loaded, data)  # the page keeps what it was loaded with
+    subprocess.run([sys.executable, "-c", _AGENT_APPENDS, str(home.user_md), "Added by the agent"],
+                   check=True, timeout=30)  # fmt: skip
+    theirs = home.user_md.read_text(encoding="utf-8")
+    yours = edit_entries(loaded.text, "up", 2)
+    result = save_merging(home, "USER.md", yours, base_sha256=loaded.sha256,
+                          base_text=loaded.text, data=data, note="moved entry 3 up")  # fmt: skip
+    assert result.merged
+    assert home.user_md.read_text(encoding="utf-8") == join_entries(
+        ["Name: Ada", "Lives in Lisbon", "Prefers tea", "Added by the agent"]
+    )
+    assert data.revision(result.replaced_revision_id)["content"] == theirs  # undo keeps theirs
+    notes = [r["note"] for r in data.revisions(home_key(home), "USER.md")]
+    assert notes == ["moved entry 3 up · merged with a change made elsewhere",
+                     "written outside Recall", "before first edit"]  # fmt: skip
+
+
+def test_a_save_over_an_overlapping_change_is_still_a_conflict(
+    home: HermesHome, data: RecallData
+) -> None:
+    write_user_md(home, join_entries(["Name: Ada", "Prefers tea"]))
+    loaded = read_memory_file(home, "USER.md")
+    write_user_md(home, join_entries(["Name: Ada L.", "Prefers tea"]))
+    with pytest.raises(MemoryConflict):
+        save_merging(home, "USER.md", join_entries(["Name: Ada Lovelace", "Prefers tea"]),
+                     base_sha256=loaded.sha256, base_text=loaded.text, data=data,
+                     note="x")  # fmt: skip
+    assert home.user_md.read_text(encoding="utf-8") == join_entries(["Name: Ada L.", "Prefers tea"])
+
+
+@pytest.mark.parametrize(("char", "name"), [
+    ("\u00a0", "U+00A0 NO-BREAK SPACE"), ("\u200b", "U+200B ZERO WIDTH SPACE"),
+    ("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"), ("\t", "TAB"),
+    ("\u3000", "U+3000 IDEOGRAPHIC SPACE"),
+    ("\x07", "U+0007 CONTROL CHARACTER"), (" ", None), ("a", None), ("§", None), ("中", None),
+])  # fmt: skip
+def test_hidden_characters_are_named(char: str, name: str | None) -> None:
+    assert hidden_char(char) == name

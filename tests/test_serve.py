@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from contextlib import closing
@@ -119,3 +122,22 @@ def test_serve_keeps_its_own_data_out_of_the_hermes_home(tmp_path: Path) -> None
     (folder,) = (xdg / "recall" / "homes").iterdir()
     assert (folder / "secret_key").read_bytes() == key and (folder / "recall.db").exists()
     assert "moved" in server.log.read_text()
+
+
+def test_a_port_already_in_use_is_one_line_naming_port_and_exit_2(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(home),
+             "--data-dir", str(tmp_path / "data"), "--port", str(port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "Recall is serving" not in out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{port}" in lines[0] and "--port" in lines[0], out.stderr

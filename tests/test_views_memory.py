@@ -106,9 +106,10 @@ def test_save_writes_the_file_and_records_revisions(client: FlaskClient, home: P
         text=new.replace("\n", "\r\n"),
     )  # fmt: skip
     assert response.status_code == 303
-    assert response.headers["Location"].endswith("/memory/USER.md?saved=1")
+    location = response.headers["Location"]
+    assert re.search(r"/memory/USER\.md\?saved=1&change=\d+&before=\d+$", location)
     assert path.read_text(encoding="utf-8") == new
-    page = client.get("/memory/USER.md?saved=1").get_data(as_text=True)
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
     assert "Saved USER.md" in page
     assert 'id="entry-4"' in page
     assert "edited in Recall" in page and "before first edit" in page  # history
@@ -155,9 +156,9 @@ def test_a_conflict_shows_both_versions_and_keeps_the_other_writers_text(
 ) -> None:
     path = home / "memories" / "USER.md"
     _, token, base = _load(client)
-    theirs = USER_TEXT + "\n§\nAdded by the agent"
+    theirs = USER_TEXT.replace("Ada", "Ada L.") + "\n§\nAdded by the agent"
     path.write_text(theirs, encoding="utf-8")
-    yours = USER_TEXT.replace("Ada", "Ada Lovelace")
+    yours = USER_TEXT.replace("Ada", "Ada Lovelace")  # the same entry: a real overlap
     response = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=yours)
     page = response.get_data(as_text=True)
     assert response.status_code == 409
@@ -281,21 +282,25 @@ def test_each_entry_has_forms_posting_to_the_entries_view(client: FlaskClient) -
         ("add", 3, "Works at night", USER_TEXT + "\n§\nWorks at night"),
     ],
 )
-def test_an_entry_op_shows_the_preview_and_writes_nothing_until_save(
+def test_an_entry_op_saves_in_one_step_shows_what_changed_and_can_be_undone(
     client: FlaskClient, home: Path, op: str, index: int, value: str, expected: str
 ) -> None:
     path = home / "memories" / "USER.md"
     _, token, base = _load(client)
     response = _entry_op(client, token, base, op, index, value)
-    page = response.get_data(as_text=True)
-    assert response.status_code == 200
-    assert "Preview changes to USER.md" in page and "diff-" in page
-    assert _preview_text(page) == expected
-    assert _field(page, "base_sha256") == base
-    assert path.read_text(encoding="utf-8") == USER_TEXT  # nothing written yet
-    saved = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=expected)
-    assert saved.status_code == 303
+    assert response.status_code == 303  # no preview page in between
     assert path.read_text(encoding="utf-8") == expected
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "Saved USER.md" in page
+    changed = page.split('aria-label="What changed"')[1].split("</section>")[0]
+    assert "diff-add" in changed or "diff-del" in changed
+    undo = re.search(r'action="(/memory/USER\.md/restore/\d+)"[^>]*>\s*<input[^>]*>\s*'
+                     r'<input type="hidden" name="base_sha256" value="([0-9a-f]+)">\s*'
+                     r'<button type="submit">Undo</button>', changed)  # fmt: skip
+    assert undo and undo.group(2) == _sha(path)
+    undone = _post(client, undo.group(1), csrf_token=token, base_sha256=undo.group(2))
+    assert undone.status_code == 303
+    assert path.read_text(encoding="utf-8") == USER_TEXT
 
 
 def test_an_entry_op_with_blocked_content_previews_with_the_block(client: FlaskClient) -> None:
@@ -314,6 +319,21 @@ def test_bad_entry_ops_are_refused(client: FlaskClient, home: Path, op: str, ind
     assert (home / "memories" / "USER.md").read_text(encoding="utf-8") == USER_TEXT
 
 
+def test_an_entry_op_on_a_file_changed_in_other_entries_merges_both(
+    client: FlaskClient, home: Path
+) -> None:
+    path = home / "memories" / "USER.md"
+    _, token, base = _load(client)  # Recall keeps the text the page was loaded with
+    path.write_text(USER_TEXT + "\n§\nAdded by the agent", encoding="utf-8")
+    response = _entry_op(client, token, base, "up", 2)
+    assert response.status_code == 303
+    merged = "Name: Ada\n§\nLives in Lisbon\n§\nPrefers short answers\n§\nAdded by the agent"
+    assert path.read_text(encoding="utf-8") == merged
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "merged with a change made elsewhere" in page
+    assert "written outside Recall" in page  # the agent's version is in the history too
+
+
 def test_an_entry_op_on_a_changed_file_shows_the_conflict_view(
     client: FlaskClient, home: Path
 ) -> None:
@@ -323,8 +343,8 @@ def test_an_entry_op_on_a_changed_file_shows_the_conflict_view(
     assert _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
                  text="One\n§\nTwo").status_code == 303  # fmt: skip
     _, token, base = _load(client)
-    path.write_text("One\n§\nTwo\n§\nAdded by the agent", encoding="utf-8")
-    response = _entry_op(client, token, base, "delete", 0)
+    path.write_text("Uno\n§\nTwo\n§\nAdded by the agent", encoding="utf-8")
+    response = _entry_op(client, token, base, "delete", 0)  # the entry they edited: overlap
     page = response.get_data(as_text=True)
     assert response.status_code == 409
     assert re.search(r'id="conflict-base">One\n§\nTwo<', page)
@@ -338,9 +358,10 @@ def test_an_entry_op_on_a_changed_file_without_its_base_revision(
     client: FlaskClient, home: Path
 ) -> None:
     path = home / "memories" / "USER.md"
-    _, token, base = _load(client)
+    _, token, _ = _load(client)
     path.write_text("Changed elsewhere", encoding="utf-8")
-    response = _entry_op(client, token, base, "delete", 0)
+    unknown = hashlib.sha256(b"a version Recall never saw").hexdigest()
+    response = _entry_op(client, token, unknown, "delete", 0)
     assert response.status_code == 409
     assert "your change was not applied" in response.get_data(as_text=True)
     assert path.read_text(encoding="utf-8") == "Changed elsewhere"
@@ -377,15 +398,17 @@ def test_profile_tabs_edit_each_profiles_own_files(client: FlaskClient, home: Pa
     assert 'action="/memory/USER.md/entries?profile=work"' in page
 
     token, base = _field(page, "csrf_token"), _field(page, "base_sha256")
-    preview = _post(client, "/memory/USER.md/entries?profile=work", csrf_token=token,
-                    base_sha256=base, op="add", index="1", value="Prefers Go")  # fmt: skip
-    text = _preview_text(preview.get_data(as_text=True))
-    assert text == "Work persona\n§\nPrefers Go"
-    assert 'action="/memory/USER.md?profile=work"' in preview.get_data(as_text=True)
-    saved = _post(client, "/memory/USER.md?profile=work", csrf_token=token, base_sha256=base,
-                  text=text)  # fmt: skip
+    added = _post(client, "/memory/USER.md/entries?profile=work", csrf_token=token,
+                  base_sha256=base, op="add", index="1", value="Prefers Go")  # fmt: skip
+    assert added.status_code == 303 and "profile=work&saved=1" in added.headers["Location"]
+    work_user = work / "memories" / "USER.md"
+    assert work_user.read_text(encoding="utf-8") == "Work persona\n§\nPrefers Go"
+    page = client.get("/memory/USER.md?profile=work").get_data(as_text=True)
+    text = "Work persona\n§\nPrefers Rust"
+    saved = _post(client, "/memory/USER.md?profile=work", csrf_token=token,
+                  base_sha256=_field(page, "base_sha256"), text=text)  # fmt: skip
     assert saved.status_code == 303
-    assert saved.headers["Location"].endswith("/memory/USER.md?profile=work&saved=1")
+    assert "/memory/USER.md?profile=work&saved=1" in saved.headers["Location"]
     assert (work / "memories" / "USER.md").read_text(encoding="utf-8") == text
     assert (home / "memories" / "USER.md").read_text(encoding="utf-8") == USER_TEXT
     # Each profile has its own history.
@@ -499,3 +522,46 @@ def test_a_5_mb_user_md_gets_a_short_page_that_says_how_to_fix_it(
         client, "/memory/MEMORY.md", csrf_token=token, base_sha256=base, text="x" * 3_000_000
     )
     assert big.status_code == 413 and "too large" in big.get_data(as_text=True)
+
+
+def test_a_full_text_save_from_a_stale_tab_merges_changes_to_other_entries(
+    client: FlaskClient, home: Path
+) -> None:
+    path = home / "memories" / "USER.md"
+    _, token, base = _load(client)  # two tabs loaded the same text
+    first = USER_TEXT.replace("short answers", "short answers, in English")
+    assert _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
+                 text=first).status_code == 303  # fmt: skip
+    second = USER_TEXT.replace("Lisbon", "Porto")  # the second tab, from the old base
+    response = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=second)
+    assert response.status_code == 303
+    assert path.read_text(encoding="utf-8") == (
+        "Name: Ada\n§\nPrefers short answers, in English\n§\nLives in Porto"
+    )
+    assert "merged=1" in response.headers["Location"]
+
+
+def test_invisible_characters_are_named_markers_in_the_diff(
+    client: FlaskClient, home: Path
+) -> None:
+    _, token, base = _load(client)
+    sneaky = USER_TEXT.replace("Prefers short", "Prefers\u00a0short").replace(
+        "Lives", "Lives\tin\u200b")  # fmt: skip
+    page = _post(client, "/memory/USER.md/preview", csrf_token=token, base_sha256=base,
+                 text=sneaky).get_data(as_text=True)  # fmt: skip
+    diff = page.split('class="memory-diff"')[1].split("</pre>")[0]
+    assert '<span class="hidden-char" title="U+00A0 NO-BREAK SPACE">U+00A0</span>' in diff
+    assert '<span class="hidden-char" title="U+200B ZERO WIDTH SPACE">U+200B</span>' in diff
+    assert '<span class="hidden-char" title="TAB">TAB</span>' in diff
+    assert "\u00a0" not in diff and "\u200b" not in diff
+
+
+def test_history_shows_what_each_revision_changed(client: FlaskClient, home: Path) -> None:
+    _, token, base = _load(client)
+    _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
+          text=USER_TEXT.replace("Lisbon", "Porto"))  # fmt: skip
+    page = client.get("/memory/USER.md").get_data(as_text=True)
+    history = page.split('class="memory-history"')[1]
+    changes = re.findall(r'<details class="memory-revision-changes">(.*?)</details>', history, re.S)
+    assert len(changes) == 1  # the oldest revision has nothing before it
+    assert "-Lives in Lisbon" in changes[0] and "+Lives in Porto" in changes[0]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -151,3 +154,74 @@ def test_demo_banner_only_on_demo_homes(tmp_path: Path, client: FlaskClient) -> 
     demo = make_app(report.home, tmp_path / "d2").test_client()
     assert b"Demo data." in demo.get("/overview").data
     assert b"Demo data." in demo.get("/nope").data  # on every page, errors included
+
+
+def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path) -> None:
+    from dashboard.cli import build_parser
+    from dashboard.demo.build import build_demo_home
+
+    report = build_demo_home(tmp_path / "demo", sessions=8, messages=100, anchor_day="2026-11-30")
+    banner = make_app(report.home, tmp_path / "d").test_client().get("/overview").get_data(True)
+    commands = [html.unescape(c) for c in re.findall(r"<code>([^<]*)</code>", banner.split(
+        'class="banner demo"')[1].split("</div>")[0])]  # fmt: skip
+    assert "HERMES_HOME=~/.hermes make run" in commands
+    serve = next(c for c in commands if c.startswith(".venv/bin/recall "))
+    args = build_parser().parse_args(serve.split()[1:])  # what `make run` installed parses it
+    assert args.command == "serve" and args.home == "~/.hermes"
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    first_section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    opening = [c for c in commands if c != "recall demo"]  # how this home was made
+    assert all(c in first_section for c in opening)  # the README says the same
+
+
+def _activity_home(root: Path) -> Path:
+    """Three sessions in the last days (two models, tool calls, priced usage), one long ago."""
+    from dashboard.repository.store import NewMessage, SessionStore, Usage
+
+    noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
+    with SessionStore(root / "state.db") as store:
+        for sid, model, at, cost in (("a", "model-a", noon, 0.5), ("b", "model-a", noon + 60, None),
+                                     ("c", "model-b", noon - 86400, 1.25),
+                                     ("old", "model-old", noon - 90 * 86400, 9.0)):  # fmt: skip
+            store.create_session("cli", session_id=sid, model=model, started_at=at)
+            store.append_messages(sid, [
+                NewMessage("user", "run it", timestamp=at),
+                NewMessage("assistant", "ok", timestamp=at + 1, token_count=10),
+                NewMessage("tool", "done", tool_name="terminal", timestamp=at + 2),
+                NewMessage("tool", "found", tool_name="web_search" if sid == "a" else "terminal",
+                           timestamp=at + 3),
+            ])  # fmt: skip
+            store.record_usage(sid, Usage(
+                model=model, billing_provider="p", input_tokens=100, output_tokens=20,
+                estimated_cost_usd=cost, cost_status="estimated" if cost else "unknown",
+                at=at + 1,
+            ))  # fmt: skip
+    return root
+
+
+def test_the_overview_starts_with_the_last_30_days(tmp_path: Path) -> None:
+    home = _activity_home(tmp_path / "home")
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
+    client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
+    page = client.get("/overview").get_data(as_text=True)
+    activity = page.split('class="overview-activity"')[1].split("</section>\n  {%")[0]
+    assert 'data-from="2026-11-01" data-to="2026-12-01"' in page
+    rows = dict(re.findall(r"<tr><td>(2026-\d\d-\d\d)</td><td class=\"num sessions\">(\d+)<", page))
+    assert len(rows) == 30 and rows["2026-11-29"] == "2" and rows["2026-11-28"] == "1"
+    assert sum(int(n) for n in rows.values()) == 3  # the session 90 days ago is not in it
+    models = re.findall(r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
+                        r"(\d+) sessions", activity)  # fmt: skip
+    assert models == [("model-a", "2"), ("model-b", "1")]
+    tools = re.findall(r'<span class="activity-name">([^<]+)</span> <span class="muted">(\d+) '
+                       r"calls", activity)  # fmt: skip
+    assert tools == [("terminal", "5"), ("web_search", "1")]
+    # The spend is the costs API's for the same days; the unknown call is named, not $0.
+    costs = client.get("/api/costs?period=day&by=source&from=2026-11-01&to=2026-12-01").json
+    assert costs["totals"]["effective_usd"] == 1.75
+    assert 'data-spend="1.75"' in page and "1 call of unknown price" in activity
+    assert page.index("overview-activity") < page.index("Detected layout")
+
+
+def test_the_overview_of_a_home_without_sessions_in_the_range(client: FlaskClient) -> None:
+    page = client.get("/overview").get_data(as_text=True)
+    assert "Activity, last 30 days" in page and "Detected layout" in page

@@ -139,3 +139,19 @@ def test_the_json_api_is_the_same_block(client: FlaskClient) -> None:
     assert f"data-preview-chars>{data['chars']:,}<" in page
     bad = client.get("/api/preview", query_string={"message": "x", "session": "nope"})
     assert bad.status_code == 400 and "No session" in bad.get_json()["error"]
+
+
+@pytest.mark.parametrize("config", [
+    "model:\n  default: cfg/model-next\n  provider: openrouter\n",  # today's Hermes
+    "model: cfg/model-next\n",  # older configs name the model alone
+])  # fmt: skip
+def test_a_new_session_names_the_model_from_config_yaml(
+    home: Path, tmp_path: Path, config: str
+) -> None:
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    client = make_app(home, tmp_path / "data2").test_client()
+    text = client.get("/preview", query_string={"message": "marmoset"}).get_data(as_text=True)
+    assert "Model: cfg/model-next" in part(text, "context")  # what the next session runs
+    inside = client.get("/preview", query_string={"message": "marmoset", "session": "old"})
+    assert "Model: model-old" in part(inside.get_data(as_text=True), "context")
+    assert 'value="cfg/model-next"' not in text  # the form's field stays empty: a default

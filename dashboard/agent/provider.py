@@ -33,9 +33,10 @@ from dashboard.repository.datadir import data_dir_for, recall_data_dir
 from dashboard.repository.errors import RecallError, StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_file
-from dashboard.repository.query import terms_query
+from dashboard.repository.query import parse_query, terms_query
 from dashboard.repository.reader import StateReader
 from dashboard.repository.recalldb import RecallData
+from dashboard.repository.said import said_only
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.summaries import SummaryService
@@ -185,11 +186,15 @@ class RecallMemoryProvider(MemoryProvider):
             self._writer_for().create_session(session_id, **kwargs)
 
     def latest_model(self, session_id: str | None = None) -> str | None:
-        """The model of ``session_id`` (NotFoundError if there is none), else of the most
-        recent session: what the context line names when the caller does not say."""
+        """The model the context line names when the caller does not say: that of
+        ``session_id`` (NotFoundError if there is none); for a new session the one
+        config.yaml sets, as the agent would start it, else the most recent session's."""
         if session_id:
             segment = self.reader.chain(session_id).segment(session_id)
             return segment.model if segment else None
+        configured = self.home.configured_model()
+        if configured:
+            return configured
         recent = self.reader.search(SearchRequest(per_page=1)).results
         return recent[0].model if recent else None
 
@@ -245,13 +250,15 @@ class RecallMemoryProvider(MemoryProvider):
                                     exclude=self._chain(session_id),
                                     rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
             found = self.reader.search(request)
+            with self.reader.snapshot() as snap:
+                results = said_only(snap.conn, found.results, parse_query(terms).highlight_terms())
         except StoreUnavailableError as exc:
             log.warning("recall: prefetch skipped, the store is unavailable (%s)", exc)
             return RecalledBlock("")
         except RecallError as exc:
             log.warning("recall: prefetch skipped (%s)", exc)
             return RecalledBlock("")
-        return recalled_block(found.results, self.clock(), self.budget_chars)
+        return recalled_block(results, self.clock(), self.budget_chars)
 
     def _chain(self, session_id: str) -> tuple[str, ...]:
         """The sessions of ``session_id``'s compaction chain (~1 ms: read every time, as

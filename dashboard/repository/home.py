@@ -83,6 +83,14 @@ class HermesHome:
             return {}, f"config.yaml cannot be read ({str(exc)[:200]})"
         return (data if isinstance(data, dict) else {}), None
 
+    def configured_model(self) -> str | None:
+        """The model a new session runs: config.yaml's ``model.default`` (today's Hermes)
+        or ``model`` when it is a plain name (older configs); None when neither is set."""
+        model = self.config().get("model")
+        if isinstance(model, dict):
+            model = model.get("default")
+        return (model.strip() or None) if isinstance(model, str) else None
+
     def char_limit(self, name: str) -> CharLimit:
         """The character limit of ``USER.md`` or ``MEMORY.md`` from config.yaml.
 

@@ -31,7 +31,7 @@ import time
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dashboard.repository.errors import (
@@ -397,6 +397,24 @@ INVISIBLE_CHARS: frozenset[str] = frozenset(
 _INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + "]")
 
 
+# Characters that look like nothing or like a plain space (and so look the same in a
+# diff): the invisible and bidi ones above, other format characters (Cf), spaces
+# other than U+0020 (NBSP, thin, ideographic…) and control characters such as tab.
+_SHOWN_AS_IS = frozenset(" \n")
+
+
+def hidden_char(char: str) -> str | None:
+    """How a diff names ``char`` when it would be invisible there (``U+00A0 NO-BREAK
+    SPACE``, ``TAB``), else None."""
+    if char in _SHOWN_AS_IS:
+        return None
+    if char == "\t":
+        return "TAB"
+    if char in INVISIBLE_CHARS or unicodedata.category(char) in ("Cf", "Zs", "Zl", "Zp", "Cc"):
+        return f"U+{ord(char):04X} {unicodedata.name(char, 'CONTROL CHARACTER')}"
+    return None
+
+
 def check(text: str, limit: int) -> list[Finding]:
     """Everything wrong with ``text`` as a memory file with a ``limit`` of characters.
 
@@ -522,6 +540,8 @@ class SaveResult:
     sha256: str
     revision_id: int | None
     findings: tuple[Finding, ...]  # the warnings the saved text still has
+    replaced_revision_id: int | None = None  # the revision holding the text replaced (undo)
+    merged: bool = False  # another writer's change was merged in (see save_merging)
 
 
 @contextmanager
@@ -611,10 +631,9 @@ def save_memory_file(
             _, undecodable = _decode(name, current)
             if undecodable:
                 raise ValidationError(f"{undecodable} Nothing was written.")
-        if data is not None and current is not None and not data.revisions(key, name, limit=1):
-            data.add_revision(
-                key, name, current.decode("utf-8", errors="replace"), note="before first edit"
-            )
+        replaced = None
+        if data is not None and current is not None:
+            replaced = _remember(data, key, name, current.decode("utf-8", errors="replace"))
         mode = _mode_of(path)
         _atomic_write(path, new_bytes, mode)
         revision_id = None
@@ -624,7 +643,68 @@ def save_memory_file(
         sha256=_sha256(new_bytes),
         revision_id=revision_id,
         findings=tuple(f for f in findings if f.severity == WARN),
+        replaced_revision_id=replaced,
     )
+
+
+def _remember(data: RecallData, key: str, name: str, text: str) -> int:
+    """The id of the newest revision holding ``text``, recording it first when the newest
+    revision is something else (the first edit, or a file written outside Recall)."""
+    newest = data.revisions(key, name, limit=1)
+    if newest and newest[0]["content"] == text:
+        return newest[0]["id"]
+    note = "written outside Recall" if newest else "before first edit"
+    return data.add_revision(key, name, text, note=note)
+
+
+def remember_loaded(home: HermesHome, file: MemoryFile, data: RecallData) -> None:
+    """Keep the text a page was loaded with as a revision, if Recall has none of it yet.
+
+    A later save from that page then has its base text, so a change made meanwhile
+    (another tab, the agent) can be merged entry by entry; and the history shows the
+    agent's own edits between Recall's. Only Recall's database is written.
+    """
+    if file.exists and file.editable and file.problem is None:
+        _remember(data, home_key(home), file.name, file.text)
+
+
+def revision_text(home: HermesHome, name: str, sha256: str, data: RecallData) -> str | None:
+    """The text of the newest revision of ``name`` whose hash is ``sha256``, if any."""
+    for revision in data.revisions(home_key(home), name, limit=500):
+        if revision["sha256"] == sha256:
+            return revision["content"]
+    return None
+
+
+def save_merging(
+    home: HermesHome,
+    name: str,
+    new_text: str,
+    *,
+    base_sha256: str,
+    base_text: str | None,
+    data: RecallData,
+    note: str,
+) -> SaveResult:
+    """:func:`save_memory_file`, merging in a change made since ``base_sha256`` when the two
+    touched different entries (:func:`memory_merge.merge_entries`).
+
+    ``base_text`` is the text the edit started from (None when Recall has no copy:
+    then no merge is tried). A real overlap raises :class:`MemoryConflict` as a plain
+    save does; the merged text goes through the same checks, lock and hash guard.
+    """
+    from dashboard.repository.memory_merge import merge_entries
+
+    try:
+        return save_memory_file(home, name, new_text, base_sha256=base_sha256, data=data,
+                                note=note)  # fmt: skip
+    except MemoryConflict as exc:
+        merged = None if base_text is None else merge_entries(base_text, exc.theirs, new_text)
+        if merged is None:
+            raise
+        done = save_memory_file(home, name, merged, base_sha256=exc.their_sha256, data=data,
+                                note=f"{note} · merged with a change made elsewhere")  # fmt: skip
+        return replace(done, merged=True)
 
 
 # EACCES/EPERM: permissions (or an immutable file); EROFS: a read-only mount.

@@ -14,8 +14,9 @@ import difflib
 from typing import Any
 
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
+from markupsafe import Markup, escape
 
-from dashboard.repository.errors import NotWritableError
+from dashboard.repository.errors import NotFoundError, NotWritableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.memoryfiles import (
     BLOCK,
@@ -24,13 +25,18 @@ from dashboard.repository.memoryfiles import (
     MemoryConflict,
     MemoryFile,
     MemoryLockTimeout,
+    SaveResult,
     agent_block,
+    blocking,
     check,
     edit_entries,
+    hidden_char,
     home_key,
     read_memory_file,
+    remember_loaded,
     restore_revision,
-    save_memory_file,
+    revision_text,
+    save_merging,
     split_entries,
 )
 from dashboard.repository.params import whole_number
@@ -42,6 +48,9 @@ bp = Blueprint("memory", __name__)
 
 HISTORY_LIMIT = 50
 MAX_ENTRY_INDEX = 1_000_000  # far more entries than a file within its limit can hold
+# How the history names a one-step entry save (ops are checked by edit_entries first).
+ENTRY_NOTES = {"edit": "edited entry {}", "delete": "deleted entry {}", "up": "moved entry {} up",
+               "down": "moved entry {} down", "add": "added an entry"}  # fmt: skip
 
 
 def _profile() -> str | None:
@@ -105,14 +114,34 @@ def _entries_with_findings(text: str, limit: int) -> tuple[list[dict], list]:
     return entries, whole
 
 
-def diff_lines(old: str, new: str, name: str) -> list[tuple[str, str]]:
-    """A unified diff of ``old`` → ``new`` as ``(kind, line)``; kind is add/del/hunk/file/same."""
-    out: list[tuple[str, str]] = []
+def show_hidden(line: str) -> Markup:
+    """``line`` escaped, each character a diff would not show (NBSP, U+200B, bidi controls,
+    tab…) replaced by a visible, named marker."""
+    out = []
+    for char in line:
+        name = hidden_char(char)
+        if name is None:
+            out.append(escape(char))
+        else:
+            code = name.split(" ", 1)[0]
+            out.append(Markup('<span class="hidden-char" title="{}">{}</span>').format(name, code))
+    return Markup("").join(out)
+
+
+def diff_lines(
+    old: str, new: str, name: str, old_label: str = "on disk", new_label: str = "yours"
+) -> list[tuple[str, Markup]]:
+    """A unified diff of ``old`` → ``new`` as ``(kind, line)``; kind is add/del/hunk/file/same.
+
+    Lines are safe markup with invisible characters shown as markers (see
+    :func:`show_hidden`), so a change of a space into a no-break space is visible.
+    """
+    out: list[tuple[str, Markup]] = []
     lines = difflib.unified_diff(
         old.splitlines(),
         new.splitlines(),
-        fromfile=f"{name} (on disk)",
-        tofile=f"{name} (yours)",
+        fromfile=f"{name} ({old_label})",
+        tofile=f"{name} ({new_label})",
         lineterm="",
     )
     for line in lines:
@@ -126,8 +155,41 @@ def diff_lines(old: str, new: str, name: str) -> list[tuple[str, str]]:
             kind = "del"
         else:
             kind = "same"
-        out.append((kind, line))
+        out.append((kind, show_hidden(line)))
     return out
+
+
+def _history(name: str, revisions: list[dict]) -> list[dict]:
+    """Each revision with the diff from the one before it (the oldest shown has none)."""
+    shown = []
+    for index, revision in enumerate(revisions):
+        older = revisions[index + 1] if index + 1 < len(revisions) else None
+        changes = None
+        if older is not None:
+            changes = diff_lines(older["content"], revision["content"], name,
+                                 f"#{older['id']}", f"#{revision['id']}")  # fmt: skip
+        shown.append({**revision, "changes": changes})
+    return shown
+
+
+def _last_change(file: MemoryFile) -> dict[str, Any] | None:
+    """What the save named in the URL (``?change=&before=``) changed, and its undo."""
+    change = whole_number(request.args.get("change"), "change", 1, 2**62)
+    before = whole_number(request.args.get("before"), "before", 1, 2**62)
+    if change is None or before is None:
+        return None
+    key = home_key(_home())
+    try:
+        new, old = _data().revision(change), _data().revision(before)
+    except NotFoundError:
+        return None
+    if any(r["home"] != key or r["name"] != file.name for r in (new, old)):
+        return None
+    return {
+        "diff": diff_lines(old["content"], new["content"], file.name, "before", "now"),
+        "undo": old["id"] if new["sha256"] == file.sha256 else None,  # only while it is current
+        "merged": request.args.get("merged") == "1",
+    }
 
 
 def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
@@ -139,13 +201,14 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "entries": entries,
         "whole_findings": whole,
         "agent_block": agent_block(file),
-        "revisions": revisions,
+        "revisions": _history(file.name, revisions),
         "over_limit": file.used > file.limit,
         "edit_text": file.text,
         "edit_base": file.sha256,
         "saved": request.args.get("saved") == "1",
         "blocked": None,
         "conflict": None,
+        "last_change": None,
         "error": None,
         **_profile_context(),
     }
@@ -172,7 +235,7 @@ def _save(name: str, action):
     """Run ``action`` (a save or a restore) and answer with its page or error view."""
     home = _home()
     try:
-        action(home)
+        result = action(home)
     except BlockedContentError as exc:
         file = read_memory_file(home, name)
         return _render(
@@ -194,7 +257,17 @@ def _save(name: str, action):
             file, 403, error=str(exc),
             edit_text=file.text if edit is None else edit.replace("\r\n", "\n"),
         )  # fmt: skip
-    return redirect(url_for("memory.show", name=name, profile=_profile(), saved=1), code=303)
+    return _saved(name, result)
+
+
+def _saved(name: str, result: SaveResult | None):
+    """Back to the file, naming the revisions before and after so the page shows the diff."""
+    args: dict[str, Any] = {"name": name, "profile": _profile(), "saved": 1}
+    if result is not None and result.revision_id and result.replaced_revision_id:
+        args.update(change=result.revision_id, before=result.replaced_revision_id)
+        if result.merged:
+            args["merged"] = 1
+    return redirect(url_for("memory.show", **args), code=303)
 
 
 @bp.get("/memory")
@@ -206,7 +279,10 @@ def index():
 @bp.get("/memory/<name>")
 def show(name: str):
     """The file as entries with their findings, the raw editor, the agent's view, history."""
-    return _render(read_memory_file(_home(), _checked_name(name)))
+    home = _home()
+    file = read_memory_file(home, _checked_name(name))
+    remember_loaded(home, file, _data())  # a save from this page can then merge
+    return _render(file, last_change=_last_change(file))
 
 
 @bp.post("/memory/<name>/preview")
@@ -233,27 +309,24 @@ def _preview_page(file: MemoryFile, text: str, base: str):
 
 
 def _revision_text(name: str, sha256: str) -> str | None:
-    for revision in _data().revisions(home_key(_home()), name, limit=500):
-        if revision["sha256"] == sha256:
-            return revision["content"]
-    return None
+    return revision_text(_home(), name, sha256, _data())
 
 
 @bp.post("/memory/<name>/entries")
 def entries(name: str):
-    """One entry edit (edit/delete/up/down/add) turned into a full text, shown as a preview.
+    """One entry edit (edit/delete/up/down/add), saved in one step when its checks pass.
 
-    Nothing is written here: the preview page's Save does that. The edit applies to
-    the text the page was loaded with; if the file changed since, the conflict view.
+    The edit applies to the text the page was loaded with. Blocked content gets the
+    preview page (nothing written); a file changed since is merged entry by entry
+    when the two changes touch different entries, else the three-way view.
     """
-    file = read_memory_file(_home(), _checked_name(name))
+    home = _home()
+    file = read_memory_file(home, _checked_name(name))
     base = _submitted_base()
     op = request.form.get("op", "")
     index = whole_number(request.form.get("index"), "index", 0, MAX_ENTRY_INDEX) or 0
     value = request.form.get("value", "").replace("\r\n", "\n")
-    if base == file.sha256:
-        return _preview_page(file, edit_entries(file.text, op, index, value), base)
-    base_text = _revision_text(name, base)
+    base_text = file.text if base == file.sha256 else _revision_text(name, base)
     if base_text is None:
         return _render(
             file,
@@ -262,14 +335,14 @@ def entries(name: str):
             "version you started from, so your change was not applied. Nothing was written; "
             "make the change again on this page.",
         )
-    exc = MemoryConflict(
+    yours = edit_entries(base_text, op, index, value)
+    if blocking(check(yours, file.limit)):
+        return _preview_page(file, yours, base)
+    return _save(
         name,
-        theirs=file.text,
-        yours=edit_entries(base_text, op, index, value),
-        base_sha256=base,
-        their_sha256=file.sha256,
-    )
-    return _conflict_view(file, exc)
+        lambda home: save_merging(home, name, yours, base_sha256=base, base_text=base_text,
+                                  data=_data(), note=ENTRY_NOTES[op].format(index + 1)),
+    )  # fmt: skip
 
 
 @bp.post("/memory/<name>")
@@ -280,10 +353,10 @@ def save(name: str):
     base = _submitted_base()
     return _save(
         name,
-        lambda home: save_memory_file(
-            home, name, text, base_sha256=base, data=_data(), note="edited in Recall"
-        ),
-    )
+        lambda home: save_merging(home, name, text, base_sha256=base,
+                                  base_text=_revision_text(name, base), data=_data(),
+                                  note="edited in Recall"),
+    )  # fmt: skip
 
 
 @bp.post("/memory/<name>/restore/<int:revision_id>")

@@ -1,17 +1,29 @@
-"""Overview: what Recall opened and what it holds."""
+"""Overview: the last 30 days of activity first, then what Recall opened and what it holds."""
 
 from __future__ import annotations
 
 from flask import Blueprint
 
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.overview import recent_activity
+from dashboard.views.costs import current_time, current_timezone
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
+from dashboard.web.rollup import get_cost_rollup
 
 bp = Blueprint("overview", __name__)
 
 
 @bp.get("/overview")
 def index():
-    """Show the opened home: path, detected layout, counts, date range, size."""
-    info = get_reader().overview()
-    return render_page("overview.html", "_overview.html", "overview", info=info)
+    """Show activity per day, top models and tools, then the home's layout and counts."""
+    reader = get_reader()
+    info = reader.overview()
+    activity, problem = None, None
+    try:
+        activity = recent_activity(reader, get_cost_rollup(), today=current_time().date(),
+                                   timezone=current_timezone())  # fmt: skip
+    except ValidationError as exc:  # a bad RECALL_TIMEZONE: the diagnostics still help
+        problem = str(exc)
+    return render_page("overview.html", "_overview.html", "overview", info=info,
+                       activity=activity, activity_problem=problem)  # fmt: skip

@@ -116,3 +116,21 @@ def test_without_javascript_the_form_is_a_plain_get(demo_server: Server, browser
         assert not page.get_by_role("button", name="Copy the whole block").is_visible()
     finally:
         context.close()
+
+
+def test_recalled_items_are_what_was_said_and_the_model_is_the_configured_one(
+    demo_server: Server, page
+) -> None:
+    """The demo's assistants write files: their arguments must not come back as memories."""
+    watch = PageWatch()
+    watch.attach(page)
+    page.goto(demo_server.url + "/preview")
+    page.locator("#preview-message").fill("how do we import json and the settings from app.config?")
+    recalled = page.locator("section.preview-part[data-part=recalled] pre.preview-text")
+    expect(recalled).to_contain_text("# Relevant Memories")
+    text = recalled.inner_text()
+    assert "content=" not in text and "path=" not in text, text
+    # The demo's config.yaml runs claude-sonnet-4.5 for a new session.
+    context = page.locator("section.preview-part[data-part=context] pre")
+    expect(context).to_contain_text("Model: anthropic/claude-sonnet-4.5")
+    assert watch.problems == []
