@@ -88,9 +88,10 @@ def port_taken(host: str, port: int, exc: OSError) -> str | None:
     """The one line to print when ``exc`` says the address is in use, else None."""
     if exc.errno != errno.EADDRINUSE:
         return None
+    other = port + 1 if port < 65535 else port - 1
     return (
         f"recall: port {port} on {host} is already in use (another Recall, or another "
-        f"program); pick a free one with --port, e.g. --port {port + 1}"
+        f"program); pick a free one with --port, e.g. --port {other}"
     )
 
 

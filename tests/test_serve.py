@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import sqlite3
 import subprocess
@@ -16,6 +17,7 @@ import httpx
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.readonly import readonly_uri
 from dashboard.repository.recalldb import RecallData
+from dashboard.serve import port_taken
 from dashboard.web.security import load_secret_key
 from tests import hermes_shapes as shapes
 from tests.browser_support import running_server
@@ -141,3 +143,10 @@ def test_a_port_already_in_use_is_one_line_naming_port_and_exit_2(tmp_path: Path
     assert "Recall is serving" not in out.stdout
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{port}" in lines[0] and "--port" in lines[0], out.stderr
+
+
+def test_the_port_suggested_when_one_is_taken_is_a_port() -> None:
+    taken = OSError(errno.EADDRINUSE, "Address already in use")
+    assert port_taken("127.0.0.1", 8750, taken).endswith("--port 8751")
+    assert port_taken("127.0.0.1", 65535, taken).endswith("--port 65534")
+    assert port_taken("127.0.0.1", 8750, OSError(errno.EACCES, "Permission denied")) is None
