@@ -27,6 +27,8 @@ def show(session_id: str):
         paging=shown.transcript.paging, include_inactive=wanted.include_inactive,
         # "part 1 of 1" says nothing: a session in no continuation line shows no part.
         chain_part=chain.part_of(session_id) if len(chain.line) > 1 else None,
+        # Branches, delegations or damaged links still make a family worth a look.
+        related=len(chain.segments) - 1, chain_damaged=bool(chain.warnings),
         cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
     )  # fmt: skip
 
