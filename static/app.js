@@ -1,6 +1,8 @@
 // Recall's only script besides vendored htmx. No inline scripts anywhere (CSP).
 (function () {
   "use strict";
+  // Parts that only a script can bring to life (a summary's spinner) show only with one.
+  document.documentElement.classList.add("js");
   const meta = document.querySelector('meta[name="csrf-token"]');
   const token = meta ? meta.getAttribute("content") : "";
 
@@ -155,7 +157,11 @@
   }
   function showMatch(targets, index) {
     const label = document.querySelector("[data-stepper-label]");
-    if (label && index >= 0) label.textContent = "match " + (index + 1) + " of " + targets.length;
+    if (label && index >= 0) {
+      const total = Number(label.getAttribute("data-total")) || targets.length;
+      label.textContent = "match " + (index + 1) + " of " + targets.length.toLocaleString("en")
+        + (total > targets.length ? " listed (of " + total.toLocaleString("en") + ")" : "");
+    }
     document.querySelectorAll(".msg.current-match").forEach(function (el) { el.classList.remove("current-match"); });
     const el = index >= 0 ? document.getElementById("m" + targets[index].id) : null;
     if (el) el.classList.add("current-match");
