@@ -47,9 +47,10 @@
   window.addEventListener("hashchange", findMessage);
 
   // Typing at 3 keys a second would leave an entry per key, so Back walked through
-  // "kubernetes ingre"… A burst of typing keeps one history entry (the first result
-  // pushes, the rest replace it); after a pause the next burst gets its own. The URL
-  // already shown is never pushed again (pressing Enter on it).
+  // "kubernetes ingre"… A burst of typing keeps one history entry (its first result
+  // pushes, the rest replace it); a keystroke after a pause of a second starts the next
+  // entry, and so do Enter and a filter change. Keystrokes, not answers, are timed, so a
+  // slow server cannot split a burst. The URL already shown is never pushed again.
   const TYPING_PAUSE_MS = 1000;
   let lastTyped = 0;
   let burstHasEntry = false;
@@ -59,19 +60,19 @@
     if (now - lastTyped > TYPING_PAUSE_MS) burstHasEntry = false;
     lastTyped = now;
   });
-  document.addEventListener("submit", function (event) {
-    if (event.target.id === "search-form") lastTyped = 0;
-  }, true);
   document.addEventListener("htmx:beforeHistoryUpdate", function (event) {
     const update = event.detail.history;
     if (update.type !== "push") return;
     const next = new URL(update.path, window.location.href);
+    const config = event.detail.requestConfig || {};
+    const cause = config.triggeringEvent ? config.triggeringEvent.type : "";
+    const typed = config.elt && config.elt.id === "search-form" && cause === "input";
     if (next.pathname + next.search === window.location.pathname + window.location.search) {
       update.type = "replace";
-    } else if (Date.now() - lastTyped < TYPING_PAUSE_MS) {
-      if (burstHasEntry) update.type = "replace";
-      burstHasEntry = true;
+    } else if (typed && burstHasEntry) {
+      update.type = "replace";
     }
+    burstHasEntry = typed;  // anything else (Enter, a filter, a page) ends the burst
   });
 
   // Live search sends only the fields that say something: no "model=&days=&…", and no

@@ -148,6 +148,7 @@ def test_typing_replaces_the_history_entry_until_a_pause(demo_server: Server, pa
     expect(page.locator("#q")).to_have_value("kubernetes ingress")
     page.go_back()
     page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator("#results")).to_contain_text("most recent first")
     # Submitting what is already shown adds no entry.
     page.goto(demo_server.url + "/?q=redis")
     before = page.evaluate("history.length")
