@@ -250,7 +250,8 @@ def test_session_page_says_which_part_it_is(tmp_path: Path) -> None:
     client = make_app(home, tmp_path / "data").test_client()
     html = page(client, f"/sessions/{shapes.S_CONT1}")
     assert f'href="/chains/{shapes.S_CONT1}"' in html and "chain: part 2 of 3" in html
-    assert "chain: part 1 of 1" in page(client, f"/sessions/{shapes.S_CRON}")
+    # A session in no chain says nothing about parts (issue 14, item 9).
+    assert "part 1 of 1" not in page(client, f"/sessions/{shapes.S_CRON}")
     chain = page(client, f"/chains/{shapes.S_SUBAGENT}")
     assert "off the continuation line" in chain and "part 1 of 1" in chain
 

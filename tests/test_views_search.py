@@ -98,3 +98,54 @@ def test_a_card_and_its_session_page_count_the_same_matches(tmp_path: Path) -> N
             session = _text(client, f"/sessions/{sid}?q={q}")
             word = "message" if expected == "1" else "messages"
             assert f"<strong>{expected} {word} match</strong>" in session, (q, sid)
+
+
+def test_no_endpoint_shows_one_line_instead_of_a_preview_per_card(tmp_path: Path) -> None:
+    html = _text(_client(tmp_path), "/?q=redis")
+    assert html.count('class="summaries-note"') == 1 and "RECALL_LLM_BASE_URL" in html
+    assert "summary-slot" not in html and "Raw preview" not in html
+    assert "spinner" not in html.split('id="results"', 1)[1]
+
+
+def test_a_configured_endpoint_keeps_the_summary_slots(tmp_path: Path, llm_stub) -> None:
+    _client(tmp_path)
+    client = make_app(tmp_path / "home", tmp_path / "data", LLM_BASE_URL=llm_stub.url).test_client()
+    html = _text(client, "/?q=redis")
+    assert "summary-slot" in html and "summaries-note" not in html
+
+
+def test_a_failing_endpoint_still_shows_the_extractive_preview(tmp_path: Path) -> None:
+    _client(tmp_path)
+    # Nothing listens on this port: every call fails, the card falls back to the preview.
+    from tests.browser_support import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    client = make_app(tmp_path / "home", tmp_path / "data", LLM_BASE_URL=url,
+                      LLM_RETRIES=0).test_client()  # fmt: skip
+    html = _text(client, "/summaries/s01?q=redis")
+    assert "[Raw preview — summarization unavailable]" in html and "<mark>redis</mark>" in html
+
+
+@pytest.mark.parametrize("url", ["/?q=redis", "/?q=zzqx", "/"])
+def test_the_page_says_what_it_did_in_plain_words(tmp_path: Path, url: str) -> None:
+    html = _text(_client(tmp_path), url)
+    for jargon in ("unicode61", "trigram", "word index", "in a family", "Exclude session"):
+        assert jargon not in html.split("<main", 1)[1], jargon
+    if url == "/?q=redis":
+        assert "searched whole words" in html
+
+
+def test_the_filter_panel_opens_for_fields_set_away_from_their_defaults(tmp_path: Path) -> None:
+    client = _client(tmp_path)
+    assert "<details class=\"filters\" open>" in _text(client, "/?q=redis&sort=oldest")
+    assert "<details class=\"filters\" open>" in _text(client, "/?q=redis&summaries=off")
+    assert "<details class=\"filters\">" in _text(client, "/?q=redis&sort=relevance&summaries=auto")
+
+
+def test_the_live_update_carries_the_tab_title(tmp_path: Path) -> None:
+    response = _client(tmp_path).get(
+        "/?q=redis+pool", headers={"HX-Request": "true", "HX-Target": "results"}
+    )
+    html = response.get_data(as_text=True)
+    assert html.lstrip().startswith("<title>Search: redis pool · Recall</title>")
+    assert '<section id="results"' in html and "<form" not in html

@@ -267,6 +267,43 @@ def test_search_hits_link_to_the_page_holding_them(tmp_path: Path) -> None:
     home, ids, _ = long_home(tmp_path)
     client = make_app(home, tmp_path / "data").test_client()
     results = page(client, "/?q=1050")
-    link = re.search(r'class="hit" href="([^"]+)"', results)[1].replace("&amp;", "&")
+    link = re.search(r'class="hit"[^>]*href="([^"]+)"', results)[1].replace("&amp;", "&")
     assert link.endswith(f"#m{ids[1_050]}") and f"at={ids[1_050]}" in link
     assert f'<li id="m{ids[1_050]}"' in page(client, link.split("#")[0])
+
+
+def test_a_lone_untitled_session_has_a_plain_heading_and_no_chain_part(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli")
+        store.append_messages(sid, [
+            NewMessage("user", "# Fix the `deploy.sh` **script**\n\nsee [the docs](https://x.test)"),
+            NewMessage("assistant", "Looking."),
+        ])  # fmt: skip
+    html = page(make_app(home, tmp_path / "data").test_client(), f"/sessions/{sid}")
+    heading = re.search(r'<h1 class="session-title">([^<]*)', html)[1].strip()
+    assert heading == "Fix the deploy.sh script see the docs"
+    assert "<title>Fix the deploy.sh script see the docs · Recall</title>" in html
+    assert "chain: part" not in html and "part 1 of 1" not in html
+    assert "data-fold-all hidden" in html  # expand/collapse all: shown by the script
+
+
+def test_a_chain_segment_still_says_its_part(tmp_path: Path) -> None:
+    client = client_for(tmp_path, "current_views")
+    html = page(client, f"/sessions/{shapes.S_CONT1}")
+    assert re.search(r"chain: part 2 of \d+", html)
+
+
+def test_the_match_stepper_links_the_first_and_last_match_without_a_script(
+    tmp_path: Path,
+) -> None:
+    from tests.test_transcript import long_home
+
+    home, ids, _ = long_home(tmp_path)
+    html = page(make_app(home, tmp_path / "data").test_client(),
+                "/sessions/long-a?q=7+OR+499+OR+1050")  # fmt: skip
+    stepper = html.split('class="match-stepper"', 1)[1].split("</div>", 1)[0]
+    assert "3 matches" in stepper
+    prev, nxt = re.findall(r'href="([^"]+)"', stepper)
+    assert prev.replace("&amp;", "&").endswith(f"at={ids[1_050]}#m{ids[1_050]}")
+    assert nxt == f"#m{ids[7]}"

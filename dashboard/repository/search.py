@@ -19,10 +19,11 @@ pagination covers every matching session.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
@@ -30,7 +31,13 @@ from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage, load_lineage
 from dashboard.repository.params import date_bound, whole_number
 from dashboard.repository.query import ParsedQuery, parse_query
-from dashboard.repository.snippets import make_snippet, preview, readable, readable_tool_calls
+from dashboard.repository.snippets import (
+    make_snippet,
+    markdown_plain,
+    preview,
+    readable,
+    readable_tool_calls,
+)
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
 PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
@@ -46,6 +53,26 @@ MAX_PER_PAGE = 100
 HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
 SORTS = ("relevance", "newest", "oldest")
 ROLES = ("user", "assistant", "tool", "system")
+# What each route did, in the words a person uses (pages and notes say it this way).
+ROUTE_WORDS = {
+    "unicode61": "searched whole words",
+    "trigram": "searched for parts of words",
+    "scan": "searched every message",
+}
+MODEL_FACETS = 50  # models listed in the filter
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+def model_family(name: str) -> str:
+    """The key every spelling of one model shares; the filter matches by it.
+
+    ``anthropic/claude-sonnet-4.5``, ``claude-sonnet-4-5`` and
+    ``claude-sonnet-4-5-20250929`` are one model: the provider prefix, case, the
+    choice of ``.``/``_``/``-`` between version parts and a release-date suffix go.
+    """
+    base = name.strip().rsplit("/", 1)[-1].casefold()
+    base = re.sub(r"[._\s]+", "-", base)
+    return _DATE_SUFFIX.sub("", base) or name.strip()
 
 
 @dataclass(frozen=True)
@@ -66,6 +93,8 @@ class SearchRequest:
     older_than: int | None = None  # continue a bounded search below this message id
     newer_than: int | None = None  # continue an oldest-first search above this message id
     rank_window: int | None = None  # fewer matches ranked (an agent's prefetch), not in URLs
+    # Every stored spelling of ``model`` (its :func:`model_family`); search_sessions fills it.
+    model_spellings: tuple[str, ...] = ()
 
     @classmethod
     def from_params(cls, get: Callable[[str], str | None], getlist: Callable[[str], list[str]],
@@ -95,7 +124,7 @@ class SearchRequest:
             query=(get("q") or "").strip(),
             roles=roles,
             sources=many("source"),
-            model=(get("model") or "").strip() or None,
+            model=model_family(get("model") or "") or None,
             after=after,
             before=before,
             exclude=many("exclude"),
@@ -169,6 +198,11 @@ class SearchResult:
         return self.total_sessions > 0 and self.request.page > self.pages
 
     @property
+    def route_words(self) -> str:
+        """What the search did, in plain words ("searched for parts of words")."""
+        return ROUTE_WORDS.get(self.route, "listed recent conversations")
+
+    @property
     def window(self) -> int | None:
         """How many matching messages were read when the work was bounded, else None."""
         return self.total_matches - 1 if self.bounded and self.total_matches else None
@@ -238,6 +272,8 @@ def search_sessions(
     parsed = parse_query(request.query)
     if lineage is None:
         lineage = load_lineage(conn, layout)
+    if request.model:
+        request = replace(request, model_spellings=_spellings(conn, layout, request.model))
     if parsed.empty:
         result = _recent(conn, layout, request, lineage)
     else:
@@ -266,13 +302,16 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
     terms = [*parsed.positive, *parsed.negative]
     scan = _Route("scan", None, None)
     if any(t.short_cjk for t in terms):
-        notes.append("1–2 character Chinese/Japanese/Korean terms are found by scanning messages.")
+        notes.append(
+            "Chinese, Japanese and Korean terms of 1–2 characters are found by reading every "
+            "message."
+        )
         return [scan], notes
     if not layout.index_trusted:
         why = (
             "stale" if layout.fts_stale else "being rebuilt" if layout.fts_rebuilding else "missing"
         )
-        notes.append(f"The full-text index is {why}; messages are scanned instead.")
+        notes.append(f"The search index is {why}, so every message was searched instead.")
         return [scan], notes
     trigram = layout.trigram_index
     tri_match = parsed.fts_match("trigram") if trigram else None
@@ -280,13 +319,16 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
     if any(t.cjk for t in terms):
         if tri:
             return [tri], notes
-        notes.append("No trigram index in this file; Chinese/Japanese/Korean terms are scanned.")
+        notes.append(
+            "This home has no index of word parts, so Chinese, Japanese and Korean terms "
+            "were found by searching every message."
+        )
         return [scan], notes
     symbolic = [t.text for t in terms if t.has_symbols]
     shown = ", ".join(symbolic[:3]) + (", …" if len(symbolic) > 3 else "")
     if any(t.symbols_at_edge for t in terms):
         # The word index keeps letters and digits only: "C++" there is the word "c".
-        how = "the trigram index" if tri else "scanning messages"
+        how = "searching for parts of words" if tri else "searching every message"
         notes.append(f"Matched {shown} with their symbols, by {how}.")
         return ([tri, scan] if tri else [scan]), notes
     if symbolic:
@@ -322,7 +364,8 @@ def _matching(
         if rows or index == len(routes) - 1:
             break
         notes.append(
-            f"No matches in the {route.name} index; tried the {routes[index + 1].name} index."
+            f"No match when it {ROUTE_WORDS[route.name]}, so it "
+            f"{ROUTE_WORDS[routes[index + 1].name]}."
         )
 
     titles = _title_matches(conn, layout, parsed, request, filters)
@@ -331,7 +374,10 @@ def _matching(
     results = _cards(conn, layout, page, lineage, parsed)
     side = "oldest" if request.sort == "oldest" else "newest"
     if bounded and route.table is None:
-        notes.append(f"Scanned the {side} {SCAN_ROWS:,} messages (no index can answer this query).")
+        notes.append(
+            f"Searched the {side} {SCAN_ROWS:,} messages one by one (no index can answer "
+            f"this query)."
+        )
     elif bounded and request.sort == "relevance":
         notes.append(f"To stay fast, only the {side} {total - 1:,} were ranked.")
     elif bounded:
@@ -611,8 +657,9 @@ def _filters(
         ses.append(f"s.source NOT IN ({','.join('?' * len(HIDDEN_SOURCES))})")
         ses_params.extend(HIDDEN_SOURCES)
     if request.model and "model" not in skip:
-        ses.append("s.model = ?")
-        ses_params.append(request.model)
+        spellings = request.model_spellings or (request.model,)
+        ses.append(f"s.model IN ({','.join('?' * len(spellings))})")
+        ses_params.extend(spellings)
     if request.exclude and "exclude" not in skip:
         ses.append(f"s.id NOT IN ({','.join('?' * len(request.exclude))})")
         ses_params.extend(request.exclude)
@@ -802,7 +849,7 @@ def _cards(
             hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet))
         cards.append(SessionResult(
             session_id=s["id"], root_session_id=g.key, title=title,
-            preview=preview(firsts.get(g.key) or firsts.get(s["id"]) or ""),
+            preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
             source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
             last_activity=activity.get(g.key),
             message_count=s["message_count"], hit_count=g.hit_count,
@@ -867,13 +914,50 @@ def _recent(
     return result
 
 
-def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, list[str]]:
-    """Distinct sources and models, most used first."""
-    sources = [r[0] for r in conn.execute(
-        "SELECT source FROM sessions GROUP BY source ORDER BY count(*) DESC")]  # fmt: skip
-    models: list[str] = []
-    if "model" in layout.session_columns:
-        models = [r[0] for r in conn.execute(
-            "SELECT model FROM sessions WHERE model IS NOT NULL GROUP BY model "
-            "ORDER BY count(*) DESC LIMIT 50")]  # fmt: skip
-    return {"sources": sources, "models": models}
+@dataclass(frozen=True)
+class ModelFacet:
+    """One model in the filter: all its stored spellings under one entry."""
+
+    key: str  # what the filter sends: the spellings' model_family
+    label: str  # the spelling most sessions use
+    count: int  # sessions, all spellings together
+    spellings: tuple[str, ...]  # most used first
+
+
+def _model_counts(conn: sqlite3.Connection, layout: Layout) -> list[tuple[str, int]]:
+    """Each stored model name with its number of sessions, most used first."""
+    if "model" not in layout.session_columns:
+        return []
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT model, count(*) FROM sessions WHERE model IS NOT NULL AND model != '' "
+        "GROUP BY model ORDER BY count(*) DESC, model")]  # fmt: skip
+
+
+def _spellings(conn: sqlite3.Connection, layout: Layout, model: str) -> tuple[str, ...]:
+    """The stored names of ``model`` under any of its spellings; never empty."""
+    family = model_family(model)
+    names = tuple(n for n, _ in _model_counts(conn, layout) if model_family(n) == family)
+    return names or (model,)
+
+
+def session_facets(conn: sqlite3.Connection, layout: Layout) -> dict[str, object]:
+    """Sources and models present, most used first, with their session counts.
+
+    ``sources``: names; ``source_counts``: name → sessions; ``models``: ModelFacet list.
+    """
+    counted = conn.execute(
+        "SELECT source, count(*) FROM sessions GROUP BY source ORDER BY count(*) DESC, source"
+    ).fetchall()
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for name, count in _model_counts(conn, layout):
+        groups.setdefault(model_family(name), []).append((name, count))
+    models = [
+        ModelFacet(key, names[0][0], sum(c for _, c in names), tuple(n for n, _ in names))
+        for key, names in groups.items()
+    ]
+    models.sort(key=lambda f: (-f.count, f.label))
+    return {
+        "sources": [r[0] for r in counted],
+        "source_counts": {r[0]: r[1] for r in counted},
+        "models": models[:MODEL_FACETS],
+    }

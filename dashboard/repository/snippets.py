@@ -13,9 +13,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 SNIPPET_CHARS = 220
 PREVIEW_CHARS = 160
 _SPACE = re.compile(r"\s+")
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
 def readable(text: str) -> str:
@@ -128,6 +131,24 @@ def preview(text: str, width: int = PREVIEW_CHARS) -> str:
         return flat
     cut = flat.rfind(" ", width - 30, width)
     return flat[: cut if cut > 0 else width] + "…"
+
+
+def markdown_plain(text: str) -> str:
+    """Markdown as the words a reader sees: no backticks, emphasis marks or link targets."""
+    words: list[str] = []
+    for block in _MARKDOWN.parse(text):
+        if block.type in ("fence", "code_block", "html_block"):
+            words.append(block.content)
+        for token in block.children or ():
+            if token.type in ("text", "code_inline"):
+                words.append(token.content)
+            elif token.type in ("softbreak", "hardbreak"):
+                words.append(" ")
+            elif token.type == "html_inline":
+                words.append(token.content)
+        if block.type.endswith("_close") and block.block:
+            words.append(" ")
+    return _SPACE.sub(" ", "".join(words)).strip()
 
 
 def plain_snippet(snippet_html: str) -> str:

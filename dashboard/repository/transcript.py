@@ -19,6 +19,7 @@ from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.layout import Layout
 from dashboard.repository.params import whole_number
+from dashboard.repository.snippets import markdown_plain
 
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:")
 # Children carrying one of these markers are branches, delegations or resets:
@@ -235,14 +236,14 @@ class Transcript:
 
     @property
     def display_title(self) -> str:
-        """The title, else a preview of the first user message, else the id."""
+        """The title, else the first user message as plain text (clipped), else the id."""
         if self.session.title:
             return self.session.title
         if self.paging is not None:
             texts = [self.first_user_text] if self.first_user_text else []
         else:
             texts = [m.text for m in self.messages if _opens_conversation(m)][:1]
-        return preview(texts[0], TITLE_PREVIEW_CHARS) if texts else self.session.id
+        return preview(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
 
     @property
     def callers(self) -> dict[str, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from playwright.sync_api import expect
+
 from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 from tests.test_views_sessions import IMG, SCRIPT, xss_home
 
@@ -112,3 +114,82 @@ def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
         page.wait_for_url(re.compile(rf"at={more[3]}"))
         assert page.locator(f"#m{more[3]}").is_visible()
     assert watch.problems == []
+
+
+def test_the_match_stepper_walks_every_match_across_pages(tmp_path: Path, page) -> None:
+    from tests.test_transcript import long_home
+
+    home, ids, _ = long_home(tmp_path)
+    watch = PageWatch()
+    watch.attach(page)
+    args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
+    wanted = [ids[7], ids[499], ids[1_050]]  # pages 1, 1 and 3
+
+    def on_screen(message_id: int) -> bool:
+        box = page.locator(f"#m{message_id}").bounding_box()
+        return box is not None and 0 <= box["y"] < page.viewport_size["height"]
+
+    with running_server(args, tmp_path) as srv:
+        page.goto(f"{srv.url}/sessions/long-a?q=7+OR+499+OR+1050")
+        stepper = page.locator(".match-stepper")
+        expect(stepper).to_contain_text("3 matches")
+        page.locator("body").click(position={"x": 5, "y": 5})
+        page.keyboard.press("n")
+        expect(stepper).to_contain_text("match 1 of 3")
+        assert on_screen(wanted[0])
+        page.keyboard.press("n")
+        expect(stepper).to_contain_text("match 2 of 3")
+        assert on_screen(wanted[1])
+        # The stepper stays in sight while the page scrolls (sticky).
+        box = stepper.bounding_box()
+        assert box is not None and 0 <= box["y"] < 80
+        page.keyboard.press("n")  # on page 3
+        page.wait_for_url(re.compile(rf"at={wanted[2]}"))
+        expect(stepper).to_contain_text("match 3 of 3")
+        assert on_screen(wanted[2])
+        page.keyboard.press("N")  # back to page 1
+        page.wait_for_url(re.compile(rf"#m{wanted[1]}$"))
+        expect(stepper).to_contain_text("match 2 of 3")
+        assert on_screen(wanted[1])
+        stepper.get_by_role("link", name="Previous match").click()
+        expect(stepper).to_contain_text("match 1 of 3")
+        assert on_screen(wanted[0])
+    assert watch.problems == []
+
+
+def test_a_lone_untitled_session_reads_plainly(tmp_path: Path, page) -> None:
+    from dashboard.repository.store import NewMessage, SessionStore
+
+    home = tmp_path / "home"
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli")
+        store.append_messages(sid, [
+            NewMessage("user", "Fix the `deploy.sh` **script**, see [docs](https://x.test)"),
+            NewMessage("assistant", "Looking.", tool_calls=[
+                {"id": "c1", "type": "function",
+                 "function": {"name": "read_file", "arguments": '{"path": "deploy.sh"}'}}]),
+            NewMessage("tool", "#!/bin/sh\n" + "echo step\n" * 30, tool_call_id="c1",
+                       tool_name="read_file"),
+            NewMessage("assistant", "Done.", reasoning="thinking about it " * 20),
+        ])  # fmt: skip
+    args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
+    with running_server(args, tmp_path) as srv:
+        page.goto(f"{srv.url}/sessions/{sid}")
+        heading = page.locator("h1.session-title").inner_text()
+        assert heading.startswith("Fix the deploy.sh script, see docs"), heading
+        assert "`" not in heading and "**" not in heading
+        assert "chain" not in page.locator(".session-meta").inner_text()
+        folded = page.locator("#transcript details.tool-call, #transcript details.tool-result,"
+                              " #transcript details.reasoning")  # fmt: skip
+        assert folded.count() == 3
+        page.get_by_role("button", name="Expand all").click()
+        for i in range(3):
+            assert folded.nth(i).get_attribute("open") is not None
+        page.get_by_role("button", name="Collapse all").click()
+        for i in range(3):
+            assert folded.nth(i).get_attribute("open") is None
+
+
+def test_a_chain_segment_still_says_its_part(demo_server: Server, demo_sessions, page) -> None:
+    page.goto(f"{demo_server.url}/sessions/{demo_sessions['middle']}")
+    assert re.search(r"part \d+ of \d+", page.locator(".session-meta").inner_text())

@@ -58,3 +58,40 @@ def test_results_come_first_then_summaries_fill_in(summarizing_server, page) -> 
     assert stub.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in page.content()
     assert SECRET not in server.log.read_text()
+
+
+def test_no_endpoint_shows_one_quiet_line_and_no_card_previews(demo_server: Server, browser):
+    # The demo server has no model endpoint (the default): no per-card preview block,
+    # no spinner that never loads without JavaScript, one line saying how to turn it on.
+    for javascript in (True, False):
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 900}, java_script_enabled=javascript
+        )
+        page = context.new_page()
+        try:
+            page.goto(demo_server.url + "/?q=redis")
+            expect(page.locator("#results .card").first).to_be_visible()
+            page.wait_for_timeout(1200)  # what a revealed slot would have fetched by now
+            assert page.locator("#results .summary-slot, #results .spinner").count() == 0
+            note = page.locator(".summaries-note")
+            expect(note).to_have_count(1)
+            assert "RECALL_LLM_BASE_URL" in note.inner_text()
+        finally:
+            context.close()
+
+
+def test_without_javascript_a_card_offers_a_link_not_a_spinner(summarizing_server, browser):
+    server, _ = summarizing_server
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/?q=redis")
+        expect(page.locator("#results .card")).to_have_count(6)
+        assert page.locator("#results .spinner:visible").count() == 0
+        card = page.locator("#results .card").first
+        link = card.get_by_role("link", name="Summarize this session")
+        expect(link).to_be_visible()
+        link.click()
+        expect(page.locator(".summary-slot.done, .summary-slot.preview")).to_have_count(1)
+    finally:
+        context.close()
