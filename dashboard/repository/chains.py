@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,10 +104,14 @@ class Chain:
         return next((s for s in self.segments if s.session_id == session_id), None)
 
     def part_of(self, session_id: str) -> tuple[int, int] | None:
-        """``(n, m)``: the session is part n of the m-segment continuation line."""
+        """``(n, m)``: the session's place in the continuation line (for the drawing)."""
         if session_id not in self.line:
             return None
         return self.line.index(session_id) + 1, len(self.line)
+
+    def shown_part(self, session_id: str) -> tuple[int, int] | None:
+        """"Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
+        return line_part(self.line, session_id)
 
     @property
     def title(self) -> str | None:
@@ -426,3 +431,15 @@ def _with_tip(segment: Segment, is_tip: bool) -> Segment:
     from dataclasses import replace
 
     return replace(segment, is_tip=is_tip)
+
+
+def line_part(line: Sequence[str], session_id: str) -> tuple[int, int] | None:
+    """``(n, m)``: ``session_id`` is part n of the m-segment continuation ``line``.
+
+    None when it is not in the line or the line is one session: "part 1 of 1" says
+    nothing. Search cards (through :class:`lineage.Lineage`), the session page and the
+    chain page all ask this.
+    """
+    if len(line) < 2 or session_id not in line:
+        return None
+    return line.index(session_id) + 1, len(line)

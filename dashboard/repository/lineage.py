@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from dashboard.repository.chains import classify
+from dashboard.repository.chains import classify, line_part
 from dashboard.repository.layout import Layout
 
 DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop walking
@@ -80,8 +80,7 @@ class Lineage:
 
     def part_of(self, session_id: str) -> tuple[int, int] | None:
         """``(n, m)`` when the session belongs to a continuation line of 2+ segments."""
-        line = self.line(session_id)
-        return (line.index(session_id) + 1, len(line)) if len(line) > 1 else None
+        return line_part(self.line(session_id), session_id)
 
     def root(self, session_id: str) -> str:
         """The topmost ancestor; safe against cycles and missing parents."""
@@ -163,3 +162,4 @@ class LineageCache:
         with self._lock:
             self._key, self._value = key, value
         return value
+

@@ -25,8 +25,7 @@ def show(session_id: str):
         transcript=shown.transcript, session=shown.transcript.session, q=wanted.query,
         terms=shown.terms, matches=shown.matches, match_count=shown.match_count,
         paging=shown.transcript.paging, include_inactive=wanted.include_inactive,
-        # "part 1 of 1" says nothing: a session in no continuation line shows no part.
-        chain_part=chain.part_of(session_id) if len(chain.line) > 1 else None,
+        chain_part=chain.shown_part(session_id),
         # Branches, delegations or damaged links still make a family worth a look.
         related=len(chain.segments) - 1, chain_damaged=bool(chain.warnings),
         cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
