@@ -225,3 +225,26 @@ def test_the_overview_starts_with_the_last_30_days(tmp_path: Path) -> None:
 def test_the_overview_of_a_home_without_sessions_in_the_range(client: FlaskClient) -> None:
     page = client.get("/overview").get_data(as_text=True)
     assert "Activity, last 30 days" in page and "Detected layout" in page
+
+
+def test_one_model_under_two_spellings_is_one_top_model(tmp_path: Path) -> None:
+    """OpenRouter's ``vendor/model-4.5`` and the vendor's ``model-4-5`` are one model."""
+    from dashboard.repository.store import NewMessage, SessionStore, Usage
+
+    noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
+    home = tmp_path / "home"
+    with SessionStore(home / "state.db") as store:
+        for sid, model, cost in (("a", "vendor/model-4.5", 0.5), ("b", "model-4-5", 0.25),
+                                 ("c", "model-4-5-20250929", 0.25), ("d", "other", 2.0),
+                                 ("e", "other", 1.0)):  # fmt: skip
+            store.create_session("cli", session_id=sid, model=model, started_at=noon)
+            store.append_messages(sid, [NewMessage("user", "hi", timestamp=noon)])
+            store.record_usage(sid, Usage(model=model, billing_provider="p", input_tokens=10,
+                                          estimated_cost_usd=cost, cost_status="estimated",
+                                          at=noon + 1))  # fmt: skip
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
+    client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
+    activity = client.get("/overview").get_data(as_text=True).split('class="overview-activity"')[1]
+    models = re.findall(r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
+                        r"(\d+) sessions · ([^<]+)</span>", activity)  # fmt: skip
+    assert models == [("model-4-5", "3", "$1.00"), ("other", "2", "$3.00")]

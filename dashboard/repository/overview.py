@@ -12,6 +12,7 @@ from dashboard.repository.cost_days import DayClock
 from dashboard.repository.cost_rules import known_spend, total
 from dashboard.repository.costs import Cell, plan
 from dashboard.repository.layout import Layout
+from dashboard.repository.model_names import model_family
 
 if TYPE_CHECKING:  # the reader imports this module for store_overview
     from dashboard.repository.cost_rollup import CostRollup
@@ -128,15 +129,22 @@ def recent_activity(
         )
         for i, (first, label) in enumerate(zip(question.starts, question.labels, strict=True))
     ]  # fmt: skip
+    # One model under several spellings is one entry (named by its most used spelling).
     model_spend: dict[str, list[float | None]] = {}
     for cell in by_model.rows:
-        model_spend.setdefault(cell.key, []).append(cell.effective_usd)
+        model_spend.setdefault(model_family(cell.key), []).append(cell.effective_usd)
+    families: dict[str, tuple[str, int]] = {}
+    for name, count in models:  # most sessions first
+        key = model_family(name)
+        label, seen = families.get(key, (name, 0))
+        families[key] = (label, seen + count)
+    top = sorted(families.items(), key=lambda item: (-item[1][1], item[1][0]))[:TOP_MODELS]
     return Activity(
         start=start, end=end, timezone=by_day.timezone, days=day_rows,
         sessions=sum(counts), tokens=sum(d.tokens for d in day_rows),
         spend=known_spend(by_day.totals.effective_usd),
         unknown_calls=by_day.totals.status_mix.get("unknown", 0),
-        models=[(m, n, total(model_spend.get(m, []))) for m, n in models],
+        models=[(label, n, total(model_spend.get(key, []))) for key, (label, n) in top],
         tools=tools,
     )  # fmt: skip
 
@@ -157,9 +165,10 @@ def _started_sessions(
     if "model" in layout.session_columns:
         models = [
             (r[0], r[1]) for r in conn.execute(
+                # Every model of the range (a few dozen at most): spellings are grouped after.
                 f"SELECT s.model, count(*) FROM sessions s WHERE {window} AND s.model IS NOT NULL"
-                " AND s.model != '' GROUP BY s.model ORDER BY 2 DESC, 1 LIMIT ?",
-                (since, until, TOP_MODELS),
+                " AND s.model != '' GROUP BY s.model ORDER BY 2 DESC, 1",
+                (since, until),
             )
         ]  # fmt: skip
     tools: list[tuple[str, int]] = []

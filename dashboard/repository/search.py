@@ -19,7 +19,6 @@ pagination covers every matching session.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +28,7 @@ from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage, load_lineage
+from dashboard.repository.model_names import model_family
 from dashboard.repository.params import date_bound, whole_number
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.snippets import (
@@ -60,21 +60,6 @@ ROUTE_WORDS = {
     "scan": "searched every message",
 }
 MODEL_FACETS = 50  # models listed in the filter
-_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
-
-
-def model_family(name: str) -> str:
-    """The key every spelling of one model shares; the filter matches by it.
-
-    ``anthropic/claude-sonnet-4.5``, ``claude-sonnet-4-5`` and
-    ``claude-sonnet-4-5-20250929`` are one model: the provider prefix, case, the
-    choice of ``.``/``_``/``-`` between version parts and a release-date suffix go.
-    """
-    base = name.strip().rsplit("/", 1)[-1].casefold()
-    base = re.sub(r"[._\s]+", "-", base)
-    return _DATE_SUFFIX.sub("", base) or name.strip()
-
-
 @dataclass(frozen=True)
 class SearchRequest:
     """Everything that shapes one search, as it appears in the URL."""
