@@ -36,7 +36,6 @@ from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_fil
 from dashboard.repository.query import parse_query, terms_query
 from dashboard.repository.reader import StateReader
 from dashboard.repository.recalldb import RecallData
-from dashboard.repository.said import said_only
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.summaries import SummaryService
@@ -249,9 +248,7 @@ class RecallMemoryProvider(MemoryProvider):
             request = SearchRequest(query=terms, roles=RECALLED_ROLES, per_page=self.max_sessions,
                                     exclude=self._chain(session_id),
                                     rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
-            found = self.reader.search(request)
-            with self.reader.snapshot() as snap:
-                results = said_only(snap.conn, found.results, parse_query(terms).highlight_terms())
+            results = self.reader.said(request, parse_query(terms).highlight_terms())
         except StoreUnavailableError as exc:
             log.warning("recall: prefetch skipped, the store is unavailable (%s)", exc)
             return RecalledBlock("")

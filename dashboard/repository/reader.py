@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,9 +35,11 @@ from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import store_overview
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
+from dashboard.repository.said import said_only
 from dashboard.repository.search import (
     SearchRequest,
     SearchResult,
+    SessionResult,
     search_sessions,
     session_facets,
     session_matches,
@@ -190,6 +192,15 @@ class StateReader:
             return search_sessions(
                 snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
             )
+
+    def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
+        """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
+        in one snapshot: the agent's recalled memories."""
+        with self.snapshot() as snap:
+            found = search_sessions(
+                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+            )
+            return said_only(snap.conn, found.results, terms)
 
     def matching_messages(self, session_id: str, query: str) -> list[int]:
         """Ids of the session's messages that ``query`` matches (what a card counts)."""
