@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,14 @@ def test_a_session_row_without_usage_table_implies_one_main_loop_row() -> None:
     assert row["estimated_cost_usd"] == 0.01 and row["cost_status"] is None
     assert (row["first_seen"], row["last_seen"]) == (100.0, 160.0)
     assert conventions.derived_usage_row({"id": "idle", "started_at": 1.0}) is None
+
+
+def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE m (active INTEGER, compacted INTEGER, display_kind TEXT)")
+    combos = [(a, c, k) for a in (0, 1) for c in (0, 1) for k in (None, "", "hidden", "tool")]
+    conn.executemany("INSERT INTO m VALUES (?, ?, ?)", combos)
+    where = conventions.visible_rows_sql({"active", "compacted", "display_kind"})
+    in_sql = set(conn.execute(f"SELECT active, compacted, display_kind FROM m WHERE {where}"))
+    assert in_sql == {row for row in combos if conventions.is_visible(*row)}
+    assert conventions.visible_rows_sql(set()) == "1"

@@ -71,8 +71,23 @@ def lineage_markers(model_config: Any) -> dict[str, Any]:
 
 
 def is_visible(active: object, compacted: object, display_kind: object) -> bool:
-    """The visible-row rule: live or compacted (archived) rows, never hidden ones."""
+    """The visible-row rule: live or compacted (archived) rows, never hidden ones.
+
+    :func:`visible_rows_sql` is the same rule for a query (a test holds them equal).
+    """
     return (active == 1 or compacted == 1) and (display_kind or "") != "hidden"
+
+
+def visible_rows_sql(columns: frozenset[str] | set[str], alias: str = "m") -> str:
+    """The visible-row rule as a WHERE fragment over the flag columns a file has ("1": none)."""
+    parts = []
+    if "active" in columns and "compacted" in columns:
+        parts.append(f"({alias}.active = 1 OR {alias}.compacted = 1)")
+    elif "active" in columns:
+        parts.append(f"{alias}.active = 1")
+    if "display_kind" in columns:
+        parts.append(f"coalesce({alias}.display_kind, '') <> 'hidden'")
+    return " AND ".join(parts) if parts else "1"
 
 
 def is_rewound(active: object, compacted: object) -> bool:
