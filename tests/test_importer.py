@@ -279,3 +279,25 @@ def test_a_sync_killed_mid_way_resumes_without_duplicates_or_gaps(tmp_path: Path
         assert starts == sorted(starts, reverse=True)  # newest first, across the kill
     assert _watermark(archive, key) is None  # the pass finished
     assert_untouched(db, before)
+
+
+def test_a_later_sync_adds_new_rows_and_indexes_them_without_a_rebuild(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_seed_inline(home / "state.db")
+    with SessionStore(tmp_path / "archive.db") as archive:
+        assert sync(archive, db, home).bulk
+        with closing(sqlite3.connect(db)) as agent:  # the agent writes a new turn
+            agent.execute(
+                "INSERT INTO messages(session_id, role, content, timestamp) "
+                "VALUES (?, 'user', 'latecomerword arrives', 2e9)", (hs.S_ROOT,)
+            )  # fmt: skip
+            agent.commit()
+        again = sync(archive, db, home)
+        assert not again.bulk and not again.resumed
+        assert (again.sessions_added, again.messages_added, again.usage_added) == (0, 1, 0)
+        conn = archive.core.conn
+        for table, term in (("messages_fts", "latecomerword"), ("messages_fts_trigram", "comerw")):
+            hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,))
+            assert hits.fetchone()[0] == 1, table
+        fts_checks(conn)

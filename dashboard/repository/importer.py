@@ -240,6 +240,7 @@ class SyncReport:
     usage_added: int
     resumed: bool
     seconds: float
+    bulk: bool
 
 
 def source_key(home_root: Path) -> str:
@@ -312,7 +313,12 @@ def sync(
 
         if on_progress:
             on_progress(Progress(done, total, 0))
-        archive.bulk_write(steps(), foreign_keys=False)
+        # The first import (or its resumption) takes the bulk path; a later sync adds
+        # few rows to a large archive and indexes them as they land.
+        first = resumed or not archive.core.conn.execute(
+            "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
+        ).fetchone()
+        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=bool(first))
     finally:
         conn.close()
 
@@ -322,25 +328,23 @@ def sync(
 
     archive.core.write(finish)
     sums = [sum(a[i] for a in added.values()) for i in range(3)]
-    return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began)
+    return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began, bool(first))
 
 
 def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) -> list[int]:
     """Insert rows the archive lacks (keyed by source home and id); return how many of each."""
     now = time.time()
-    before = conn.total_changes
-    conn.executemany(
+    # rowcount, not total_changes: the FTS triggers' own writes must not count.
+    added_sessions = conn.executemany(
         f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS + PROVENANCE)}) "
         f"VALUES ({', '.join('?' for _ in SESSION_COLUMNS + PROVENANCE)}) "
         "ON CONFLICT(id) DO NOTHING",
         [(*(s.row[c] for c in SESSION_COLUMNS), home, s.row["id"], now) for s in sessions],
-    )
-    added_sessions = conn.total_changes - before
+    ).rowcount
     # The source's message id is kept as the archive's when it is free, so links to
     # a message (#m123) stay the same; a second home's clash gets a fresh id.
     cols = MESSAGE_COLUMNS + PROVENANCE
-    before = conn.total_changes
-    conn.executemany(
+    added_messages = conn.executemany(
         f"INSERT INTO messages ({', '.join(cols)}) VALUES ("
         "CASE WHEN EXISTS (SELECT 1 FROM messages WHERE id = ?1) THEN NULL ELSE ?1 END, "
         f"{', '.join(f'?{i}' for i in range(2, len(cols) + 1))}) "
@@ -350,11 +354,9 @@ def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) 
             for s in sessions
             for m in s.messages
         ],
-    )
-    added_messages = conn.total_changes - before
+    ).rowcount
     cols = USAGE_COLUMNS + PROVENANCE
-    before = conn.total_changes
-    conn.executemany(
+    added_usage = conn.executemany(
         f"INSERT INTO session_model_usage ({', '.join(cols)}) "
         f"VALUES ({', '.join('?' for _ in cols)}) "
         f"ON CONFLICT({', '.join(USAGE_KEY)}) DO NOTHING",
@@ -363,8 +365,8 @@ def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) 
             for s in sessions
             for u in s.usage
         ],
-    )
-    return [added_sessions, added_messages, conn.total_changes - before]
+    ).rowcount
+    return [max(added_sessions, 0), max(added_messages, 0), max(added_usage, 0)]
 
 
 def usage_source_id(usage: dict[str, Any]) -> str:

@@ -483,14 +483,19 @@ class SessionStore:
         steps: Iterable[Callable[[sqlite3.Connection], T]],
         *,
         foreign_keys: bool = True,
+        rebuild_index: bool = True,
     ) -> list[T]:
         """The bulk path for any writer: each step one transaction, FTS triggers off.
 
         The indexes are rebuilt once at the end (or on the next open after a
-        crash, :meth:`repair_index`). ``foreign_keys=False`` lets an importer land
-        a child before its parent, or keep a child whose parent the source lost.
+        crash, :meth:`repair_index`). ``rebuild_index=False`` keeps the triggers
+        on instead, for a few rows into a large store, where a rebuild would cost
+        more than indexing them one by one. ``foreign_keys=False`` lets an
+        importer land a child before its parent, or keep a child whose parent the
+        source lost.
         """
-        self.core.write(_drop_fts_triggers)
+        if rebuild_index:
+            self.core.write(_drop_fts_triggers)
         if not foreign_keys:
             self.core.conn.execute("PRAGMA foreign_keys=OFF")  # outside a transaction
         results: list[T] = []
@@ -500,7 +505,8 @@ class SessionStore:
         finally:
             if not foreign_keys:
                 self.core.conn.execute("PRAGMA foreign_keys=ON")
-            self.repair_index()
+            if rebuild_index:
+                self.repair_index()
         return results
 
     def repair_index(self) -> None:
