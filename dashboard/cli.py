@@ -271,6 +271,12 @@ def _archive_status(args: argparse.Namespace) -> int:
     path, note = archive_path(home, args.archive)
     if note:
         print(f"recall: {note}", file=sys.stderr)
+    if not path.exists():  # status only reads: it does not create an empty archive
+        if args.json:
+            print(json.dumps({"archive": str(path), "exists": False}))
+        else:
+            print(f"no archive at {path} yet: `recall archive sync` makes it")
+        return 0
     with open_archive(path) as store:
         status = archive_status(store, home)
     if args.json:

@@ -120,11 +120,14 @@ def test_cli_sync_prints_progress_and_status_reads_back(tmp_path: Path) -> None:
     root = tmp_path / "home"
     root.mkdir()
     hs.build_current_views(root / "state.db")
+    target = data_dir_for(HermesHome(root)) / ARCHIVE_FILE
+    none_yet = recall("archive", "status", "--home", str(root))
+    assert none_yet.returncode == 0 and "no archive" in none_yet.stdout
+    assert not target.exists()
     out = recall("archive", "sync", "--home", str(root))
     assert out.returncode == 0, out.stderr
     assert "Archiving" in out.stdout and "7/7" in out.stdout  # the progress bar
     assert "7 new sessions" in out.stdout
-    target = data_dir_for(HermesHome(root)) / ARCHIVE_FILE
     assert target.is_file()
 
     again = recall("archive", "sync", "--home", str(root))

@@ -278,9 +278,8 @@ def sync(
             # A pass was cut off: what it began with, down to its watermark, is in;
             # sessions that started since then are newer than its first one.
             done_key = (mark["started_at"], mark["id"])
-            first = tuple(mark["first"])
-            todo = [k for k in keys if k < done_key or k > first]
-            first_key = first
+            first_key = tuple(mark["first"])
+            todo = [k for k in keys if k < done_key or k > first_key]
         else:
             todo = keys
             first_key = keys[0] if keys else (0.0, "")
@@ -296,15 +295,15 @@ def sync(
                 rows.sort(key=lambda s: (s.row["started_at"], s.row["id"]), reverse=True)
                 last = chunk[-1]
 
-                mark = json.dumps({"started_at": last[0], "id": last[1], "first": first_key})
+                covered = json.dumps({"started_at": last[0], "id": last[1], "first": first_key})
 
                 def step(
-                    c: sqlite3.Connection, rows: list[SourceSession] = rows, mark: str = mark,
+                    c: sqlite3.Connection, rows: list[SourceSession] = rows, covered: str = covered,
                     at: int = start,
                 ) -> None:
                     # Kept per chunk (not summed here): a retried transaction re-runs this.
                     added[at] = _insert(c, home, rows)
-                    _put(c, WATERMARK_PREFIX + home, mark)
+                    _put(c, WATERMARK_PREFIX + home, covered)
 
                 yield step
                 done += len(chunk)
@@ -315,10 +314,10 @@ def sync(
             on_progress(Progress(done, total, 0))
         # The first import (or its resumption) takes the bulk path; a later sync adds
         # few rows to a large archive and indexes them as they land.
-        first = resumed or not archive.core.conn.execute(
+        bulk = resumed or not archive.core.conn.execute(
             "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
         ).fetchone()
-        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=bool(first))
+        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=bulk)
     finally:
         conn.close()
 
@@ -328,7 +327,7 @@ def sync(
 
     archive.core.write(finish)
     sums = [sum(a[i] for a in added.values()) for i in range(3)]
-    return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began, bool(first))
+    return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began, bulk)
 
 
 def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) -> list[int]:
