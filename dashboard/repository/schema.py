@@ -202,7 +202,6 @@ def _v3_archive_columns(conn: sqlite3.Connection) -> None:
         "CREATE UNIQUE INDEX idx_messages_source_row ON messages(src_home, src_id) "
         "WHERE src_id IS NOT NULL"
     )
-    conn.execute("CREATE INDEX idx_messages_session_active ON messages(session_id, active)")
 
 
 @dataclass(frozen=True)
