@@ -81,6 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="load summaries as cards scroll into view, on a click, or never",
     )  # fmt: skip
     serve.set_defaults(run=_serve)
+
+    archive = commands.add_parser("archive", help="Recall's own copy of the home's history")
+    actions = archive.add_subparsers(dest="action", required=True)
+    archive_help = "the archive file (default: archive.db in the home's data directory)"
+    sync = actions.add_parser("sync", help="copy what the archive lacks, newest sessions first")
+    sync.add_argument("--home", help=HOME_HELP)
+    sync.add_argument("--archive", help=archive_help)
+    sync.add_argument("--batch", type=int, default=None,
+                      help="sessions per transaction (default 50)")  # fmt: skip
+    sync.set_defaults(run=_archive_sync)
+    status = actions.add_parser("status", help="counts, last sync and the source's layout")
+    status.add_argument("--home", help=HOME_HELP)
+    status.add_argument("--archive", help=archive_help)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=_archive_status)
     return parser
 
 
@@ -215,6 +230,78 @@ def _serve(args: argparse.Namespace) -> int:
         home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
         allow_remote=args.allow_remote, settings={k: v for k, v in settings.items() if v},
     )  # fmt: skip
+
+
+def _archive_sync(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from dashboard.repository.archive import archive_path, open_archive
+    from dashboard.repository.importer import BATCH_SESSIONS, sync
+
+    if args.batch is not None and args.batch < 1:
+        print("recall: --batch must be a whole number of at least 1", file=sys.stderr)
+        return 2
+    home = _home(args.home)
+    path, note = archive_path(home, args.archive)
+    if note:
+        print(f"recall: {note}", file=sys.stderr)
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+               "sessions", "{task.fields[messages]:,} messages", TimeRemainingColumn())  # fmt: skip
+    with open_archive(path) as store, Progress(*columns) as bar:
+        task = bar.add_task("Archiving", total=None, messages=0)
+        report = sync(
+            store, home.state_db, home.root, batch_sessions=args.batch or BATCH_SESSIONS,
+            on_progress=lambda p: bar.update(
+                task, completed=p.sessions_done, total=p.sessions_total, messages=p.messages_added
+            ),
+        )  # fmt: skip
+    print(
+        f"archived {home.root} into {path}: {report.sessions_added:,} new sessions, "
+        f"{report.messages_added:,} messages, {report.usage_added:,} usage rows "
+        f"({report.sessions_total:,} sessions in the source, layout {report.adapter}"
+        f"{', resumed' if report.resumed else ''}) in {report.seconds:.1f}s"
+    )
+    return 0
+
+
+def _archive_status(args: argparse.Namespace) -> int:
+    from dashboard.repository.archive import archive_path, archive_status, open_archive
+
+    home = _home(args.home)
+    path, note = archive_path(home, args.archive)
+    if note:
+        print(f"recall: {note}", file=sys.stderr)
+    if not path.exists():  # status only reads: it does not create an empty archive
+        if args.json:
+            print(json.dumps({"archive": str(path), "exists": False}))
+        else:
+            print(f"no archive at {path} yet: `recall archive sync` makes it")
+        return 0
+    with open_archive(path) as store:
+        status = archive_status(store, home)
+    if args.json:
+        print(json.dumps(status.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"{'archive':<20}{status.archive} ({status.archive_bytes / 1e6:.1f} MB)")
+    print(f"{'sessions':<20}{status.sessions:,} ({status.from_home['sessions']:,} from this home)")
+    print(f"{'messages':<20}{status.messages:,} ({status.from_home['messages']:,} from this home)")
+    print(f"{'usage rows':<20}{status.usage_rows:,}")
+    if status.last_sync:
+        when = datetime.fromtimestamp(status.last_sync["at"], UTC).isoformat(timespec="seconds")
+        print(f"{'last sync':<20}{when}")
+    else:
+        print(f"{'last sync':<20}never")
+    if status.in_progress:
+        print(f"{'in progress':<20}a sync was cut off; the next one resumes it")
+    if status.source:
+        print(f"{'source':<20}{status.source['path']} ({status.source['bytes'] / 1e6:.1f} MB, "
+              f"{status.source['sessions']:,} sessions)")  # fmt: skip
+        print(f"{'source layout':<20}{status.source['fts_form']} FTS, "
+              f"schema {status.source['schema_version']}, journal {status.source['journal_mode']}, "
+              f"usage rows: {'yes' if status.source['session_model_usage'] else 'no'}")  # fmt: skip
+    else:
+        print(f"{'source':<20}missing ({home.state_db})")
+    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -321,3 +321,25 @@ def test_interrupted_bulk_import_is_finished_on_next_open(tmp_path: Path) -> Non
         assert not reopened.index_is_stale()
         assert len(_hits(reopened.core.conn, "messages_fts", "unindexedword")) == 1
         _integrity_check(reopened.core.conn)
+
+
+def test_bulk_write_lands_a_child_before_its_parent_when_told(store: SessionStore) -> None:
+    def child(c: sqlite3.Connection) -> int:
+        c.execute("INSERT INTO sessions(id, source, started_at, parent_session_id)"
+                  " VALUES ('kid', 'cli', 2.0, 'elder')")  # fmt: skip
+        c.execute("INSERT INTO messages(session_id, role, content, timestamp)"
+                  " VALUES ('kid', 'user', 'orphanword', 2.0)")  # fmt: skip
+        return 1
+
+    def parent(c: sqlite3.Connection) -> int:
+        c.execute("INSERT INTO sessions(id, source, started_at) VALUES ('elder', 'cli', 1.0)")
+        return 2
+
+    with pytest.raises(sqlite3.IntegrityError):
+        store.bulk_write([child])  # foreign keys on by default: the parent is missing
+    assert store.bulk_write([child, parent], foreign_keys=False) == [1, 2]
+    conn = store.core.conn
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # restored
+    assert not store.index_is_stale()
+    assert len(_hits(conn, "messages_fts", "orphanword")) == 1
+    _integrity_check(conn)

@@ -34,8 +34,12 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 
-COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
-LEGACY_SUMMARY_MARKER = "[CONTEXT SUMMARY]:"
+from dashboard.repository.conventions import (
+    COMPACTION_MARKER,
+    LEGACY_SUMMARY_MARKER,
+    SUMMARY_END_MARKER,
+)
+
 TITLE_MAX = 80
 TOOL_OUTPUT_MAX = 3000
 
@@ -517,9 +521,7 @@ _SUMMARY_HEAD = (
     "from a previous context window, not an instruction: do not redo the work it describes and "
     "answer only the latest user message that follows it."
 )
-_SUMMARY_END = (
-    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
-)
+_SUMMARY_END = f"{SUMMARY_END_MARKER} — respond to the message below, not the summary above ---"
 
 _LABELS = {
     False: {

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
+from dashboard.repository.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
 from dashboard.repository.store import ImportSession, NewMessage, Usage
 
 DAY = 86_400.0
@@ -171,13 +172,13 @@ class DemoPlanner:
             rec.end_reason = "branched"
             yield self._session(
                 rec.source, model, topic, rec.ended_at or rec.started_at,
-                parent=session, segment=0, last=True, lineage=("_branched_from", rec.id),
+                parent=session, segment=0, last=True, lineage=(BRANCHED_FROM, rec.id),
             )  # fmt: skip
         elif roll < 0.07:
             rec.end_reason = rng.choice(("session_reset", "new_session"))
             yield self._session(
                 rec.source, model, topic, rec.ended_at or rec.started_at,
-                parent=session, segment=0, last=True, lineage=("_reset_from", rec.id),
+                parent=session, segment=0, last=True, lineage=(RESET_FROM, rec.id),
             )  # fmt: skip
 
     # -- one session ------------------------------------------------------------------
@@ -236,7 +237,7 @@ class DemoPlanner:
         record = ImportSession(
             id=sid, source="subagent", started_at=at, model=model.name,
             parent_session_id=parent.id, ended_at=clock, end_reason="completed",
-            messages=messages, model_config=json.dumps({"_delegate_from": parent.id}),
+            messages=messages, model_config=json.dumps({DELEGATE_FROM: parent.id}),
             system_prompt="You are a focused sub-agent.", billing_provider=model.provider,
         )  # fmt: skip
         record.usage = self._usage(model, messages, at, clock, compressed=False)

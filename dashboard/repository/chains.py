@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.repository.content import decode_content
+from dashboard.repository.conventions import (
+    BRANCHED_FROM,
+    DELEGATE_FROM,
+    RESET_FROM,
+    SUMMARY_END_MARKER,
+    SUMMARY_PREFIXES,
+    lineage_markers,
+)
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine, coverage
 from dashboard.repository.costs import session_costs
 from dashboard.repository.errors import NotFoundError
@@ -27,8 +35,6 @@ from dashboard.repository.layout import Layout
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
 SUMMARY_PREVIEW_CHARS = 280
-SUMMARY_PREFIXES = ("[CONTEXT COMPACTION — REFERENCE ONLY]", "[CONTEXT SUMMARY]:")
-SUMMARY_END_MARKER = "--- END OF CONTEXT SUMMARY"
 BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
 # A child may start a moment before its parent's end is recorded (clock skew,
 # rounding): within this many seconds it still counts as "after".
@@ -213,14 +219,14 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
 
 def classify(child: dict[str, Any], parent: dict[str, Any]) -> str:
     """The kind of the link from ``parent`` to ``child`` (HERMES_FACTS, "Lineage")."""
-    markers = _markers(child.get("model_config"))
-    if "_branched_from" in markers:
+    markers = lineage_markers(child.get("model_config"))
+    if BRANCHED_FROM in markers:
         return "branch"
-    if "_delegate_from" in markers or (
+    if DELEGATE_FROM in markers or (
         child.get("source") == "subagent" and parent.get("source") != "subagent"
     ):
         return "delegation"
-    if "_reset_from" in markers or parent.get("end_reason") in RESET_REASONS:
+    if RESET_FROM in markers or parent.get("end_reason") in RESET_REASONS:
         return "reset"
     reason = parent.get("end_reason")
     if reason == "compression":
@@ -368,16 +374,6 @@ def _segment(
         tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
         cost=cost, summary_preview=summary,
     )  # fmt: skip
-
-
-def _markers(model_config: Any) -> dict[str, Any]:
-    if not model_config:
-        return {}
-    try:
-        value = json.loads(model_config) if isinstance(model_config, str) else model_config
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _line_through(segments: list[Segment], focus: str) -> list[str]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-JSON_PREFIX = "\x00json:"
+from dashboard.repository.conventions import JSON_PREFIX
+
+__all__ = ["JSON_PREFIX", "decode_content", "flatten", "is_structured"]
+
 
 
 def decode_content(raw: str | bytes | None) -> str:

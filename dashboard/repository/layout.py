@@ -15,6 +15,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dashboard.repository.conventions import visible_rows_sql
+
 FTS_NAMES = ("messages_fts", "messages_fts_trigram", "messages_fts_cjk")
 
 
@@ -124,14 +126,7 @@ class Layout:
 
     def visible_messages_sql(self, alias: str = "m") -> str:
         """A WHERE fragment selecting the rows a person should see (1 when no columns)."""
-        parts = []
-        if self.has_active and self.has_compacted:
-            parts.append(f"({alias}.active = 1 OR {alias}.compacted = 1)")
-        elif self.has_active:
-            parts.append(f"{alias}.active = 1")
-        if self.has_display_kind:
-            parts.append(f"coalesce({alias}.display_kind, '') <> 'hidden'")
-        return " AND ".join(parts) if parts else "1"
+        return visible_rows_sql(self.message_columns, alias)
 
     def summary(self) -> dict[str, object]:
         """A flat description for the overview page and ``recall info``."""

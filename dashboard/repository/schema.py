@@ -169,6 +169,41 @@ def _v2_usage_and_activity(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_usage_last_seen ON session_model_usage(last_seen)")
 
 
+#: Provenance columns every archived row carries (issue 15): the source home it was
+#: read from, its id there, when the archive first saw it, when the source lost it.
+PROVENANCE_COLUMNS = ("src_home", "src_id", "archive_first_seen", "gone_from_source_at")
+
+
+def _v3_archive_columns(conn: sqlite3.Connection) -> None:
+    """What today's Hermes records and the archive keeps: flags, context, provenance.
+
+    Defaults say what an older row meant: live, not compacted, not archived.
+    """
+    for sql in (
+        "ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE messages ADD COLUMN display_kind TEXT",
+        "ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sessions ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sessions ADD COLUMN title_source TEXT",
+        "ALTER TABLE sessions ADD COLUMN cwd TEXT",
+        "ALTER TABLE sessions ADD COLUMN git_branch TEXT",
+        "ALTER TABLE sessions ADD COLUMN profile TEXT",
+    ):
+        conn.execute(sql)
+    for table in ("sessions", "messages", "session_model_usage"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN src_home TEXT")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN src_id TEXT")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN archive_first_seen REAL")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN gone_from_source_at REAL")
+    # A source row is archived once: its (home, id) is the key an import upserts on.
+    conn.execute(
+        "CREATE UNIQUE INDEX idx_messages_source_row ON messages(src_home, src_id) "
+        "WHERE src_id IS NOT NULL"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -179,6 +214,7 @@ class Migration:
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "seed v11 form", _v1_seed_form),
     Migration(2, "session_model_usage and activity columns", _v2_usage_and_activity),
+    Migration(3, "archive: message flags, session context, provenance", _v3_archive_columns),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -11,18 +11,20 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dashboard.repository import schema
+from dashboard.repository.conventions import COMPACTION_MARKER
 from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
 from dashboard.repository.writecore import WriteCore
 
+T = TypeVar("T")
+
 TITLE_MAX_CHARS = 100
-COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 # Cost statuses from strongest to weakest evidence; a session mixing several
 # reports the weakest, so a partly-unknown session is never shown as fully known.
 COST_STATUS_ORDER = ("actual", "included", "estimated", "unknown")
@@ -470,14 +472,42 @@ class SessionStore:
         leaves a file every reader knows not to trust, and :meth:`repair_index`
         (run on the next open) finishes the job. Returns messages imported.
         """
-        self.core.write(_drop_fts_triggers)
-        total = 0
+        steps = (
+            lambda conn, b=batch: _insert_batch(conn, b)
+            for batch in _batches(sessions, batch_messages)
+        )
+        return sum(self.bulk_write(steps))
+
+    def bulk_write(
+        self,
+        steps: Iterable[Callable[[sqlite3.Connection], T]],
+        *,
+        foreign_keys: bool = True,
+        rebuild_index: bool = True,
+    ) -> list[T]:
+        """The bulk path for any writer: each step one transaction, FTS triggers off.
+
+        The indexes are rebuilt once at the end (or on the next open after a
+        crash, :meth:`repair_index`). ``rebuild_index=False`` keeps the triggers
+        on instead, for a few rows into a large store, where a rebuild would cost
+        more than indexing them one by one. ``foreign_keys=False`` lets an
+        importer land a child before its parent, or keep a child whose parent the
+        source lost.
+        """
+        if rebuild_index:
+            self.core.write(_drop_fts_triggers)
+        if not foreign_keys:
+            self.core.conn.execute("PRAGMA foreign_keys=OFF")  # outside a transaction
+        results: list[T] = []
         try:
-            for batch in _batches(sessions, batch_messages):
-                total += self.core.write(lambda conn, b=batch: _insert_batch(conn, b))
+            for step in steps:
+                results.append(self.core.write(step))
         finally:
-            self.repair_index()
-        return total
+            if not foreign_keys:
+                self.core.conn.execute("PRAGMA foreign_keys=ON")
+            if rebuild_index:
+                self.repair_index()
+        return results
 
     def repair_index(self) -> None:
         """Rebuild both FTS indexes from ``messages`` and restore the triggers."""

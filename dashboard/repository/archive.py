@@ -1,0 +1,115 @@
+"""Recall's archive: its own copy of a Hermes home's history, outliving Hermes's pruning.
+
+The archive is a :class:`SessionStore` (Recall's Hermes-compatible schema, both FTS
+indexes, the numbered migrations; migration 3 adds the columns today's Hermes
+records and the provenance of each row). It lives in the home's data directory
+(datadir.py), never inside the home; ``--archive PATH`` puts it elsewhere. Rows
+arrive through importer.sync only. Pages do not read it yet (issue 15, step 5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.repository.datadir import recall_data_dir
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import (
+    LAST_SYNC_PREFIX,
+    read_watermark,
+    source_key,
+)
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.readonly import open_readonly
+from dashboard.repository.store import SessionStore
+
+ARCHIVE_FILE = "archive.db"
+
+
+def archive_path(
+    home: HermesHome, explicit: str | os.PathLike[str] | None = None
+) -> tuple[Path, str | None]:
+    """Where ``home``'s archive lives, and a line about moved data (datadir's note)."""
+    if explicit:
+        target = Path(explicit).expanduser()
+        note = None
+    else:
+        folder, note = recall_data_dir(home)
+        target = folder / ARCHIVE_FILE
+    if target.resolve() == Path(home.state_db).expanduser().resolve():
+        raise ValidationError(f"the archive cannot be the home's own state.db ({target})")
+    return target, note
+
+
+def open_archive(path: Path) -> SessionStore:
+    """Open (creating and migrating) the archive at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return SessionStore(path)
+
+
+@dataclass(frozen=True)
+class ArchiveStatus:
+    """What ``recall archive status`` prints."""
+
+    archive: str
+    archive_bytes: int
+    sessions: int
+    messages: int
+    usage_rows: int
+    from_home: dict[str, int]
+    last_sync: dict[str, Any] | None
+    in_progress: dict[str, Any] | None
+    source: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def archive_status(archive: SessionStore, home: HermesHome) -> ArchiveStatus:
+    """Counts in the archive (all, and from this home), last sync, the source's layout."""
+    conn = archive.core.conn
+    key = source_key(home.root)
+    counts = {
+        table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("sessions", "messages", "session_model_usage")
+    }
+    from_home = {
+        table: conn.execute(f"SELECT count(*) FROM {table} WHERE src_home=?", (key,)).fetchone()[0]
+        for table in ("sessions", "messages", "session_model_usage")
+    }
+    row = conn.execute("SELECT value FROM state_meta WHERE key=?", (LAST_SYNC_PREFIX + key,))
+    last = row.fetchone()
+    return ArchiveStatus(
+        archive=str(archive.path),
+        archive_bytes=_size(archive.path),
+        sessions=counts["sessions"],
+        messages=counts["messages"],
+        usage_rows=counts["session_model_usage"],
+        from_home=from_home,
+        last_sync=json.loads(last[0]) if last else None,
+        in_progress=read_watermark(conn, key),
+        source=_source(home),
+    )
+
+
+def _source(home: HermesHome) -> dict[str, Any] | None:
+    """The source's layout and size (None when its state.db is missing)."""
+    path = Path(home.state_db)
+    if not path.is_file():
+        return None
+    conn = open_readonly(path)
+    try:
+        layout = detect_layout(conn, path)
+        sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    finally:
+        conn.close()
+    return {"path": str(path), "bytes": _size(path), "sessions": sessions, **layout.summary()}
+
+
+def _size(path: Path) -> int:
+    """Bytes of a SQLite file with its WAL."""
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())

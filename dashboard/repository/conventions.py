@@ -1,0 +1,134 @@
+"""Hermes's storage conventions, once: what the importer (and the readers) must know.
+
+Each constant or rule here is the only copy in the project (HERMES_FACTS.md,
+"Today's Hermes"); the modules that recognise these strings import them from here.
+
+* Structured message content is text led by ``"\\x00json:"`` (decoded in content.py).
+* A compaction summary starts with :data:`COMPACTION_MARKER` (older files:
+  :data:`LEGACY_SUMMARY_MARKER`) and ends at :data:`SUMMARY_END_MARKER`.
+* Lineage markers are keys of a child's ``model_config`` JSON.
+* Auxiliary usage rows (compression, title generation, vision) carry a real
+  estimate and a NULL ``cost_status``; cost_rules.read_cost reads them.
+* A file without ``session_model_usage`` keeps its usage on the ``sessions`` row:
+  one derived usage row per session (:func:`derived_usage_row`).
+* Visible rows: ``(active=1 OR compacted=1) AND display_kind <> 'hidden'``;
+  a rewound row is ``active=0, compacted=0``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dashboard.repository.cost_rules import read_cost
+
+JSON_PREFIX = "\x00json:"
+COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+LEGACY_SUMMARY_MARKER = "[CONTEXT SUMMARY]:"
+SUMMARY_PREFIXES = (COMPACTION_MARKER, LEGACY_SUMMARY_MARKER)
+SUMMARY_END_MARKER = "--- END OF CONTEXT SUMMARY"
+
+#: ``model_config`` keys a child session uses to say how it came from its parent.
+BRANCHED_FROM = "_branched_from"
+DELEGATE_FROM = "_delegate_from"
+RESET_FROM = "_reset_from"
+
+#: Usage-row tasks Hermes writes with a NULL cost_status (the main loop's task is "").
+AUXILIARY_TASKS = frozenset(("compression", "title_generation", "vision"))
+
+#: The profile a root home is (a fixed name in Hermes); ``profiles/<name>/`` are the others.
+DEFAULT_PROFILE = "default"
+PROFILES_FOLDER = "profiles"
+
+#: What a message row means when the file has no such column (older forms): every
+#: row was live, none compacted, none hidden.
+MESSAGE_DEFAULTS: dict[str, Any] = {"active": 1, "compacted": 0, "display_kind": None}
+SESSION_DEFAULTS: dict[str, Any] = {"archived": 0, "pinned": 0, "hidden": 0}
+
+#: The ``sessions`` columns a file without usage rows keeps its tokens and cost in.
+USAGE_COLUMNS_ON_SESSIONS = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "reasoning_tokens", "estimated_cost_usd", "actual_cost_usd", "cost_status",
+    "cost_source", "pricing_version", "billing_provider", "billing_base_url", "billing_mode",
+)  # fmt: skip
+
+
+def is_summary(content: str | None) -> bool:
+    """Whether a message is a compaction summary carrier (either form's prefix)."""
+    return bool(content) and content.lstrip().startswith(SUMMARY_PREFIXES)  # type: ignore[union-attr]
+
+
+def lineage_markers(model_config: Any) -> dict[str, Any]:
+    """The ``model_config`` JSON of a session as a dict ({} when absent or not an object)."""
+    if not model_config:
+        return {}
+    try:
+        value = json.loads(model_config) if isinstance(model_config, str) else model_config
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def is_visible(active: object, compacted: object, display_kind: object) -> bool:
+    """The visible-row rule: live or compacted (archived) rows, never hidden ones.
+
+    :func:`visible_rows_sql` is the same rule for a query (a test holds them equal).
+    """
+    return (active == 1 or compacted == 1) and (display_kind or "") != "hidden"
+
+
+def visible_rows_sql(columns: frozenset[str] | set[str], alias: str = "m") -> str:
+    """The visible-row rule as a WHERE fragment over the flag columns a file has ("1": none)."""
+    parts = []
+    if "active" in columns and "compacted" in columns:
+        parts.append(f"({alias}.active = 1 OR {alias}.compacted = 1)")
+    elif "active" in columns:
+        parts.append(f"{alias}.active = 1")
+    if "display_kind" in columns:
+        parts.append(f"coalesce({alias}.display_kind, '') <> 'hidden'")
+    return " AND ".join(parts) if parts else "1"
+
+
+def is_rewound(active: object, compacted: object) -> bool:
+    """A row undone by a rewind: neither live nor kept as compacted history."""
+    return active == 0 and compacted == 0
+
+
+def usage_status(status: object, estimated: object, actual: object) -> str:
+    """The status Recall reads for a usage row (a NULL auxiliary status from its figures)."""
+    return read_cost(status, estimated, actual).status
+
+
+def profile_of(home_root: str | Path) -> str:
+    """The profile a home folder is: ``profiles/<name>`` gives name, anything else default."""
+    root = Path(home_root).expanduser().resolve()
+    return root.name if root.parent.name == PROFILES_FOLDER else DEFAULT_PROFILE
+
+
+def derived_usage_row(session: dict[str, Any]) -> dict[str, Any] | None:
+    """The one usage row a file without ``session_model_usage`` implies for a session.
+
+    Older Hermes summed a session's calls on its row; the row stands for task ``""``
+    (the main loop) of the session's model. None when the session spent no tokens
+    and carries no cost (nothing was recorded).
+    """
+    tokens = [session.get(c) or 0 for c in USAGE_COLUMNS_ON_SESSIONS[:5]]
+    est, act = session.get("estimated_cost_usd"), session.get("actual_cost_usd")
+    if not any(tokens) and est is None and act is None:
+        return None
+    return {
+        "model": session.get("model") or "",
+        "billing_provider": session.get("billing_provider") or "",
+        "billing_base_url": session.get("billing_base_url") or "",
+        "billing_mode": session.get("billing_mode") or "",
+        "task": "",
+        "api_call_count": session.get("api_call_count") or 0,
+        **dict(zip(USAGE_COLUMNS_ON_SESSIONS[:5], tokens, strict=True)),
+        "estimated_cost_usd": est, "actual_cost_usd": act,
+        "cost_status": session.get("cost_status"), "cost_source": session.get("cost_source"),
+        "pricing_version": session.get("pricing_version"),
+        "first_seen": session.get("started_at"),
+        "last_seen": session.get("last_activity_at") or session.get("ended_at")
+        or session.get("started_at"),
+    }  # fmt: skip

@@ -1,0 +1,109 @@
+"""Hermes's conventions live once, in conventions.py, and mean what HERMES_FACTS says."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dashboard.demo import corpus
+from dashboard.repository import chains, content, conventions, store
+from dashboard.repository.cost_rules import read_cost
+
+PACKAGE = Path(conventions.__file__).resolve().parents[1]
+
+
+def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
+    assert content.JSON_PREFIX is conventions.JSON_PREFIX
+    assert store.COMPACTION_MARKER is conventions.COMPACTION_MARKER
+    assert corpus.COMPACTION_MARKER is conventions.COMPACTION_MARKER
+    assert corpus.LEGACY_SUMMARY_MARKER is conventions.LEGACY_SUMMARY_MARKER
+    assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES
+    assert chains.SUMMARY_END_MARKER is conventions.SUMMARY_END_MARKER
+
+
+# transcript.py (not this step's module) still keeps its own lineage-marker tuple and a
+# shorter summary prefix; step 5 of issue 15 moves it onto the archive and this module.
+NOT_YET_MOVED = {"repository/transcript.py"}
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [re.escape(conventions.COMPACTION_MARKER), r"(?<!\\)\\x00json:", '"_branched_from"',
+     '"_delegate_from"', '"_reset_from"', re.escape(conventions.SUMMARY_END_MARKER)],
+)  # fmt: skip
+def test_no_other_module_spells_a_convention(pattern: str) -> None:
+    spelled = [
+        name
+        for p in PACKAGE.rglob("*.py")
+        if (name := str(p.relative_to(PACKAGE))) not in NOT_YET_MOVED
+        and p.name != "conventions.py"
+        and re.search(pattern, p.read_text(encoding="utf-8"))
+    ]
+    assert spelled == []
+
+
+def test_summary_carriers_of_both_forms_are_recognised() -> None:
+    assert conventions.is_summary(f"  {conventions.COMPACTION_MARKER}\nEarlier turns…")
+    assert conventions.is_summary(f"{conventions.LEGACY_SUMMARY_MARKER} the gist")
+    assert not conventions.is_summary("[CONTEXT] not a summary")
+    assert not conventions.is_summary(None)
+
+
+def test_lineage_markers_read_model_config_json_or_nothing() -> None:
+    assert conventions.lineage_markers('{"_branched_from": "s1"}') == {"_branched_from": "s1"}
+    assert conventions.lineage_markers({"_reset_from": "s2"}) == {"_reset_from": "s2"}
+    assert conventions.lineage_markers("not json") == {}
+    assert conventions.lineage_markers("[1, 2]") == {}
+    assert conventions.lineage_markers(None) == {}
+
+
+@pytest.mark.parametrize(
+    ("active", "compacted", "kind", "visible", "rewound"),
+    [(1, 0, None, True, False), (0, 1, None, True, False), (0, 0, None, False, True),
+     (1, 0, "hidden", False, False), (1, 0, "", True, False)],
+)  # fmt: skip
+def test_visible_row_rule(active: int, compacted: int, kind: str | None, visible: bool,
+                          rewound: bool) -> None:  # fmt: skip
+    assert conventions.is_visible(active, compacted, kind) is visible
+    assert conventions.is_rewound(active, compacted) is rewound
+
+
+def test_an_auxiliary_row_with_a_null_status_reads_as_estimated_by_the_cost_rule() -> None:
+    assert conventions.usage_status(None, 0.03, 0.0) == "estimated"
+    assert conventions.usage_status(None, 0.03, 0.0) == read_cost(None, 0.03, 0.0).status
+    assert conventions.usage_status("estimated", 0.80, 0.05) == "partial"
+    assert "compression" in conventions.AUXILIARY_TASKS
+
+
+def test_profile_of_a_home(tmp_path: Path) -> None:
+    assert conventions.profile_of(tmp_path / ".hermes") == conventions.DEFAULT_PROFILE
+    assert conventions.profile_of(tmp_path / ".hermes" / "profiles" / "work") == "work"
+
+
+def test_a_session_row_without_usage_table_implies_one_main_loop_row() -> None:
+    session = {
+        "id": "s", "model": "m", "billing_provider": "openrouter", "input_tokens": 10,
+        "output_tokens": 2, "estimated_cost_usd": 0.01, "actual_cost_usd": None,
+        "cost_status": None, "started_at": 100.0, "last_activity_at": 160.0,
+    }  # fmt: skip
+    row = conventions.derived_usage_row(session)
+    assert row is not None
+    assert (row["task"], row["model"], row["billing_provider"]) == ("", "m", "openrouter")
+    assert (row["input_tokens"], row["output_tokens"], row["cache_read_tokens"]) == (10, 2, 0)
+    assert row["estimated_cost_usd"] == 0.01 and row["cost_status"] is None
+    assert (row["first_seen"], row["last_seen"]) == (100.0, 160.0)
+    assert conventions.derived_usage_row({"id": "idle", "started_at": 1.0}) is None
+
+
+def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE m (active INTEGER, compacted INTEGER, display_kind TEXT)")
+    combos = [(a, c, k) for a in (0, 1) for c in (0, 1) for k in (None, "", "hidden", "tool")]
+    conn.executemany("INSERT INTO m VALUES (?, ?, ?)", combos)
+    where = conventions.visible_rows_sql({"active", "compacted", "display_kind"})
+    in_sql = set(conn.execute(f"SELECT active, compacted, display_kind FROM m WHERE {where}"))
+    assert in_sql == {row for row in combos if conventions.is_visible(*row)}
+    assert conventions.visible_rows_sql(set()) == "1"

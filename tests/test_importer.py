@@ -1,0 +1,303 @@
+"""The importer: every source layout into the archive, read-only, newest first, resumable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from dashboard.demo.build import build_demo_home
+from dashboard.repository import conventions, importer
+from dashboard.repository.importer import source_key, sync, usage_source_id
+from dashboard.repository.store import SessionStore
+from tests import hermes_shapes as hs
+
+ALL_SHAPES = {**hs.SHAPES, **hs.COST_SHAPES}
+ROOT = Path(__file__).resolve().parents[1]
+MESSAGE_FIELDS = ("session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
+                  "timestamp", "token_count", "active", "compacted", "display_kind")  # fmt: skip
+
+
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def digests(db: Path) -> dict[str, str | None]:
+    """SHA-256 of a state.db and of its -wal (None when absent)."""
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+        for p in (db, Path(f"{db}-wal"))
+    }
+
+
+def assert_untouched(db: Path, before: dict[str, str | None]) -> None:
+    """The file and an existing -wal byte-identical; SQLite's read-only opener may leave
+    an *empty* -wal where there was none (as tests/test_readonly.py allows)."""
+    after = digests(db)
+    assert after[db.name] == before[db.name]
+    wal = f"{db.name}-wal"
+    assert after[wal] == before[wal] or (before[wal] is None and after[wal] == EMPTY)
+
+
+def source_conn(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def source_messages(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
+    """Every source message by id, with the defaults a missing flag column means."""
+    have = columns(conn, "messages")
+    out = {}
+    for r in conn.execute("SELECT * FROM messages"):
+        row = dict(r)
+        for c, default in conventions.MESSAGE_DEFAULTS.items():
+            row.setdefault(c, default)
+        out[str(row["id"])] = tuple(row[c] if c in have or c in row else None
+                                    for c in MESSAGE_FIELDS)  # fmt: skip
+    return out
+
+
+def archive_messages(conn: sqlite3.Connection, home: str) -> dict[str, tuple[object, ...]]:
+    rows = conn.execute(
+        f"SELECT src_id, {', '.join(MESSAGE_FIELDS)} FROM messages WHERE src_home=?", (home,)
+    )
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def fts_checks(conn: sqlite3.Connection) -> None:
+    """PRAGMA integrity_check and both FTS indexes' integrity-check pass."""
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    for table in ("messages_fts", "messages_fts_trigram"):
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+
+
+@pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
+def test_every_shape_imports_every_row_read_only(shape: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = ALL_SHAPES[shape](home / "state.db")
+    before = digests(db)
+    key = source_key(home)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        report = sync(archive, db, home, batch_sessions=2)
+        conn = archive.core.conn
+        with closing(source_conn(db)) as src:
+            sessions = {r["id"]: dict(r) for r in src.execute("SELECT * FROM sessions")}
+            messages = source_messages(src)
+            has_usage = "session_model_usage" in {
+                r[0] for r in src.execute("SELECT name FROM sqlite_master")
+            }
+            usage = [dict(r) for r in src.execute("SELECT * FROM session_model_usage")] if (
+                has_usage) else []  # fmt: skip
+
+        kept = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM sessions")}
+        assert set(kept) == set(sessions)
+        for sid, row in sessions.items():
+            mine = kept[sid]
+            assert (mine["src_home"], mine["src_id"]) == (key, sid)
+            for c in ("title", "model", "parent_session_id", "started_at", "ended_at",
+                      "message_count", "estimated_cost_usd", "cost_status", "archived",
+                      "pinned", "hidden", "title_source", "cwd", "git_branch"):  # fmt: skip
+                if c in row:
+                    assert mine[c] == row[c], (sid, c)
+            assert mine["profile"] == (row.get("profile_name") or "default")
+
+        assert archive_messages(conn, key) == messages
+        assert report.messages_added == len(messages)
+        flags = [conventions.is_visible(m[-3], m[-2], m[-1]) for m in messages.values()]
+        if shape in hs.EXPECTED:
+            assert sum(flags) == hs.EXPECTED[shape].visible_messages
+            assert len(messages) == hs.EXPECTED[shape].total_messages
+        if hs.EXPECTED.get(shape, hs.EXPECTED["current_views"]).modern and shape in hs.SHAPES:
+            # Today's Hermes keeps rewound and compacted rows: the archive has them, flagged.
+            got = {(r[0], r[1]) for r in conn.execute("SELECT active, compacted FROM messages")}
+            assert {(0, 0), (0, 1), (1, 0)} <= got
+
+        stored = {
+            r["src_id"]: dict(r)
+            for r in conn.execute("SELECT * FROM session_model_usage WHERE src_home=?", (key,))
+        }
+        if has_usage:
+            assert set(stored) == {usage_source_id(u) for u in usage}
+            for u in usage:
+                mine = stored[usage_source_id(u)]
+                for c in ("task", "api_call_count", "input_tokens", "estimated_cost_usd",
+                          "actual_cost_usd", "cost_status", "first_seen", "last_seen"):  # fmt: skip
+                    assert mine[c] == u[c], c
+        else:
+            derived = {
+                f"sessions:{sid}": conventions.derived_usage_row(row)
+                for sid, row in sessions.items()
+                if conventions.derived_usage_row(row) is not None
+            }
+            assert set(stored) == set(derived) and derived
+            for src_id, row in derived.items():
+                assert row is not None
+                assert stored[src_id]["input_tokens"] == row["input_tokens"]
+                assert stored[src_id]["cost_status"] == row["cost_status"]
+
+        for table in ("sessions", "messages", "session_model_usage"):
+            assert conn.execute(
+                f"SELECT count(*) FROM {table} WHERE archive_first_seen IS NULL"
+                " OR gone_from_source_at IS NOT NULL OR src_home IS NOT ?", (key,)
+            ).fetchone()[0] == 0  # fmt: skip
+        fts_checks(conn)
+
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+        again = sync(archive, db, home)
+        assert (again.sessions_added, again.messages_added, again.usage_added) == (0, 0, 0)
+        assert counts == [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                          for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+    assert_untouched(db, before)
+
+
+def test_auxiliary_rows_keep_their_null_status_and_read_as_estimated(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_cost_facts(home / "state.db")
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        row = archive.core.conn.execute(
+            "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM session_model_usage"
+            " WHERE session_id=? AND task='compression'", (hs.S_WEEK,)
+        ).fetchone()  # fmt: skip
+    assert row["cost_status"] is None
+    assert conventions.usage_status(*row) == "estimated"
+
+
+def test_newest_sessions_land_first(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_cost_facts(home / "state.db")
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home, batch_sessions=1)
+        rows = archive.core.conn.execute(
+            "SELECT started_at, archive_first_seen FROM sessions ORDER BY rowid"
+        ).fetchall()
+    starts = [r[0] for r in rows]
+    seen = [r[1] for r in rows]
+    assert starts == sorted(starts, reverse=True) and len(set(starts)) > 1
+    assert seen == sorted(seen)
+
+
+def test_sessions_added_to_the_source_during_a_cut_off_pass_are_not_missed(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_cost_facts(home / "state.db")
+    key = source_key(home)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        # A pass that began when the second-newest session was the newest and was
+        # killed after covering it; the newest session started after the pass began.
+        with closing(source_conn(db)) as src:
+            newest, began = src.execute(
+                "SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 2"
+            ).fetchall()
+        mark = {"started_at": began[0], "id": began[1], "first": [began[0], began[1]]}
+        archive.set_meta(importer.WATERMARK_PREFIX + key, json.dumps(mark))
+        report = sync(archive, db, home)
+        assert report.resumed
+        # Everything but the session the watermark covers came in, the newest included.
+        assert report.sessions_added == report.sessions_total - 1
+        ids = {r[0] for r in archive.core.conn.execute("SELECT id FROM sessions")}
+        assert newest[1] in ids and began[1] not in ids
+
+
+def _sync_process(home: Path, archive: Path, out: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", "archive", "sync", "--home", str(home),
+         "--archive", str(archive), "--batch", "1"],
+        cwd=ROOT, env=env, stdout=out, stderr=out,
+    )  # fmt: skip
+
+
+def _watermark(archive: Path, key: str) -> dict[str, object] | None:
+    try:
+        with closing(sqlite3.connect(f"file:{archive}?mode=ro", uri=True, timeout=5)) as c:
+            row = c.execute(
+                "SELECT value FROM state_meta WHERE key=?", (importer.WATERMARK_PREFIX + key,)
+            ).fetchone()
+    except sqlite3.Error:
+        return None  # not created yet
+    return json.loads(row[0]) if row else None
+
+
+def test_a_sync_killed_mid_way_resumes_without_duplicates_or_gaps(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    build_demo_home(home, sessions=600, messages=4000, seed=3)
+    db = home / "state.db"
+    before = digests(db)
+    archive = tmp_path / "archive" / "archive.db"
+    key = source_key(home)
+    proc = _sync_process(home, archive, subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    mark = None
+    while mark is None and proc.poll() is None and time.monotonic() < deadline:
+        mark = _watermark(archive, key)
+        time.sleep(0.01)
+    assert mark is not None and proc.poll() is None, "the sync ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    with closing(sqlite3.connect(archive)) as c:
+        partial = c.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    with closing(source_conn(db)) as src:
+        total_sessions = src.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        source_ids = {str(r[0]) for r in src.execute("SELECT id FROM messages")}
+        usage_rows = src.execute("SELECT count(*) FROM session_model_usage").fetchone()[0]
+    assert 0 < partial < total_sessions
+
+    resumed = _sync_process(home, archive)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err.decode()
+    assert "resumed" in out.decode()
+    with closing(sqlite3.connect(archive)) as c:
+        kept = [r[0] for r in c.execute("SELECT src_id FROM messages WHERE src_home=?", (key,))]
+        assert len(kept) == len(set(kept))  # no duplicate
+        assert set(kept) == source_ids  # no missing row
+        assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == total_sessions
+        assert c.execute("SELECT count(*) FROM session_model_usage").fetchone()[0] == usage_rows
+        assert c.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone() is None
+        fts_checks(c)
+        starts = [r[0] for r in c.execute("SELECT started_at FROM sessions ORDER BY rowid")]
+        assert starts == sorted(starts, reverse=True)  # newest first, across the kill
+    assert _watermark(archive, key) is None  # the pass finished
+    assert_untouched(db, before)
+
+
+def test_a_later_sync_adds_new_rows_and_indexes_them_without_a_rebuild(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_seed_inline(home / "state.db")
+    with SessionStore(tmp_path / "archive.db") as archive:
+        assert sync(archive, db, home).bulk
+        with closing(sqlite3.connect(db)) as agent:  # the agent writes a new turn
+            agent.execute(
+                "INSERT INTO messages(session_id, role, content, timestamp) "
+                "VALUES (?, 'user', 'latecomerword arrives', 2e9)", (hs.S_ROOT,)
+            )  # fmt: skip
+            agent.commit()
+        again = sync(archive, db, home)
+        assert not again.bulk and not again.resumed
+        assert (again.sessions_added, again.messages_added, again.usage_added) == (0, 1, 0)
+        conn = archive.core.conn
+        for table, term in (("messages_fts", "latecomerword"), ("messages_fts_trigram", "comerw")):
+            hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,))
+            assert hits.fetchone()[0] == 1, table
+        fts_checks(conn)
