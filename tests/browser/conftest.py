@@ -67,3 +67,16 @@ def page(browser) -> Iterator[object]:
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture
+def nojs_page(browser) -> Iterator[object]:
+    """A page with JavaScript off: every screen must work as plain links and forms."""
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()

@@ -196,25 +196,19 @@ def test_a_phone_scrolls_the_picture_and_a_tap_shows_details(tmp_path: Path, bro
         context.close()
 
 
-def test_chains_index_sorts_by_link(demo_server: Server, browser) -> None:
+def test_chains_index_sorts_by_link(demo_server: Server, nojs_page) -> None:
     """The /chains index is one table sorted by server-side links (no JavaScript needed)."""
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
-    )
-    page = context.new_page()
-    try:
-        page.goto(f"{demo_server.url}/chains")
-        assert page.locator("table.chains-table").count() == 1
-        page.locator("table.chains-table th a", has_text="Segments").click()
-        page.wait_for_url("**sort=segments**")
-        header = page.locator("table.chains-table th", has_text="Segments")
-        assert header.get_attribute("aria-sort") == "descending"
-        counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
-        assert counts == sorted(counts, reverse=True) and len(counts) > 1
-        page.locator("table.chains-table th a", has_text="Segments").click()
-        page.wait_for_url("**dir=asc**")
-        counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
-        assert counts == sorted(counts)
-        assert header.get_attribute("aria-sort") == "ascending"
-    finally:
-        context.close()
+    page = nojs_page
+    page.goto(f"{demo_server.url}/chains")
+    assert page.locator("table.chains-table").count() == 1
+    page.locator("table.chains-table th a", has_text="Segments").click()
+    page.wait_for_url("**sort=segments**")
+    header = page.locator("table.chains-table th", has_text="Segments")
+    assert header.get_attribute("aria-sort") == "descending"
+    counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
+    assert counts == sorted(counts, reverse=True) and len(counts) > 1
+    page.locator("table.chains-table th a", has_text="Segments").click()
+    page.wait_for_url("**dir=asc**")
+    counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
+    assert counts == sorted(counts)
+    assert header.get_attribute("aria-sort") == "ascending"

@@ -44,26 +44,20 @@ def test_both_charts_are_drawn(demo_server: Server, page) -> None:
     assert watch.problems == []
 
 
-def test_without_javascript_the_tables_are_the_page(demo_server: Server, browser) -> None:
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
-    )
-    page = context.new_page()
-    try:
-        page.goto(f"{demo_server.url}/costs?{RANGE}")
-        assert page.locator("table.costs-spend").is_visible()
-        assert page.locator("table.costs-tokens").is_visible()
-        assert page.locator("table.costs-spend tbody tr").count() > 1
-        assert page.locator("canvas").count() == 2
-        assert not page.locator('canvas[data-chart="spend"]').is_visible()
-        assert not page.locator('canvas[data-chart="tokens"]').is_visible()
-        # The form still works as a plain GET.
-        page.select_option("#costs-by", "source")
-        page.click(".costs-apply button")
-        page.wait_for_url("**by=source**")
-        assert page.locator("table.costs-spend th").nth(1).inner_text() == "Source"
-    finally:
-        context.close()
+def test_without_javascript_the_tables_are_the_page(demo_server: Server, nojs_page) -> None:
+    page = nojs_page
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    assert page.locator("table.costs-spend").is_visible()
+    assert page.locator("table.costs-tokens").is_visible()
+    assert page.locator("table.costs-spend tbody tr").count() > 1
+    assert page.locator("canvas").count() == 2
+    assert not page.locator('canvas[data-chart="spend"]').is_visible()
+    assert not page.locator('canvas[data-chart="tokens"]').is_visible()
+    # The form still works as a plain GET.
+    page.select_option("#costs-by", "source")
+    page.click(".costs-apply button")
+    page.wait_for_url("**by=source**")
+    assert page.locator("table.costs-spend th").nth(1).inner_text() == "Source"
 
 
 SPEND = """() => {
@@ -157,19 +151,13 @@ def test_range_shortcuts_and_the_to_field(demo_server: Server, page) -> None:
     assert watch.problems == []
 
 
-def test_all_time_works_without_javascript(demo_server: Server, browser) -> None:
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
-    )
-    page = context.new_page()
-    try:
-        page.goto(f"{demo_server.url}/costs?by=model")
-        page.get_by_role("link", name="All time", exact=True).click()
-        page.wait_for_url("**by=model**")
-        assert "from=" in page.url and "to=" in page.url
-        assert page.locator("table.costs-spend tbody tr").count() > 1
-    finally:
-        context.close()
+def test_all_time_works_without_javascript(demo_server: Server, nojs_page) -> None:
+    page = nojs_page
+    page.goto(f"{demo_server.url}/costs?by=model")
+    page.get_by_role("link", name="All time", exact=True).click()
+    page.wait_for_url("**by=model**")
+    assert "from=" in page.url and "to=" in page.url
+    assert page.locator("table.costs-spend tbody tr").count() > 1
 
 
 BAR = """() => {
@@ -222,21 +210,15 @@ def test_a_click_on_a_bar_opens_that_periods_sessions(demo_server: Server, page)
     assert watch.problems == []
 
 
-def test_periods_open_without_javascript(demo_server: Server, browser) -> None:
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
-    )
-    page = context.new_page()
-    try:
-        page.goto(f"{demo_server.url}/costs?{RANGE}")
-        page.locator(".costs-drill a", has_text="2026-11").click()
-        page.wait_for_url("**from=2026-11-01**")
-        assert "to=2026-12-01" in page.url
-        assert page.locator("table.costs-sessions tbody tr").count() > 0
-        chained = page.locator("table.costs-sessions tbody a", has_text="chain")
-        assert chained.count() > 0
-        chained.first.click()
-        page.wait_for_url("**/chains/**")
-        assert page.locator("svg.chain-svg").is_visible()
-    finally:
-        context.close()
+def test_periods_open_without_javascript(demo_server: Server, nojs_page) -> None:
+    page = nojs_page
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    page.locator(".costs-drill a", has_text="2026-11").click()
+    page.wait_for_url("**from=2026-11-01**")
+    assert "to=2026-12-01" in page.url
+    assert page.locator("table.costs-sessions tbody tr").count() > 0
+    chained = page.locator("table.costs-sessions tbody a", has_text="chain")
+    assert chained.count() > 0
+    chained.first.click()
+    page.wait_for_url("**/chains/**")
+    assert page.locator("svg.chain-svg").is_visible()

@@ -97,25 +97,19 @@ def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> Non
     assert len(swaps) == 2, swaps  # one for the message, one for Enter in the session box
 
 
-def test_without_javascript_the_form_is_a_plain_get(demo_server: Server, browser) -> None:
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+def test_without_javascript_the_form_is_a_plain_get(demo_server: Server, nojs_page) -> None:
+    page = nojs_page
+    page.goto(demo_server.url + "/preview")
+    page.locator("#preview-message").fill(MESSAGE)
+    page.get_by_role("button", name="Preview").click()
+    page.wait_for_url("**/preview?*message=*")
+    for part in PARTS:
+        expect(page.locator(f"section.preview-part[data-part={part}]")).to_have_count(1)
+    expect(page.locator("section.preview-part[data-part=recalled] pre")).to_contain_text(
+        "# Relevant Memories"
     )
-    page = context.new_page()
-    try:
-        page.goto(demo_server.url + "/preview")
-        page.locator("#preview-message").fill(MESSAGE)
-        page.get_by_role("button", name="Preview").click()
-        page.wait_for_url("**/preview?*message=*")
-        for part in PARTS:
-            expect(page.locator(f"section.preview-part[data-part={part}]")).to_have_count(1)
-        expect(page.locator("section.preview-part[data-part=recalled] pre")).to_contain_text(
-            "# Relevant Memories"
-        )
-        assert page.locator("ol.preview-items li a").count() > 0
-        assert not page.get_by_role("button", name="Copy the whole block").is_visible()
-    finally:
-        context.close()
+    assert page.locator("ol.preview-items li a").count() > 0
+    assert not page.get_by_role("button", name="Copy the whole block").is_visible()
 
 
 def test_recalled_items_are_what_was_said_and_the_model_is_the_configured_one(

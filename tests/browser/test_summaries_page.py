@@ -80,18 +80,14 @@ def test_no_endpoint_shows_one_quiet_line_and_no_card_previews(demo_server: Serv
             context.close()
 
 
-def test_without_javascript_a_card_offers_a_link_not_a_spinner(summarizing_server, browser):
+def test_without_javascript_a_card_offers_a_link_not_a_spinner(summarizing_server, nojs_page):
     server, _ = summarizing_server
-    context = browser.new_context(java_script_enabled=False)
-    page = context.new_page()
-    try:
-        page.goto(server.url + "/?q=redis")
-        expect(page.locator("#results .card")).to_have_count(6)
-        assert page.locator("#results .spinner:visible").count() == 0
-        card = page.locator("#results .card").first
-        link = card.get_by_role("link", name="Summarize this session")
-        expect(link).to_be_visible()
-        link.click()
-        expect(page.locator(".summary-slot.done, .summary-slot.preview")).to_have_count(1)
-    finally:
-        context.close()
+    page = nojs_page
+    page.goto(server.url + "/?q=redis")
+    expect(page.locator("#results .card")).to_have_count(6)
+    assert page.locator("#results .spinner:visible").count() == 0
+    card = page.locator("#results .card").first
+    link = card.get_by_role("link", name="Summarize this session")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.locator(".summary-slot.done, .summary-slot.preview")).to_have_count(1)
