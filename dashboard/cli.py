@@ -232,19 +232,27 @@ def _serve(args: argparse.Namespace) -> int:
     )  # fmt: skip
 
 
+def _archive_location(args: argparse.Namespace) -> tuple[HermesHome, Path]:
+    """The home ``--home`` names and its archive (``--archive``), saying any move of it."""
+    from dashboard.repository.archive import archive_path
+
+    home = _home(args.home)
+    path, note = archive_path(home, args.archive)
+    if note:
+        print(f"recall: {note}", file=sys.stderr)
+    return home, path
+
+
 def _archive_sync(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from dashboard.repository.archive import archive_path, open_archive
+    from dashboard.repository.archive import open_archive
     from dashboard.repository.importer import BATCH_SESSIONS, sync
 
     if args.batch is not None and args.batch < 1:
         print("recall: --batch must be a whole number of at least 1", file=sys.stderr)
         return 2
-    home = _home(args.home)
-    path, note = archive_path(home, args.archive)
-    if note:
-        print(f"recall: {note}", file=sys.stderr)
+    home, path = _archive_location(args)
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                "sessions", "{task.fields[messages]:,} messages", TimeRemainingColumn())  # fmt: skip
     with open_archive(path) as store, Progress(*columns) as bar:
@@ -265,12 +273,9 @@ def _archive_sync(args: argparse.Namespace) -> int:
 
 
 def _archive_status(args: argparse.Namespace) -> int:
-    from dashboard.repository.archive import archive_path, archive_status, open_archive
+    from dashboard.repository.archive import archive_status, open_archive
 
-    home = _home(args.home)
-    path, note = archive_path(home, args.archive)
-    if note:
-        print(f"recall: {note}", file=sys.stderr)
+    home, path = _archive_location(args)
     if not path.exists():  # status only reads: it does not create an empty archive
         if args.json:
             print(json.dumps({"archive": str(path), "exists": False}))

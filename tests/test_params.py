@@ -7,7 +7,7 @@ import time
 import pytest
 
 from dashboard.repository.errors import ValidationError
-from dashboard.repository.params import date_bound, whole_number
+from dashboard.repository.params import date_bound, table_sort, whole_number
 
 
 @pytest.mark.parametrize("text", ["²", "٣", "３", "1.5", "-3", "+3", "1e3", "0x10", "1_000", "x"])
@@ -59,3 +59,13 @@ def test_dates_are_read_in_local_time_and_before_covers_its_whole_day() -> None:
     assert date_bound(" ", "after") is None
     with pytest.raises(ValidationError, match="after must be a date like 2026-11-30"):
         date_bound("yesterday", "after")
+
+
+def test_table_sort_reads_sort_and_dir_links() -> None:
+    choices = ("cost", "tokens")
+    assert table_sort(None, None, choices, "cost") == ("cost", True)
+    assert table_sort("tokens", "asc", choices, "cost") == ("tokens", False)
+    with pytest.raises(ValidationError, match="sort must be one of cost, tokens"):
+        table_sort("price", None, choices, "cost")
+    with pytest.raises(ValidationError, match="dir must be asc or desc"):
+        table_sort("cost", "up", choices, "cost")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from dashboard.repository.chains import conversation_title
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
 from dashboard.repository.costs import session_costs
-from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
+from dashboard.repository.params import table_sort
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,7 @@ class ChainIndex:
 
 def check_chain_sort(sort: str | None, direction: str | None) -> tuple[str, bool]:
     """``(sort, descending)`` from the query string; :class:`ValidationError` if unknown."""
-    sort = sort or "last"
-    if sort not in CHAIN_SORTS:
-        raise ValidationError(f"sort must be one of {', '.join(CHAIN_SORTS)}")
-    if direction not in (None, "", "asc", "desc"):
-        raise ValidationError("dir must be asc or desc")
-    return sort, direction != "asc"
+    return table_sort(sort, direction, CHAIN_SORTS, "last")
 
 
 def chain_lines(lineage: Lineage) -> list[list[str]]:

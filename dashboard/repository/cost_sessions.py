@@ -22,9 +22,9 @@ from dashboard.repository.costs import (
     add_vector,
     cell_from_sums,
 )
-from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
+from dashboard.repository.params import table_sort
 
 SORTS = ("cost", "tokens", "calls")
 TOP_SESSIONS = 25  # a screen of rows; the CSV and the tables above hold every figure
@@ -62,12 +62,7 @@ class CostlySessions:
 
 def check_sort(sort: str | None, direction: str | None) -> tuple[str, bool]:
     """``(sort, descending)`` from the query string; :class:`ValidationError` if unknown."""
-    sort = sort or "cost"
-    if sort not in SORTS:
-        raise ValidationError(f"sort must be one of {', '.join(SORTS)}")
-    if direction not in (None, "", "asc", "desc"):
-        raise ValidationError("dir must be asc or desc")
-    return sort, direction != "asc"
+    return table_sort(sort, direction, SORTS, "cost")
 
 
 def session_sums(rows: Iterable[Row], question: Plan) -> dict[str, list[float]]:

@@ -65,3 +65,18 @@ def date_bound(text: str | None, name: str, *, end_of_day: bool = False) -> floa
     if end_of_day and len(value) == 10:
         stamp += 86_400
     return stamp
+
+
+def table_sort(
+    sort: str | None, direction: str | None, choices: tuple[str, ...], default: str
+) -> tuple[str, bool]:
+    """``(column, descending)`` of a table sorted by its ``sort``/``dir`` links.
+
+    Blank means ``default``, descending; anything else unknown raises ValidationError.
+    """
+    sort = sort or default
+    if sort not in choices:
+        raise ValidationError(f"sort must be one of {', '.join(choices)}")
+    if direction not in (None, "", "asc", "desc"):
+        raise ValidationError("dir must be asc or desc")
+    return sort, direction != "asc"
