@@ -80,10 +80,16 @@ class Snapshot:
 
 
 class StateReader:
-    """Opens the home's state.db read-only for each unit of work."""
+    """Opens a store read-only for each unit of work: the home's state.db, or its archive.
 
-    def __init__(self, home: HermesHome) -> None:
+    ``path`` is the file the pages read (Recall's archive of ``home``, or the home's
+    own state.db when it is Recall's store); ``home`` still names the memory files
+    and config.yaml.
+    """
+
+    def __init__(self, home: HermesHome, path: Path | None = None) -> None:
         self.home = home
+        self._path = Path(path) if path is not None else home.state_db
         self._demo: bool | None = None
         self._lineage = LineageCache()
         # Spend answers, and the costly sessions of a range (keys start "sessions").
@@ -92,7 +98,7 @@ class StateReader:
 
     @property
     def path(self) -> Path:
-        return self.home.state_db
+        return self._path
 
     def open_for_rollup(self) -> tuple[sqlite3.Connection, Layout]:
         """A read-only connection and layout a background cost-rollup build can own."""
