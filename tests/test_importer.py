@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo.build import build_demo_home
-from dashboard.repository import conventions, importer
+from dashboard.repository import conventions, importer, schema
 from dashboard.repository.importer import source_key, sync, usage_source_id
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
@@ -179,6 +179,49 @@ def test_auxiliary_rows_keep_their_null_status_and_read_as_estimated(tmp_path: P
     assert conventions.usage_status(*row) == "estimated"
 
 
+def indexed_rows(conn: sqlite3.Connection) -> int:
+    """Rows in both FTS indexes (each external-content index keeps one docsize row per row)."""
+    counts = {
+        conn.execute(f"SELECT count(*) FROM {t}_docsize").fetchone()[0] for t in schema.FTS_TABLES
+    }
+    assert len(counts) == 1, counts
+    return counts.pop()
+
+
+def triggers(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+
+
+def test_the_first_import_makes_each_batch_searchable_as_it_lands(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_cost_facts(home / "state.db")
+    path = tmp_path / "archive.db"
+    seen: list[tuple[int, int, int, str | None]] = []
+
+    def look(progress: importer.Progress) -> None:
+        if progress.sessions_done == 0:
+            return
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as reader:
+            stale = reader.execute("SELECT value FROM state_meta WHERE key='fts_stale'")
+            seen.append((
+                progress.sessions_done,
+                reader.execute("SELECT count(*) FROM messages").fetchone()[0],
+                indexed_rows(reader),
+                (stale.fetchone() or [None])[0],
+            ))  # fmt: skip
+
+    with SessionStore(path) as archive:
+        report = sync(archive, db, home, batch_sessions=1, on_progress=look)
+        assert report.bulk
+        assert triggers(archive.core.conn) == set(schema.FTS_TRIGGERS)
+        fts_checks(archive.core.conn)
+    assert len(seen) == report.sessions_total > 1
+    for _, landed, indexed, stale in seen:
+        assert landed > 0 and indexed == landed and stale is None
+    assert [s[1] for s in seen] == sorted(s[1] for s in seen)
+
+
 def test_newest_sessions_land_first(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -257,6 +300,10 @@ def test_a_sync_killed_mid_way_resumes_without_duplicates_or_gaps(tmp_path: Path
     assert proc.returncode == -signal.SIGKILL
     with closing(sqlite3.connect(archive)) as c:
         partial = c.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        # What landed before the kill is searchable and the index is trustworthy.
+        assert c.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone() is None
+        assert indexed_rows(c) == c.execute("SELECT count(*) FROM messages").fetchone()[0]
+        fts_checks(c)
     with closing(source_conn(db)) as src:
         total_sessions = src.execute("SELECT count(*) FROM sessions").fetchone()[0]
         source_ids = {str(r[0]) for r in src.execute("SELECT id FROM messages")}
@@ -275,6 +322,7 @@ def test_a_sync_killed_mid_way_resumes_without_duplicates_or_gaps(tmp_path: Path
         assert c.execute("SELECT count(*) FROM session_model_usage").fetchone()[0] == usage_rows
         assert c.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone() is None
         fts_checks(c)
+        assert triggers(c) == set(schema.FTS_TRIGGERS)
         starts = [r[0] for r in c.execute("SELECT started_at FROM sessions ORDER BY rowid")]
         assert starts == sorted(starts, reverse=True)  # newest first, across the kill
     assert _watermark(archive, key) is None  # the pass finished

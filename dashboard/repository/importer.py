@@ -24,7 +24,7 @@ from typing import Any
 from dashboard.repository import conventions
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.readonly import open_readonly, read_snapshot
-from dashboard.repository.store import SessionStore
+from dashboard.repository.store import SessionStore, index_messages
 
 BATCH_SESSIONS = 50  # sessions per transaction: ~5,000 messages on a typical home
 WATERMARK_PREFIX = "archive_watermark:"
@@ -302,7 +302,10 @@ def sync(
                     at: int = start,
                 ) -> None:
                     # Kept per chunk (not summed here): a retried transaction re-runs this.
-                    added[at] = _insert(c, home, rows)
+                    now = time.time()
+                    added[at] = _insert(c, home, rows, now)
+                    if bulk:
+                        _index_landed(c, home, rows, now)
                     _put(c, WATERMARK_PREFIX + home, covered)
 
                 yield step
@@ -312,12 +315,16 @@ def sync(
 
         if on_progress:
             on_progress(Progress(done, total, 0))
-        # The first import (or its resumption) takes the bulk path; a later sync adds
-        # few rows to a large archive and indexes them as they land.
+        # The first import (or its resumption) takes the bulk path: triggers off, and
+        # each transaction indexes the rows it lands, so the newest sessions are
+        # searchable seconds after the start and a kill leaves a trustworthy index.
+        # A later sync adds few rows to a large archive; the triggers index them.
         bulk = resumed or not archive.core.conn.execute(
             "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
         ).fetchone()
-        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=bulk)
+        archive.bulk_write(
+            steps(), foreign_keys=False, rebuild_index=False, index_in_steps=bool(bulk)
+        )
     finally:
         conn.close()
 
@@ -330,9 +337,10 @@ def sync(
     return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began, bulk)
 
 
-def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) -> list[int]:
+def _insert(
+    conn: sqlite3.Connection, home: str, sessions: list[SourceSession], now: float
+) -> list[int]:
     """Insert rows the archive lacks (keyed by source home and id); return how many of each."""
-    now = time.time()
     # rowcount, not total_changes: the FTS triggers' own writes must not count.
     added_sessions = conn.executemany(
         f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS + PROVENANCE)}) "
@@ -366,6 +374,18 @@ def _insert(conn: sqlite3.Connection, home: str, sessions: list[SourceSession]) 
         ],
     ).rowcount
     return [max(added_sessions, 0), max(added_messages, 0), max(added_usage, 0)]
+
+
+def _index_landed(
+    conn: sqlite3.Connection, home: str, sessions: list[SourceSession], now: float
+) -> None:
+    """Index the messages this transaction landed (first seen ``now``) in both FTS indexes."""
+    marks = ",".join("?" for _ in sessions)
+    index_messages(
+        conn,
+        f"session_id IN ({marks}) AND src_home = ? AND archive_first_seen = ?",
+        [*(s.row["id"] for s in sessions), home, now],
+    )
 
 
 def usage_source_id(usage: dict[str, Any]) -> str:
