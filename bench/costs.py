@@ -59,8 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--sessions", type=int, default=100_000,
-                        help="sessions of a home built afresh (four messages each)")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=100_000,
+        help="sessions of a home built afresh (four messages each)",
+    )
     args = parser.parse_args(argv)
     if not (args.home / "state.db").exists():
         print(f"building a {args.sessions:,}-session demo home in {args.home} …", flush=True)
