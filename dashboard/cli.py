@@ -255,14 +255,16 @@ def _archive_sync(args: argparse.Namespace) -> int:
     home, path = _archive_location(args)
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                "sessions", "{task.fields[messages]:,} messages", TimeRemainingColumn())  # fmt: skip
-    with open_archive(path) as store, Progress(*columns) as bar:
+    with open_archive(path, to_sync=True) as store, Progress(*columns) as bar:
         task = bar.add_task("Archiving", total=None, messages=0)
         report = sync(
             store, home.state_db, home.root, batch_sessions=args.batch or BATCH_SESSIONS,
             on_progress=lambda p: bar.update(
-                task, completed=p.sessions_done, total=p.sessions_total, messages=p.messages_added
+                task, completed=p.sessions_done, total=p.sessions_total, messages=p.messages_added,
+                description="Archiving" if p.phase == "copying" else "Indexing parts of words",
             ),
         )  # fmt: skip
+        bar.update(task, description="Archived")
     print(
         f"archived {home.root} into {path}: {report.sessions_added:,} new sessions, "
         f"{report.messages_added:,} messages, {report.usage_added:,} usage rows "
@@ -282,7 +284,7 @@ def _archive_status(args: argparse.Namespace) -> int:
         else:
             print(f"no archive at {path} yet: `recall archive sync` makes it")
         return 0
-    with open_archive(path) as store:
+    with open_archive(path, to_sync=True) as store:  # only reads: the next sync finishes
         status = archive_status(store, home)
     if args.json:
         print(json.dumps(status.to_json(), indent=2, ensure_ascii=False))

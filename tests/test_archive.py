@@ -126,7 +126,7 @@ def test_cli_sync_prints_progress_and_status_reads_back(tmp_path: Path) -> None:
     assert not target.exists()
     out = recall("archive", "sync", "--home", str(root))
     assert out.returncode == 0, out.stderr
-    assert "Archiving" in out.stdout and "7/7" in out.stdout  # the progress bar
+    assert "Archived" in out.stdout and "7/7" in out.stdout  # the progress bar
     assert "7 new sessions" in out.stdout
     assert target.is_file()
 

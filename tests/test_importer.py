@@ -18,6 +18,11 @@ import pytest
 from dashboard.demo.build import build_demo_home
 from dashboard.repository import conventions, importer, schema
 from dashboard.repository.importer import source_key, sync, usage_source_id
+from dashboard.repository.home import HermesHome
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.reader import StateReader
+from dashboard.repository.readonly import open_readonly
+from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
 
@@ -77,10 +82,12 @@ def archive_messages(conn: sqlite3.Connection, home: str) -> dict[str, tuple[obj
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
-def fts_checks(conn: sqlite3.Connection) -> None:
-    """PRAGMA integrity_check and both FTS indexes' integrity-check pass."""
+def fts_checks(
+    conn: sqlite3.Connection, tables: tuple[str, ...] = ("messages_fts", "messages_fts_trigram")
+) -> None:
+    """PRAGMA integrity_check and the FTS indexes' integrity-check (both by default) pass."""
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    for table in ("messages_fts", "messages_fts_trigram"):
+    for table in tables:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
 
 
@@ -179,13 +186,14 @@ def test_auxiliary_rows_keep_their_null_status_and_read_as_estimated(tmp_path: P
     assert conventions.usage_status(*row) == "estimated"
 
 
-def indexed_rows(conn: sqlite3.Connection) -> int:
-    """Rows in both FTS indexes (each external-content index keeps one docsize row per row)."""
-    counts = {
-        conn.execute(f"SELECT count(*) FROM {t}_docsize").fetchone()[0] for t in schema.FTS_TABLES
-    }
-    assert len(counts) == 1, counts
-    return counts.pop()
+def indexed_rows(conn: sqlite3.Connection, table: str = "messages_fts") -> int:
+    """Rows in an FTS index (an external-content index keeps one docsize row per row)."""
+    return conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
+
+
+def meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM state_meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
 
 
 def triggers(conn: sqlite3.Connection) -> set[str]:
@@ -197,29 +205,89 @@ def test_the_first_import_makes_each_batch_searchable_as_it_lands(tmp_path: Path
     home.mkdir()
     db = hs.build_cost_facts(home / "state.db")
     path = tmp_path / "archive.db"
-    seen: list[tuple[int, int, int, str | None]] = []
+    seen: list[tuple[str, int, int, bool, bool]] = []
 
     def look(progress: importer.Progress) -> None:
         if progress.sessions_done == 0:
             return
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as reader:
-            stale = reader.execute("SELECT value FROM state_meta WHERE key='fts_stale'")
+        with closing(open_readonly(path)) as reader:
+            layout = detect_layout(reader, path)
             seen.append((
-                progress.sessions_done,
+                progress.phase,
                 reader.execute("SELECT count(*) FROM messages").fetchone()[0],
                 indexed_rows(reader),
-                (stale.fetchone() or [None])[0],
+                layout.index_trusted,
+                layout.trigram_index is None,
             ))  # fmt: skip
 
     with SessionStore(path) as archive:
         report = sync(archive, db, home, batch_sessions=1, on_progress=look)
         assert report.bulk
-        assert triggers(archive.core.conn) == set(schema.FTS_TRIGGERS)
-        fts_checks(archive.core.conn)
-    assert len(seen) == report.sessions_total > 1
-    for _, landed, indexed, stale in seen:
-        assert landed > 0 and indexed == landed and stale is None
+        conn = archive.core.conn
+        assert triggers(conn) == set(schema.FTS_TRIGGERS)
+        assert meta(conn, "fts_trigram_pending") is None and meta(conn, "fts_triggers_off") is None
+        total = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        assert indexed_rows(conn, "messages_fts_trigram") == total
+        fts_checks(conn)
+    # Each batch searchable by word as it lands; the trigram index is not asked until built.
+    assert [s[0] for s in seen] == ["copying"] * report.sessions_total + ["indexing"]
+    for _, landed, indexed, trusted, no_trigram in seen:
+        assert landed > 0 and indexed == landed and trusted and no_trigram
     assert [s[1] for s in seen] == sorted(s[1] for s in seen)
+
+
+def test_a_substring_search_during_the_first_import_scans_instead_of_the_pending_index(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_seed_inline(home / "state.db")
+    path = tmp_path / "archive.db"
+    answers: list[tuple[str, int]] = []
+
+    def search(progress: importer.Progress) -> None:
+        if progress.phase != "indexing":
+            return
+        reader = StateReader(HermesHome(home), path=path)
+        result = reader.search(SearchRequest(query="atabas"))  # part of "database"
+        answers.append((result.route, result.total_sessions))
+
+    with SessionStore(path) as archive:
+        sync(archive, db, home, on_progress=search)
+    after = StateReader(HermesHome(home), path=path).search(SearchRequest(query="atabas"))
+    assert after.route == "trigram" and after.total_sessions > 0
+    assert answers == [("scan", after.total_sessions)]
+
+
+def test_opening_an_archive_whose_import_was_killed_finishes_its_index(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = hs.build_cost_facts(home / "state.db")
+    path = tmp_path / "archive.db"
+
+    # A process that dies (os._exit, as under kill -9) after two sessions landed.
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from dashboard.repository.importer import sync\n"
+        "from dashboard.repository.store import SessionStore\n"
+        "def die(p):\n"
+        "    if p.sessions_done == 2: os._exit(9)\n"
+        "sync(SessionStore(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3]),\n"
+        "     batch_sessions=1, on_progress=die)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    died = subprocess.run([sys.executable, "-c", script, str(path), str(db), str(home)], env=env)
+    assert died.returncode == 9
+    with SessionStore(path, finish_index=False) as archive:  # a sync about to resume
+        assert meta(archive.core.conn, "fts_trigram_pending") == "1"
+    with SessionStore(path) as archive:  # anyone else finishes it on open
+        conn = archive.core.conn
+        assert meta(conn, "fts_trigram_pending") is None
+        assert triggers(conn) == set(schema.FTS_TRIGGERS)
+        landed = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        assert indexed_rows(conn) == indexed_rows(conn, "messages_fts_trigram") == landed > 0
+        fts_checks(conn)
 
 
 def test_newest_sessions_land_first(tmp_path: Path) -> None:
@@ -300,10 +368,10 @@ def test_a_sync_killed_mid_way_resumes_without_duplicates_or_gaps(tmp_path: Path
     assert proc.returncode == -signal.SIGKILL
     with closing(sqlite3.connect(archive)) as c:
         partial = c.execute("SELECT count(*) FROM sessions").fetchone()[0]
-        # What landed before the kill is searchable and the index is trustworthy.
-        assert c.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone() is None
+        # What landed before the kill is searchable by word and the index is trustworthy.
+        assert meta(c, "fts_stale") is None and meta(c, "fts_trigram_pending") == "1"
         assert indexed_rows(c) == c.execute("SELECT count(*) FROM messages").fetchone()[0]
-        fts_checks(c)
+        fts_checks(c, ("messages_fts",))  # the trigram index is built at the end
     with closing(source_conn(db)) as src:
         total_sessions = src.execute("SELECT count(*) FROM sessions").fetchone()[0]
         source_ids = {str(r[0]) for r in src.execute("SELECT id FROM messages")}

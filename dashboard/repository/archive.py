@@ -45,10 +45,14 @@ def archive_path(
     return target, note
 
 
-def open_archive(path: Path) -> SessionStore:
-    """Open (creating and migrating) the archive at ``path``."""
+def open_archive(path: Path, *, to_sync: bool = False) -> SessionStore:
+    """Open (creating and migrating) the archive at ``path``.
+
+    ``to_sync``: the caller syncs next, which resumes a killed first import and
+    builds its deferred trigram index once at the end, so opening leaves it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return SessionStore(path)
+    return SessionStore(path, finish_index=not to_sync)
 
 
 @dataclass(frozen=True)

@@ -222,11 +222,16 @@ def adapter_for(conn: sqlite3.Connection, layout: Layout, home_root: Path) -> Ad
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a sync is: sessions done of the pass's total, rows added so far."""
+    """How far a sync is: sessions done of the pass's total, rows added so far.
+
+    ``phase`` is ``copying``, then on a first import ``indexing`` while the trigram
+    index is built (searches by word already work then).
+    """
 
     sessions_done: int
     sessions_total: int
     messages_added: int
+    phase: str = "copying"
 
 
 @dataclass(frozen=True)
@@ -312,6 +317,8 @@ def sync(
                 done += len(chunk)
                 if on_progress:
                     on_progress(Progress(done, total, sum(a[1] for a in added.values())))
+            if on_progress and bulk:  # bulk_write builds the trigram index next
+                on_progress(Progress(done, total, sum(a[1] for a in added.values()), "indexing"))
 
         if on_progress:
             on_progress(Progress(done, total, 0))

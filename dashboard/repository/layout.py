@@ -56,6 +56,9 @@ class Layout:
     # Hermes rebuilds its index in the background; rows between the progress
     # mark and the high-water mark are not indexed yet.
     fts_rebuilding: bool = False
+    # Recall's first import indexes words as rows land and builds the trigram
+    # index once at the end; until then it answers nothing and must not be asked.
+    trigram_pending: bool = False
     demo_seed: str | None = None  # set in homes built by ``recall demo``
 
     @property
@@ -94,7 +97,7 @@ class Layout:
 
     @property
     def trigram_index(self) -> FtsIndex | None:
-        return self._usable("messages_fts_trigram")
+        return None if self.trigram_pending else self._usable("messages_fts_trigram")
 
     @property
     def cjk_index(self) -> FtsIndex | None:
@@ -144,6 +147,7 @@ class Layout:
             ),
             "fts_stale": self.fts_stale,
             "fts_rebuilding": self.fts_rebuilding,
+            "trigram_pending": self.trigram_pending,
             "visible_rows_filter": self.visible_messages_sql(),
             "session_model_usage": self.has_model_usage,
         }  # fmt: skip
@@ -175,6 +179,7 @@ def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:
         fts_stale=meta.get("fts_stale") == "1",
         fts_storage_version=meta.get("fts_storage_version"),
         fts_rebuilding=bool(meta.get("fts_rebuild_high_water")),
+        trigram_pending=meta.get("fts_trigram_pending") == "1",
         demo_seed=meta.get("recall_demo_seed"),
     )
 

@@ -305,8 +305,12 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
         if tri:
             return [tri], notes
         notes.append(
-            "This home has no index of word parts, so Chinese, Japanese and Korean terms "
-            "were found by searching every message."
+            (
+                "The index of word parts is still being built (the import is finishing)"
+                if layout.trigram_pending
+                else "This home has no index of word parts"
+            )
+            + ", so Chinese, Japanese and Korean terms were found by searching every message."
         )
         return [scan], notes
     symbolic = [t.text for t in terms if t.has_symbols]
@@ -323,9 +327,10 @@ def plan_routes(layout: Layout, parsed: ParsedQuery) -> tuple[list[_Route], list
         literal=bool(symbolic),
     )  # fmt: skip
     routes = [word, tri] if tri else [word]
-    if not layout.word_index_covers_tools:
-        # Old files index message text only: a term in tool-call arguments is
-        # found by scanning when the index has nothing.
+    if layout.trigram_pending or not layout.word_index_covers_tools:
+        # While the index of word parts is being built, a part of a word is found by
+        # scanning, as it will be by that index once built. Old files index message
+        # text only: a term in tool-call arguments is found by scanning then too.
         routes.append(scan)
     return routes, notes
 

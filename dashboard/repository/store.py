@@ -22,6 +22,7 @@ from dashboard.repository.conventions import COMPACTION_MARKER
 from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
 from dashboard.repository.writecore import WriteCore
 
+WORDS, TRIGRAM = schema.FTS_TABLES  # the unicode61 index, the trigram one
 T = TypeVar("T")
 
 TITLE_MAX_CHARS = 100
@@ -142,15 +143,22 @@ def _add(a: float | None, b: float | None) -> float | None:
 class SessionStore:
     """Recall's own ``state.db``: created, migrated and written through the write core."""
 
-    def __init__(self, path: str | os.PathLike[str], **core_options: Any) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, finish_index: bool = True, **core_options: Any
+    ) -> None:
+        """Open (creating, migrating) the store; finish an index a killed bulk writer left.
+
+        ``finish_index=False`` leaves an index-as-you-go import's trigram index for
+        the writer about to resume it (the importer), which builds it once at its end.
+        """
         self.path = Path(path)
         self.core = WriteCore(self.path, **core_options)
         try:
             schema.migrate(self.core)
             if self.index_is_stale():
                 self.repair_index()  # a bulk import died half-way: finish it
-            elif self._triggers_off():
-                self.core.write(_restore_fts_triggers)  # an import that indexed as it went died
+            elif finish_index and self._triggers_off():
+                self.finish_deferred_index()  # one that indexed as it went died
         except BaseException:
             self.core.close()
             raise
@@ -491,11 +499,12 @@ class SessionStore:
         """The bulk path for any writer: each step one transaction, FTS triggers off.
 
         The indexes are rebuilt once at the end (or on the next open after a
-        crash, :meth:`repair_index`). ``index_in_steps=True`` instead leaves the
-        indexing to the steps (each calls :func:`index_messages` for the rows it
-        added, in its own transaction): rows are searchable as they land, the
-        index is never stale, and a crash only has to put the triggers back —
-        about as fast as one rebuild (``bench/archive_import.py``).
+        crash, :meth:`repair_index`). ``index_in_steps=True`` instead has each step
+        word-index the rows it added (:func:`index_messages`, same transaction), so
+        they are searchable by word as they land and that index is never stale; the
+        trigram index, the slow one (about 6× the word index's build), is built once
+        at the end (:meth:`finish_deferred_index`) and marked pending until then, so
+        readers do not ask it.
         ``rebuild_index=False`` keeps the triggers on instead, for a few rows into
         a large store, where a rebuild would cost more than indexing them one by
         one. ``foreign_keys=False`` lets an importer land a child before its
@@ -510,11 +519,17 @@ class SessionStore:
         try:
             for step in steps:
                 results.append(self.core.write(step))
+        except (KeyboardInterrupt, SystemExit):
+            # The process is going away: leave the index as a kill would, for the
+            # next open or the resumed import to finish.
+            index_in_steps = rebuild_index = False
+            raise
         finally:
             if not foreign_keys:
                 self.core.conn.execute("PRAGMA foreign_keys=ON")
+            # Also after an error: this store stays open, and its writes need triggers.
             if index_in_steps:
-                self.core.write(_restore_fts_triggers)
+                self.finish_deferred_index()
             elif rebuild_index:
                 self.repair_index()
         return results
@@ -529,6 +544,16 @@ class SessionStore:
             _put_meta(conn, "fts_stale", None)
 
         self.core.write(rebuild)
+
+    def finish_deferred_index(self) -> None:
+        """Build the trigram index an index-as-you-go import deferred; triggers back on."""
+
+        def finish(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
+            _restore_fts_triggers(conn)
+            _put_meta(conn, "fts_trigram_pending", None)
+
+        self.core.write(finish)
 
     def _triggers_off(self) -> bool:
         row = self.core.conn.execute(
@@ -561,8 +586,10 @@ def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
 
 
 def _defer_fts(conn: sqlite3.Connection) -> None:
-    """Triggers off, index still trusted: the bulk writer indexes its rows itself."""
+    """Triggers off; the word index stays trusted (the writer indexes its rows), the
+    trigram index waits for :meth:`SessionStore.finish_deferred_index`."""
     _put_meta(conn, "fts_triggers_off", "1")
+    _put_meta(conn, "fts_trigram_pending", "1")
     for name in schema.FTS_TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
 
@@ -576,19 +603,16 @@ def _restore_fts_triggers(conn: sqlite3.Connection) -> None:
 
 
 def index_messages(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
-    """Add the messages matching ``where`` to both FTS indexes; return how many.
+    """Add the messages matching ``where`` to the word index; return how many.
 
     Only for rows written while the triggers are off (``bulk_write(index_in_steps=True)``):
     a row indexed twice would leave the external-content index inconsistent.
     """
     cols = ", ".join(schema.FTS_COLUMNS)
-    count = 0
-    for table in schema.FTS_TABLES:
-        count = conn.execute(
-            f"INSERT INTO {table}(rowid, {cols}) SELECT id, {cols} FROM messages WHERE {where}",
-            tuple(params),
-        ).rowcount
-    return count
+    return conn.execute(
+        f"INSERT INTO {WORDS}(rowid, {cols}) SELECT id, {cols} FROM messages WHERE {where}",
+        tuple(params),
+    ).rowcount
 
 
 def _batches(sessions: Iterable[ImportSession], size: int) -> Iterator[list[ImportSession]]:
