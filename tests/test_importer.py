@@ -17,8 +17,8 @@ import pytest
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository import conventions, importer, schema
-from dashboard.repository.importer import source_key, sync, usage_source_id
 from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import source_key, sync, usage_source_id
 from dashboard.repository.layout import detect_layout
 from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
