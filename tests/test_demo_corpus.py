@@ -274,19 +274,6 @@ def test_searchable_vocabulary_and_untrusted_text() -> None:
     assert "<script>" in text or "onerror=" in text
 
 
-def test_generation_is_fast() -> None:
-    corpus = Corpus(random.Random(99))
-    topic = corpus.pick_topic(False)
-    count = 0
-    start = time.perf_counter()
-    for i in range(4000):
-        if i % 6 == 0:
-            topic = corpus.pick_topic(i % 60 == 0)
-        count += len(corpus.turn(topic, i % 6))
-    per_message = (time.perf_counter() - start) / count
-    assert per_message < 100e-6  # target is ~15 µs; this only catches pathological slowdowns
-
-
 def test_topic_data_files_parse_into_every_topic():
     """Each data file is one topic; a section name _topic does not know would be lost text."""
     known = set(corpus_mod._topic.__kwdefaults__) | {"key"}
