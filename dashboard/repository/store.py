@@ -496,15 +496,13 @@ class SessionStore:
         """
         if rebuild_index:
             self.core.write(_drop_fts_triggers)
-        if not foreign_keys:
-            self.core.conn.execute("PRAGMA foreign_keys=OFF")  # outside a transaction
         results: list[T] = []
         try:
             for step in steps:
-                results.append(self.core.write(step))
+                # Per step, under the core's lock: another thread's write between two
+                # steps (a web request on the same connection) keeps its checks.
+                results.append(self.core.write(step, foreign_keys=foreign_keys))
         finally:
-            if not foreign_keys:
-                self.core.conn.execute("PRAGMA foreign_keys=ON")
             if rebuild_index:
                 self.repair_index()
         return results
