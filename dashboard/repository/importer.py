@@ -151,14 +151,31 @@ class Adapter:
         """Every column of the source's session row as one text (``s`` the alias).
 
         Every column, not only those the archive copies: Hermes bumps some (say
-        ``rewind_count``) when it changes a session's messages. The system prompt
-        counts by its length (it is large and written once).
+        ``rewind_count``) when it changes a session's messages. Formatting a REAL
+        as text is the slow part of reading 20k rows this way (3-5x the rest), so
+        REAL columns count in micro-units as integers (a cost to $0.000001, a time
+        to the microsecond); the system prompt counts by its length (it is large
+        and written once).
         """
-        parts = [
-            f'coalesce(length(s."{c}"), -1)' if c == "system_prompt" else f'quote(s."{c}")'
-            for c in sorted(self.layout.session_columns)
-        ]
+        parts = []
+        for name, declared in sorted(self._session_types().items()):
+            col = f's."{name}"'
+            if name == "system_prompt":
+                parts.append(f"coalesce(length({col}), -1)")
+            elif "REAL" in declared or "FLOA" in declared or "DOUB" in declared:
+                parts.append(f"coalesce(CAST(round({col} * 1000000) AS INTEGER), 'n')")
+            else:  # text and integers concatenate as they are; NULL is char(1)
+                parts.append(f"coalesce({col}, char(1))")
         return " || '|' || ".join(parts)
+
+    def _session_types(self) -> dict[str, str]:
+        """The sessions table's columns and their declared types (upper case)."""
+        if not hasattr(self, "_types"):
+            self._types = {
+                str(r[1]): str(r[2] or "").upper()
+                for r in self.conn.execute("PRAGMA table_info(sessions)")
+            }
+        return self._types
 
     def session_digests(self) -> dict[str, str]:
         """Every source session's id and :func:`row_digest`."""
