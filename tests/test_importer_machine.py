@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
-    precondition,
+    initialize,
     rule,
     run_state_machine_as_test,
 )
@@ -179,24 +179,50 @@ class ArchiveMachine(RuleBasedStateMachine):
     @rule(days=st.sampled_from([30.0, 200.0, 1000.0]))
     def time_passes(self, days: float) -> None:
         self.tick(days * DAY)
+        self.back_up()
 
     @rule(retention=st.sampled_from([1.0, 90.0, 3650.0]))
     def prune(self, retention: float) -> None:
         hs.prune(self.db, retention, self.clock)
 
-    @rule()
     def back_up(self) -> None:
+        """A copy of the file as it is now (the machine takes one at the start and one
+        each time time passes; an older copy comes back in :meth:`restore_older_copy`)."""
         self.made += 1
         self.backups.append(hs.backup_copy(self.db, self.tmp / f"backup-{self.made}.db"))
 
-    @precondition(lambda self: bool(self.backups))
     @rule(data=st.data())
     def restore_older_copy(self, data: st.DataObject) -> None:
         hs.restore_copy(data.draw(st.sampled_from(self.backups)), self.db)
 
+    @rule(data=st.data())
+    def restore_and_carry_on(self, data: st.DataObject) -> None:
+        """An older copy comes back and Hermes writes on: its ids now name other rows."""
+        self.restore_older_copy(data)
+        self.append_turn(data)
+
     # -- the sync and what must hold after it ------------------------------------------
 
+    @initialize(first=st.booleans())
+    def import_first(self, first: bool) -> None:
+        """Most homes are imported before Hermes changes them; some change first."""
+        if first:
+            self.sync(reconcile=False)
+        self.back_up()  # an older copy to go back to exists from the start
+
+    # Three rules run a sync, so one comes every few operations.
     @rule(reconcile=st.booleans())
+    def sync_now(self, reconcile: bool) -> None:
+        self.sync(reconcile)
+
+    @rule()
+    def sync_cheap(self) -> None:
+        self.sync(reconcile=False)
+
+    @rule()
+    def sync_again(self) -> None:
+        self.sync(reconcile=False)
+
     def sync(self, reconcile: bool) -> None:
         before = digests(self.db)
         sync(self.archive, self.db, self.home, reconcile=reconcile)
@@ -232,9 +258,19 @@ class ArchiveMachine(RuleBasedStateMachine):
         assert self.seen_usage <= usage
         reader = StateReader(HermesHome(self.home), path=self.archive.path)
         for word, sid in self.seen_words.items():
-            if sid not in in_source:  # pruned, or lost to an older copy: still found
-                found = reader.search(SearchRequest(query=word, group="session", per_page=100))
+            shown = conn.execute(
+                "SELECT 1 FROM messages WHERE instr(content, ?) AND (active=1 OR compacted=1)",
+                (word,),
+            ).fetchone()
+            if sid not in in_source and shown:  # pruned, or lost to an older copy: found
+                found = reader.search(self.request(word))
                 assert sid in {r.session_id for r in found.results}, word
+
+    def request(self, word: str) -> SearchRequest:
+        """A search for ``word`` in every session, one card each (cron and subagent too)."""
+        sources = tuple(r[0] for r in self.archive.core.conn.execute(
+            "SELECT DISTINCT source FROM sessions"))  # fmt: skip
+        return SearchRequest(query=word, group="session", per_page=100, sources=sources)
 
     def check_readers(self) -> None:
         home = HermesHome(self.home)
@@ -248,7 +284,7 @@ class ArchiveMachine(RuleBasedStateMachine):
                 " AND gone_from_source_at IS NOT NULL", (word,),
             ).fetchone():  # fmt: skip
                 continue  # a row only the archive holds now: the source cannot answer for it
-            request = SearchRequest(query=word, group="session", per_page=100)
+            request = self.request(word)
             mine = {r.session_id: r.hit_count for r in kept.search(request).results
                     if r.session_id in present}  # fmt: skip
             theirs = {r.session_id: r.hit_count for r in source.search(request).results}
