@@ -17,6 +17,7 @@ import pytest
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository import conventions, importer
+from dashboard.repository.cost_rules import read_cost
 from dashboard.repository.importer import source_key, sync, usage_source_id
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
@@ -514,3 +515,25 @@ def test_a_title_reused_after_a_prune_imports(tmp_path: Path) -> None:
             (title,),
         ).fetchall()
         assert [tuple(r) for r in rows] == [(gone, 1), ("20261201_090000_aaaaaa", 0)]
+
+
+def test_a_partly_billed_session_row_stays_partly_billed_as_a_derived_usage_row(
+    tmp_path: Path,
+) -> None:
+    """A sessions row sums every call: its bill beside an estimate is partly billed, and
+    the usage row derived from it must read the same (found by the state machine)."""
+    home, db = _home(tmp_path, hs.build_seed_inline)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        row = archive.core.conn.execute(
+            "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM session_model_usage"
+            " WHERE session_id=?", (hs.S_ROOT,)
+        ).fetchone()  # fmt: skip
+    with closing(source_conn(db)) as src:
+        session = src.execute(
+            "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM sessions WHERE id=?",
+            (hs.S_ROOT,),
+        ).fetchone()
+    assert session["cost_status"] == "actual" and session["estimated_cost_usd"]
+    assert read_cost(*session, usage=False) == read_cost(*row)
+    assert read_cost(*row).status == "partial"
