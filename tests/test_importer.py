@@ -537,3 +537,16 @@ def test_a_partly_billed_session_row_stays_partly_billed_as_a_derived_usage_row(
     assert session["cost_status"] == "actual" and session["estimated_cost_usd"]
     assert read_cost(*session, usage=False) == read_cost(*row)
     assert read_cost(*row).status == "partial"
+
+
+def test_reconcile_catches_a_usage_row_that_grew_alone(tmp_path: Path) -> None:
+    home, db = _home(tmp_path, hs.build_cost_facts)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        with closing(sqlite3.connect(db)) as c:  # a usage row grows, its session row does not
+            c.execute("UPDATE session_model_usage SET api_call_count = api_call_count + 1,"
+                      " last_seen = last_seen + 60 WHERE session_id = ?", (hs.S_WEEK,))  # fmt: skip
+            c.commit()
+        report = sync(archive, db, home, reconcile=True)
+        assert report.usage_updated >= 1
+        assert_mirrors(archive, db, home)

@@ -213,6 +213,12 @@ def _reconcile(archive: SessionStore, adapter: Adapter, home: str) -> tuple[Chan
     # A session with no messages left in the source has no sums there: it differs
     # from its kept rows and is merged, which marks them gone.
     dirty |= {sid for sid in source if sums.get(sid) != kept_sums.get(sid)}
+    # Usage rows too: one can grow without its session row changing.
+    usage = adapter.usage_sums()
+    if usage:
+        with archive.core.reading() as conn:
+            kept_usage = archive_usage_sums(conn, home)
+        dirty |= {sid for sid in source if usage.get(sid) != kept_usage.get(sid)}
     changes = Changes()
     order = sorted(dirty)
     for start in range(0, len(order), RECONCILE_BATCH):
@@ -239,6 +245,16 @@ def archive_message_sums(conn: sqlite3.Connection, home: str) -> dict[str, tuple
         (home,),
     )
     return {str(r[0]): tuple(r[1:]) for r in rows}
+
+
+def archive_usage_sums(conn: sqlite3.Connection, home: str) -> dict[str, frozenset[tuple]]:
+    """The archive's side of :meth:`Adapter.usage_sums`: ``home``'s rows still in it."""
+    from dashboard.repository.importer import USAGE_COLUMNS, usage_sets
+
+    return usage_sets(conn.execute(
+        f"SELECT {', '.join(USAGE_COLUMNS)} FROM session_model_usage"
+        " WHERE src_home=? AND gone_from_source_at IS NULL", (home,),
+    ))  # fmt: skip
 
 
 # -- making the archive's rows of some sessions equal the source's ------------------------

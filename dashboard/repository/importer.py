@@ -17,7 +17,7 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,11 @@ class Adapter:
         )
         return {str(r[0]): tuple(r[1:]) for r in rows}
 
+    def usage_sums(self) -> dict[str, frozenset[tuple[Any, ...]]]:
+        """Every session's usage rows as a comparable set (this layout: none of its own;
+        each derived row follows its session row, which the digests compare)."""
+        return {}
+
     def usage(
         self, ids: Sequence[str], sessions: list[dict[str, Any]]
     ) -> dict[str, list[dict[str, Any]]]:
@@ -269,6 +274,10 @@ class CurrentAdapter(Adapter):
             f"coalesce({inline}, (SELECT p.prompt FROM system_prompts p "
             "WHERE p.hash = s.system_prompt_hash))"
         )
+
+    def usage_sums(self) -> dict[str, frozenset[tuple[Any, ...]]]:
+        select = self._select("session_model_usage", USAGE_COLUMNS, {})
+        return usage_sets(self.conn.execute(f"SELECT {select} FROM session_model_usage s"))
 
     def usage(
         self, ids: Sequence[str], sessions: list[dict[str, Any]]
@@ -552,3 +561,11 @@ def message_sums_select(col: Callable[[str], str], id_sql: str) -> str:
             f"total({col('token_count')})",
         )
     )
+
+
+def usage_sets(rows: Iterable[sqlite3.Row]) -> dict[str, frozenset[tuple[Any, ...]]]:
+    """Usage rows (``USAGE_COLUMNS`` first) grouped by session as sets of their values."""
+    out: dict[str, set[tuple[Any, ...]]] = {}
+    for r in rows:
+        out.setdefault(str(r[0]), set()).add(tuple(r[c] for c in USAGE_COLUMNS))
+    return {sid: frozenset(v) for sid, v in out.items()}
