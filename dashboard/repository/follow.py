@@ -44,10 +44,25 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dashboard.repository.importer import (
+    FLAG_COLUMNS,
+    IDENTITY_COLUMNS,
+    LAST_SYNC_PREFIX,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    USAGE_KEY,
+    Adapter,
+    SourceSession,
+    message_sums_select,
+    put_meta,
+    row_digest,
+    usage_sets,
+    usage_source_id,
+)
 from dashboard.repository.readonly import read_snapshot
 
 if TYPE_CHECKING:
-    from dashboard.repository.importer import Adapter, SourceSession
     from dashboard.repository.store import SessionStore
 
 SOURCE_STATE_PREFIX = "archive_source:"
@@ -58,7 +73,6 @@ RECONCILE_BATCH = 100  # dirty sessions per archive transaction in a reconciliat
 @dataclass
 class Changes:
     """What one pass changed in the archive."""
-
     sessions_added: int = 0
     sessions_updated: int = 0
     messages_added: int = 0
@@ -77,7 +91,6 @@ class Changes:
 @dataclass(frozen=True)
 class FollowReport:
     """A later sync's outcome: what changed, whether it reconciled and why."""
-
     changes: Changes
     sessions_total: int  # sessions in the source
     reconciled: bool
@@ -96,8 +109,6 @@ def follow(
     archive: SessionStore, adapter: Adapter, home: str, state_db: Path, *, reconcile: bool
 ) -> FollowReport:
     """Bring the archive level with the source after the first import (see the module)."""
-    from dashboard.repository import importer
-
     with archive.core.reading() as conn:
         state = read_source_state(conn, home)
     inode = _inode(state_db)
@@ -112,10 +123,10 @@ def follow(
 
         def finish(c: sqlite3.Connection) -> None:
             value = {"newest": newest, "inode": inode}
-            importer.put_meta(c, SOURCE_STATE_PREFIX + home, json.dumps(value))
-            importer.put_meta(
+            put_meta(c, SOURCE_STATE_PREFIX + home, json.dumps(value))
+            put_meta(
                 c,
-                importer.LAST_SYNC_PREFIX + home,
+                LAST_SYNC_PREFIX + home,
                 json.dumps({"at": time.time(), "layout": adapter.name}),
             )
 
@@ -130,8 +141,6 @@ def _inode(path: Path) -> list[int]:
 
 def _newest(adapter: Adapter) -> dict[str, Any] | None:
     """The identity of the source's highest message id (None: no messages)."""
-    from dashboard.repository.importer import FLAG_COLUMNS
-
     rows = adapter.messages_where(
         "m.id = (SELECT max(id) FROM messages)", (), columns=FLAG_COLUMNS
     )
@@ -139,15 +148,11 @@ def _newest(adapter: Adapter) -> dict[str, Any] | None:
 
 
 def _identity_of(row: dict[str, Any]) -> dict[str, Any]:
-    from dashboard.repository.importer import IDENTITY_COLUMNS
-
     return {"id": int(row["id"]), **{c: row[c] for c in IDENTITY_COLUMNS}}
 
 
 def _watermark_lost(adapter: Adapter, state: dict[str, Any], newest: dict | None) -> bool:
     """Whether the message the last sync saw newest is gone, another, or above the newest."""
-    from dashboard.repository.importer import FLAG_COLUMNS
-
     mark = state.get("newest")
     if mark is None:
         return False
@@ -236,8 +241,6 @@ def _reconcile(archive: SessionStore, adapter: Adapter, home: str) -> tuple[Chan
 
 def archive_message_sums(conn: sqlite3.Connection, home: str) -> dict[str, tuple[Any, ...]]:
     """The archive's side of :meth:`Adapter.message_sums`: ``home``'s rows still in it."""
-    from dashboard.repository.importer import message_sums_select
-
     select = message_sums_select(lambda c: f"m.{c}", "CAST(m.src_id AS INTEGER)")
     rows = conn.execute(
         f"SELECT m.session_id, {select} FROM messages m"
@@ -249,8 +252,6 @@ def archive_message_sums(conn: sqlite3.Connection, home: str) -> dict[str, tuple
 
 def archive_usage_sums(conn: sqlite3.Connection, home: str) -> dict[str, frozenset[tuple]]:
     """The archive's side of :meth:`Adapter.usage_sums`: ``home``'s rows still in it."""
-    from dashboard.repository.importer import USAGE_COLUMNS, usage_sets
-
     return usage_sets(conn.execute(
         f"SELECT {', '.join(USAGE_COLUMNS)} FROM session_model_usage"
         " WHERE src_home=? AND gone_from_source_at IS NULL", (home,),
@@ -278,8 +279,6 @@ def merge_sessions(
 def _merge_rows(
     c: sqlite3.Connection, adapter: Adapter, home: str, found: list[SourceSession], *, full: bool
 ) -> Changes:
-    from dashboard.repository.importer import FLAG_COLUMNS, MESSAGE_COLUMNS
-
     now = time.time()
     changes = Changes()
     ids = [s.row["id"] for s in found]
@@ -301,8 +300,6 @@ def _merge_rows(
 def _upsert_sessions(
     c: sqlite3.Connection, home: str, found: list[SourceSession], now: float, changes: Changes
 ) -> None:
-    from dashboard.repository.importer import SESSION_COLUMNS, row_digest
-
     for s in found:
         digest = row_digest(s.row["_digest"])
         old = c.execute(
@@ -338,8 +335,6 @@ def _merge_messages(
     now: float,
     changes: Changes,
 ) -> None:
-    from dashboard.repository.importer import IDENTITY_COLUMNS, MESSAGE_COLUMNS
-
     compared = [k for k in columns if k != "id"]
     select = f"id, src_id, gone_from_source_at, {', '.join(compared)}"
     kept: dict[str, sqlite3.Row] = {}
@@ -408,8 +403,6 @@ def insert_messages(
     c: sqlite3.Connection, home: str, rows: Iterable[dict[str, Any]], now: float
 ) -> int:
     """Insert source messages; each keeps its source id as the archive's when free."""
-    from dashboard.repository.importer import MESSAGE_COLUMNS
-
     cols = (*MESSAGE_COLUMNS, "src_home", "src_id", "archive_first_seen")
     added = c.executemany(
         f"INSERT INTO messages ({', '.join(cols)}) VALUES ("
@@ -439,8 +432,6 @@ def _merge_usage(
     now: float,
     changes: Changes,
 ) -> None:
-    from dashboard.repository.importer import USAGE_COLUMNS, USAGE_KEY, usage_source_id
-
     marks = ",".join("?" for _ in session_ids)
     kept = {
         r["src_id"]: r

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.repository import conventions
-from dashboard.repository.follow import follow
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.store import SessionStore
@@ -371,6 +370,8 @@ def sync(
     (follow.py) unless ``reconcile`` asks for the full comparison, or the source looks
     replaced.
     """
+    from dashboard.repository.follow import follow  # follow.py builds on this module
+
     began = time.monotonic()
     home = source_key(home_root)
     prepare_archive(archive)
