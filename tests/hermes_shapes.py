@@ -1649,3 +1649,245 @@ def read_only(*paths: Path) -> Iterator[None]:
             subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
         for p, mode in modes.items():
             p.chmod(mode)
+
+
+# ---------------------------------------------------------------------------
+# Source operations: what Hermes does to a live home (issue 15's incremental sync)
+# ---------------------------------------------------------------------------
+# Each writes the file as Hermes does: its own read-write connection, one
+# transaction, only the columns the file has, then closes (a last closer
+# checkpoints and removes the WAL, as a Hermes process leaving does).
+
+
+def _live(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
+
+
+def _bump_activity(conn: sqlite3.Connection, session_id: str, added: int, at: float) -> None:
+    """The counter update Hermes makes in a message write's transaction."""
+    cols = _columns(conn, "sessions")
+    sets = "message_count = max(0, coalesce(message_count, 0) + ?)"
+    params: list[Any] = [added]
+    if "last_activity_at" in cols:
+        sets += ", last_activity_at = ?"
+        params.append(at)
+    conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*params, session_id))
+
+
+def append_turn(path: Path, session_id: str, user: str, reply: str, at: float) -> list[int]:
+    """A user message and the assistant's reply, one transaction; return their ids."""
+    with closing(_live(path)) as conn:
+        cols = _columns(conn, "messages")
+        conn.execute("BEGIN IMMEDIATE")
+        ids = []
+        for n, (role, text) in enumerate((("user", user), ("assistant", reply))):
+            values = {"session_id": session_id, "role": role, "content": text,
+                      "timestamp": at + n / 1000, "active": 1, "compacted": 0}  # fmt: skip
+            sql, params = _insert("messages", values, cols)
+            ids.append(int(conn.execute(sql, params).lastrowid or 0))
+        _bump_activity(conn, session_id, 2, at)
+        conn.execute("COMMIT")
+    return ids
+
+
+def start_session(path: Path, session_id: str, at: float, title: str | None = None) -> None:
+    """A new cli session row (no messages yet)."""
+    with closing(_live(path)) as conn:
+        values = {"id": session_id, "source": "cli", "model": "hermes-4-405b", "started_at": at,
+                  "title": title, "last_activity_at": at, "profile_name": "default"}  # fmt: skip
+        sql, params = _insert("sessions", values, _columns(conn, "sessions"))
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(sql, params)
+        conn.execute("COMMIT")
+
+
+def end_session(path: Path, session_id: str, at: float, reason: str = "user_exit") -> None:
+    with closing(_live(path)) as conn:
+        conn.execute(
+            "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+            (at, reason, session_id),
+        )
+
+
+def retitle(path: Path, session_id: str, title: str | None) -> None:
+    with closing(_live(path)) as conn:
+        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+
+def set_session_flag(path: Path, session_id: str, column: str, value: int) -> bool:
+    """Pin, archive or hide a session; False when the file has no such column."""
+    with closing(_live(path)) as conn:
+        if column not in _columns(conn, "sessions"):
+            return False
+        conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
+    return True
+
+
+def grow_usage(path: Path, session_id: str, tokens: int, cost: float, at: float) -> None:
+    """One more API call: its usage row grows (or is created) and the session's sums too.
+
+    A file without ``session_model_usage`` keeps the sums on the session row only.
+    """
+    with closing(_live(path)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        if _has_table(conn, "session_model_usage"):
+            row = conn.execute(
+                "SELECT rowid FROM session_model_usage WHERE session_id = ? ORDER BY rowid LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO session_model_usage (session_id, model, task, api_call_count,"
+                    " input_tokens, estimated_cost_usd, cost_status, first_seen, last_seen)"
+                    " VALUES (?, 'hermes-4-405b', '', 1, ?, ?, 'estimated', ?, ?)",
+                    (session_id, tokens, cost, at, at),
+                )
+            else:
+                conn.execute(
+                    "UPDATE session_model_usage SET api_call_count = api_call_count + 1,"
+                    " input_tokens = input_tokens + ?,"
+                    " estimated_cost_usd = coalesce(estimated_cost_usd, 0) + ?, last_seen = ?"
+                    " WHERE rowid = ?",
+                    (tokens, cost, at, row[0]),
+                )
+        sets = "input_tokens = coalesce(input_tokens, 0) + ?"
+        if "estimated_cost_usd" in _columns(conn, "sessions"):
+            sets += ", estimated_cost_usd = coalesce(estimated_cost_usd, 0) + ?"
+            params: tuple[Any, ...] = (tokens, cost, session_id)
+        else:
+            params = (tokens, session_id)
+        conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", params)
+        conn.execute("COMMIT")
+
+
+def compact_in_place(path: Path, session_id: str, summary: str, at: float, keep: int = 2) -> bool:
+    """Today's in-place compaction: one write flips the live rows to ``active=0,
+    compacted=1`` and inserts a summary carrier plus the retained tail as fresh
+    live rows. False when the file has no flag columns (such files rotate instead)."""
+    with closing(_live(path)) as conn:
+        cols = _columns(conn, "messages")
+        if "compacted" not in cols:
+            return False
+        conn.execute("BEGIN IMMEDIATE")
+        live = conn.execute(
+            "SELECT role, content FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        conn.execute(
+            "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1",
+            (session_id,),
+        )
+        rows = [("user", SUMMARY_PREFIX + "\n" + summary)]
+        rows += [(r["role"], r["content"]) for r in live[-keep:]] if keep else []
+        for n, (role, text) in enumerate(rows):
+            values = {"session_id": session_id, "role": role, "content": text,
+                      "timestamp": at + n / 1000, "active": 1, "compacted": 0}  # fmt: skip
+            conn.execute(*_insert("messages", values, cols))
+        _bump_activity(conn, session_id, len(rows), at)
+        conn.execute("COMMIT")
+    return True
+
+
+def rewind(path: Path, session_id: str, count: int, at: float) -> int:
+    """Undo the last ``count`` live rows: today's Hermes leaves them ``active=0,
+    compacted=0`` (and counts the rewind); a file without flags loses them."""
+    with closing(_live(path)) as conn:
+        cols = _columns(conn, "messages")
+        flagged = "active" in cols
+        where = "session_id = ? AND active = 1" if flagged else "session_id = ?"
+        ids = [r[0] for r in conn.execute(
+            f"SELECT id FROM messages WHERE {where} ORDER BY id DESC LIMIT ?", (session_id, count)
+        )]  # fmt: skip
+        if not ids:
+            return 0
+        marks = ",".join("?" for _ in ids)
+        conn.execute("BEGIN IMMEDIATE")
+        if flagged:
+            conn.execute(
+                f"UPDATE messages SET active = 0, compacted = 0 WHERE id IN ({marks})", ids
+            )
+        else:
+            conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", ids)
+        if "rewind_count" in _columns(conn, "sessions"):
+            conn.execute(
+                "UPDATE sessions SET rewind_count = rewind_count + 1 WHERE id = ?", (session_id,)
+            )
+        _bump_activity(conn, session_id, -len(ids), at)
+        conn.execute("COMMIT")
+    return len(ids)
+
+
+def compress_into_child(
+    path: Path, session_id: str, child_id: str, summary: str, at: float
+) -> None:
+    """Rotation: the parent ends by compression, a child continues from a summary."""
+    with closing(_live(path)) as conn:
+        session_cols, msg_cols = _columns(conn, "sessions"), _columns(conn, "messages")
+        parent = dict(conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone())
+        prefix = SUMMARY_PREFIX if "compacted" in msg_cols else LEGACY_SUMMARY_PREFIX
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "UPDATE sessions SET ended_at = ?, end_reason = 'compression' WHERE id = ?",
+            (at, session_id),
+        )
+        values = {k: parent.get(k) for k in ("source", "user_id", "model", "model_config",
+                                             "billing_provider", "profile_name")}  # fmt: skip
+        values.update({"id": child_id, "parent_session_id": session_id, "started_at": at,
+                       "last_activity_at": at, "message_count": 1})  # fmt: skip
+        conn.execute(*_insert("sessions", values, session_cols))
+        message = {"session_id": child_id, "role": "user", "content": f"{prefix} {summary}",
+                   "timestamp": at, "active": 1, "compacted": 0}  # fmt: skip
+        conn.execute(*_insert("messages", message, msg_cols))
+        conn.execute("COMMIT")
+
+
+def prune(path: Path, retention_days: float, now: float) -> list[str]:
+    """Hermes's auto-prune: delete ended sessions started over ``retention_days`` ago,
+    except pinned ones, with their messages and usage rows; VACUUM when more than 25%
+    of the file is free pages. Returns the deleted session ids."""
+    with closing(_live(path)) as conn:
+        pinned = "AND coalesce(pinned, 0) = 0" if "pinned" in _columns(conn, "sessions") else ""
+        ids = [r[0] for r in conn.execute(
+            f"SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ? {pinned}",
+            (now - retention_days * 86400,),
+        )]  # fmt: skip
+        marks = ",".join("?" for _ in ids)
+        conn.execute("BEGIN IMMEDIATE")
+        if ids:
+            conn.execute(f"DELETE FROM messages WHERE session_id IN ({marks})", ids)
+            if _has_table(conn, "session_model_usage"):
+                conn.execute(f"DELETE FROM session_model_usage WHERE session_id IN ({marks})", ids)
+            conn.execute(f"DELETE FROM sessions WHERE id IN ({marks})", ids)
+        conn.execute("COMMIT")
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        if pages and free / pages > 0.25:
+            conn.execute("VACUUM")
+    return ids
+
+
+def backup_copy(path: Path, dest: Path) -> Path:
+    """A consistent copy of a live home's file (what a user's backup holds)."""
+    dest.unlink(missing_ok=True)
+    with closing(sqlite3.connect(path)) as src, closing(sqlite3.connect(dest)) as out:
+        src.backup(out)
+    return dest
+
+
+def restore_copy(backup: Path, path: Path) -> None:
+    """Put a backup in place of the live file (``cp backup state.db`` with Hermes stopped)."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    path.write_bytes(backup.read_bytes())
+
+
+def edit_message(path: Path, message_id: int, content: str) -> None:
+    """Change a message's text in place, touching nothing else (no session counter)."""
+    with closing(_live(path)) as conn:
+        conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))

@@ -42,7 +42,7 @@ def test_the_store_has_what_todays_hermes_records_and_provenance(store: SessionS
     assert {"messages_fts", "messages_fts_trigram"} <= {
         r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
     }
-    assert schema.current_version(conn) == 3
+    assert schema.current_version(conn) == schema.LATEST_VERSION
 
 
 def test_migration_3_gives_older_rows_the_meaning_they_had(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository import conventions, importer, schema
+from dashboard.repository.cost_rules import read_cost
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import source_key, sync, usage_source_id
 from dashboard.repository.layout import detect_layout
@@ -323,10 +324,11 @@ def test_sessions_added_to_the_source_during_a_cut_off_pass_are_not_missed(
         archive.set_meta(importer.WATERMARK_PREFIX + key, json.dumps(mark))
         report = sync(archive, db, home)
         assert report.resumed
-        # Everything but the session the watermark covers came in, the newest included.
-        assert report.sessions_added == report.sessions_total - 1
-        ids = {r[0] for r in archive.core.conn.execute("SELECT id FROM sessions")}
-        assert newest[1] in ids and began[1] not in ids
+        # Everything but the session the watermark covers came in, the newest included;
+        # the reconciliation that follows a first import found the one it claimed.
+        assert report.sessions_added == report.sessions_total and report.reconciled
+        ids = [r[0] for r in archive.core.conn.execute("SELECT id FROM sessions ORDER BY rowid")]
+        assert newest[1] in ids and ids[-1] == began[1]
 
 
 def _sync_process(home: Path, archive: Path, out: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
@@ -417,3 +419,250 @@ def test_a_later_sync_adds_new_rows_and_indexes_them_without_a_rebuild(tmp_path:
             hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,))
             assert hits.fetchone()[0] == 1, table
         fts_checks(conn)
+
+
+# -- incremental sync (issue 15, step 4) -----------------------------------------------
+
+LATER = 1_900_000_000.0  # after every fixture's rows: what Hermes writes next
+
+
+def _home(tmp_path: Path, build: hs.Builder = hs.build_current_views) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return home, build(home / "state.db")
+
+
+def _source_rows(db: Path) -> tuple[dict, dict, dict]:
+    """Sessions, messages and usage rows of the source, as the archive should hold them."""
+    with closing(source_conn(db)) as src:
+        sessions = {r["id"]: dict(r) for r in src.execute("SELECT * FROM sessions")}
+        messages = source_messages(src)
+        tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master")}
+        usage = {}
+        if "session_model_usage" in tables:
+            usage = {usage_source_id(dict(r)): dict(r)
+                     for r in src.execute("SELECT * FROM session_model_usage")}  # fmt: skip
+        else:
+            for sid, row in sessions.items():
+                derived = conventions.derived_usage_row(row)
+                if derived is not None:
+                    usage[f"sessions:{sid}"] = {"session_id": sid, **derived}
+    return sessions, messages, usage
+
+
+def assert_mirrors(archive: SessionStore, db: Path, home: Path) -> None:
+    """Every row still in the source is in the archive, equal in every copied column,
+    and not marked gone."""
+    key = source_key(home)
+    conn = archive.core.conn
+    sessions, messages, usage = _source_rows(db)
+    kept = {r["src_id"]: dict(r) for r in conn.execute(
+        "SELECT * FROM sessions WHERE src_home=?", (key,))}  # fmt: skip
+    for sid, row in sessions.items():
+        mine = kept[sid]
+        assert mine["gone_from_source_at"] is None, sid
+        for c in importer.SESSION_COLUMNS:
+            if c in row and c != "system_prompt":
+                assert mine[c] == row[c], (sid, c)
+    present = {
+        src_id: row
+        for src_id, row in archive_messages(conn, key).items()
+        if src_id in messages
+    }
+    assert present == messages
+    gone_present = conn.execute(
+        f"SELECT count(*) FROM messages WHERE src_home=? AND gone_from_source_at IS NOT NULL"
+        f" AND src_id IN ({','.join('?' for _ in messages)})", (key, *messages)
+    ).fetchone()[0]  # fmt: skip
+    assert gone_present == 0
+    stored = {r["src_id"]: dict(r) for r in conn.execute(
+        "SELECT * FROM session_model_usage WHERE src_home=?", (key,))}  # fmt: skip
+    for src_id, row in usage.items():
+        mine = stored[src_id]
+        assert mine["gone_from_source_at"] is None, src_id
+        for c in importer.USAGE_COLUMNS:
+            if c in row:
+                assert mine[c] == row[c], (src_id, c)
+
+
+def _counts(archive: SessionStore) -> list[int]:
+    return [archive.core.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["current_views", "seed_inline", "cost_facts_sessions_only",
+                                   "missing_new_columns", "stale_index"])  # fmt: skip
+def test_a_later_sync_follows_every_change_hermes_makes(shape: str, tmp_path: Path) -> None:
+    home, db = _home(tmp_path, ALL_SHAPES[shape])
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        hs.append_turn(db, hs.S_CRON, "a newcomerword question", "an answer", LATER)
+        hs.end_session(db, hs.S_CRON, LATER + 10, "cron_complete")
+        hs.retitle(db, hs.S_TELEGRAM, "Renamed by the user")
+        hs.grow_usage(db, hs.S_TELEGRAM, 1234, 0.5, LATER + 20)
+        hs.set_session_flag(db, hs.S_BRANCH, "pinned", 1)
+        hs.compact_in_place(db, hs.S_TELEGRAM, "what happened so far", LATER + 30)
+        hs.rewind(db, hs.S_SUBAGENT, 1, LATER + 40)
+        before = digests(db)
+        report = sync(archive, db, home)
+        assert_untouched(db, before)
+        assert not report.bulk
+        assert_mirrors(archive, db, home)
+        hits = archive.core.conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'newcomerword'"
+        ).fetchone()[0]
+        assert hits == 1
+        counts = _counts(archive)
+        assert sync(archive, db, home).messages_added == 0  # nothing new: nothing twice
+        assert _counts(archive) == counts
+        fts_checks(archive.core.conn)
+
+
+def test_rows_gone_from_the_source_are_kept_marked_and_cleared_when_back(tmp_path: Path) -> None:
+    home, db = _home(tmp_path, hs.build_cost_facts)
+    backup = hs.backup_copy(db, tmp_path / "backup.db")
+    key = source_key(home)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        counts = _counts(archive)
+        pruned = hs.prune(db, retention_days=90, now=hs._epoch(hs.S_CRON) + 100 * 86400)
+        assert pruned and hs.S_ROOT not in pruned  # pinned: spared
+        sync(archive, db, home)
+        assert _counts(archive) == counts  # nothing left the archive
+        conn = archive.core.conn
+        for table, column in (("sessions", "id"), ("messages", "session_id"),
+                              ("session_model_usage", "session_id")):  # fmt: skip
+            marks = ",".join("?" for _ in pruned)
+            rows = conn.execute(
+                f"SELECT gone_from_source_at IS NOT NULL, count(*) FROM {table}"
+                f" WHERE src_home=? AND {column} IN ({marks}) GROUP BY 1", (key, *pruned)
+            ).fetchall()  # fmt: skip
+            assert [tuple(r)[0] for r in rows] == [1], table
+        assert_mirrors(archive, db, home)
+        hs.restore_copy(backup, db)  # the pruned sessions come back
+        sync(archive, db, home)
+        assert conn.execute(
+            "SELECT count(*) FROM sessions WHERE gone_from_source_at IS NOT NULL"
+        ).fetchone()[0] == 0
+        assert_mirrors(archive, db, home)
+        assert _counts(archive) == counts
+
+
+def test_reconcile_catches_an_edit_the_cheap_check_does_not_look_for(tmp_path: Path) -> None:
+    home, db = _home(tmp_path)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        with closing(source_conn(db)) as src:
+            first = src.execute("SELECT min(id) FROM messages").fetchone()[0]
+        hs.edit_message(db, first, "rewritten quietly")
+        sync(archive, db, home, reconcile=True)
+        assert_mirrors(archive, db, home)
+        hits = archive.core.conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'quietly'"
+        ).fetchone()[0]
+        assert hits == 1
+
+
+def test_a_restored_older_backup_keeps_what_only_the_archive_holds(tmp_path: Path) -> None:
+    home, db = _home(tmp_path)
+    backup = hs.backup_copy(db, tmp_path / "backup.db")
+    key = source_key(home)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        lost = hs.append_turn(db, hs.S_CRON, "onlyinarchive question", "reply", LATER)
+        sync(archive, db, home)
+        hs.restore_copy(backup, db)
+        # The restored file hands the same integer ids to different messages.
+        again = hs.append_turn(db, hs.S_CRON, "afterrestore question", "reply two", LATER + 60)
+        assert again == lost
+        before = digests(db)
+        report = sync(archive, db, home)
+        assert_untouched(db, before)
+        assert report.replaced
+        assert_mirrors(archive, db, home)
+        conn = archive.core.conn
+        for word, gone in (("onlyinarchive", 1), ("afterrestore", 0)):
+            row = conn.execute(
+                "SELECT m.gone_from_source_at IS NOT NULL FROM messages_fts f"
+                " JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?", (word,)
+            ).fetchall()  # fmt: skip
+            assert [r[0] for r in row] == [gone], word
+        assert conn.execute(
+            "SELECT count(*) FROM messages WHERE src_home=?", (key,)
+        ).fetchone()[0] == len(_source_rows(db)[1]) + 2
+        fts_checks(conn)
+
+
+def test_a_reset_home_lands_beside_the_old_history(tmp_path: Path) -> None:
+    home, db = _home(tmp_path, hs.build_seed_inline)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        old = dict(archive_messages(archive.core.conn, source_key(home)))
+        # A reset home: a new file whose ids hold other messages (later, other words).
+        fresh = hs.build_seed_inline(tmp_path / "fresh" / "state.db")
+        with closing(sqlite3.connect(fresh)) as c:
+            c.execute("UPDATE messages SET timestamp = timestamp + 1e6,"
+                      " content = 'resetword ' || coalesce(content, '')")  # fmt: skip
+            c.commit()
+        hs.restore_copy(fresh, db)
+        report = sync(archive, db, home)
+        assert report.replaced
+        assert_mirrors(archive, db, home)
+        conn = archive.core.conn
+        kept = {tuple(r[1:]) for r in conn.execute(
+            f"SELECT src_id, {', '.join(MESSAGE_FIELDS)} FROM messages"
+            " WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
+        assert kept == set(old.values())  # every old message kept, unchanged, marked gone
+
+
+def test_a_title_reused_after_a_prune_imports(tmp_path: Path) -> None:
+    home, db = _home(tmp_path)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        pruned = hs.prune(db, retention_days=90, now=hs._epoch(hs.S_CRON) + 100 * 86400)
+        gone, title = archive.core.conn.execute(
+            f"SELECT id, title FROM sessions WHERE title IS NOT NULL"
+            f" AND id IN ({','.join('?' for _ in pruned)}) LIMIT 1", pruned
+        ).fetchone()  # fmt: skip
+        hs.start_session(db, "20261201_090000_aaaaaa", LATER, title=title)
+        sync(archive, db, home)
+        rows = archive.core.conn.execute(
+            "SELECT id, gone_from_source_at IS NOT NULL FROM sessions WHERE title=? ORDER BY id",
+            (title,),
+        ).fetchall()
+        assert [tuple(r) for r in rows] == [(gone, 1), ("20261201_090000_aaaaaa", 0)]
+
+
+def test_a_partly_billed_session_row_stays_partly_billed_as_a_derived_usage_row(
+    tmp_path: Path,
+) -> None:
+    """A sessions row sums every call: its bill beside an estimate is partly billed, and
+    the usage row derived from it must read the same (found by the state machine)."""
+    home, db = _home(tmp_path, hs.build_seed_inline)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        row = archive.core.conn.execute(
+            "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM session_model_usage"
+            " WHERE session_id=?", (hs.S_ROOT,)
+        ).fetchone()  # fmt: skip
+    with closing(source_conn(db)) as src:
+        session = src.execute(
+            "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM sessions WHERE id=?",
+            (hs.S_ROOT,),
+        ).fetchone()
+    assert session["cost_status"] == "actual" and session["estimated_cost_usd"]
+    assert read_cost(*session, usage=False) == read_cost(*row)
+    assert read_cost(*row).status == "partial"
+
+
+def test_reconcile_catches_a_usage_row_that_grew_alone(tmp_path: Path) -> None:
+    home, db = _home(tmp_path, hs.build_cost_facts)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        with closing(sqlite3.connect(db)) as c:  # a usage row grows, its session row does not
+            c.execute("UPDATE session_model_usage SET api_call_count = api_call_count + 1,"
+                      " last_seen = last_seen + 60 WHERE session_id = ?", (hs.S_WEEK,))  # fmt: skip
+            c.commit()
+        report = sync(archive, db, home, reconcile=True)
+        assert report.usage_updated >= 1
+        assert_mirrors(archive, db, home)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -343,3 +344,41 @@ def test_bulk_write_lands_a_child_before_its_parent_when_told(store: SessionStor
     assert not store.index_is_stale()
     assert len(_hits(conn, "messages_fts", "orphanword")) == 1
     _integrity_check(conn)
+
+
+def test_bulk_write_without_foreign_keys_leaves_them_on_for_other_threads(
+    store: SessionStore,
+) -> None:
+    """An importer's bulk pass (foreign keys off) and a web request share the store's
+    connection: a write the request makes between two steps still checks them."""
+    between = threading.Event()
+    checked = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def orphan(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp)"
+            " VALUES ('no-such-session', 'user', 'x', 1.0)"
+        )
+
+    def request() -> None:
+        between.wait(timeout=30)
+        try:
+            store.core.write(orphan)
+            outcome.append(None)
+        except sqlite3.IntegrityError as exc:
+            outcome.append(exc)
+        checked.set()
+
+    def steps():
+        yield lambda c: c.execute("SELECT 1")
+        between.set()  # the bulk pass is between two steps: the request runs now
+        assert checked.wait(timeout=30)
+        yield lambda c: c.execute("SELECT 1")
+
+    worker = threading.Thread(target=request)
+    worker.start()
+    store.bulk_write(steps(), foreign_keys=False, rebuild_index=False)
+    worker.join(timeout=30)
+    assert len(outcome) == 1 and isinstance(outcome[0], sqlite3.IntegrityError)
+    assert store.core.conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0

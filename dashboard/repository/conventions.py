@@ -117,6 +117,11 @@ def derived_usage_row(session: dict[str, Any]) -> dict[str, Any] | None:
     est, act = session.get("estimated_cost_usd"), session.get("actual_cost_usd")
     if not any(tokens) and est is None and act is None:
         return None
+    status = session.get("cost_status")
+    if read_cost(status, est, act, usage=False).status == "partial":
+        # A session row sums all its calls: a bill beside an estimate is partly
+        # billed. A usage row says that as "estimated" with a bill (cost_rules).
+        status = "estimated"
     return {
         "model": session.get("model") or "",
         "billing_provider": session.get("billing_provider") or "",
@@ -126,7 +131,7 @@ def derived_usage_row(session: dict[str, Any]) -> dict[str, Any] | None:
         "api_call_count": session.get("api_call_count") or 0,
         **dict(zip(USAGE_COLUMNS_ON_SESSIONS[:5], tokens, strict=True)),
         "estimated_cost_usd": est, "actual_cost_usd": act,
-        "cost_status": session.get("cost_status"), "cost_source": session.get("cost_source"),
+        "cost_status": status, "cost_source": session.get("cost_source"),
         "pricing_version": session.get("pricing_version"),
         "first_seen": session.get("started_at"),
         "last_seen": session.get("last_activity_at") or session.get("ended_at")

@@ -13,10 +13,11 @@ twice (rows are keyed by their source home and id), nothing missed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,10 @@ USAGE_COLUMNS = (
 )  # fmt: skip
 USAGE_KEY = USAGE_COLUMNS[:6]
 PROVENANCE = ("src_home", "src_id", "archive_first_seen")
+#: What a message is, for telling one message from another that took its id in a
+#: replaced file (see follow.py): not its content, which may be edited in place.
+IDENTITY_COLUMNS = ("session_id", "role", "timestamp")
+FLAG_COLUMNS = ("id", *IDENTITY_COLUMNS, "active", "compacted", "display_kind")
 
 
 @dataclass
@@ -87,36 +92,118 @@ class Adapter:
         )
         return [(float(r[0]), str(r[1])) for r in rows]
 
-    def read(self, ids: Sequence[str]) -> list[SourceSession]:
-        """The sessions ``ids`` with their messages and usage, from one snapshot."""
+    def read(self, ids: Sequence[str], *, messages: bool = True) -> list[SourceSession]:
+        """The sessions ``ids`` with their usage (and messages), from one snapshot.
+
+        Each row also carries ``_digest``, the text :func:`row_digest` hashes.
+        """
         marks = ",".join("?" for _ in ids)
         with read_snapshot(self.conn):
             sessions = [
                 dict(r)
                 for r in self.conn.execute(
-                    f"SELECT {self._session_select()} FROM sessions s WHERE s.id IN ({marks})",
+                    f"SELECT {self._session_select()}, {self.digest_sql()} AS _digest"
+                    f" FROM sessions s WHERE s.id IN ({marks})",
                     tuple(ids),
                 )
             ]
-            messages: dict[str, list[dict[str, Any]]] = {sid: [] for sid in ids}
-            for r in self.conn.execute(
-                f"SELECT {self._select('messages', MESSAGE_COLUMNS, conventions.MESSAGE_DEFAULTS)}"
-                f" FROM messages m WHERE m.session_id IN ({marks}) ORDER BY m.id",
-                tuple(ids),
-            ):
-                messages[r["session_id"]].append(dict(r))
-            usage = self.usage(ids, sessions)
+            found: dict[str, list[dict[str, Any]]] = {sid: [] for sid in ids}
+            if messages:
+                for m in self.messages_where(f"m.session_id IN ({marks})", tuple(ids)):
+                    found[m["session_id"]].append(m)
+            # A file without last_activity_at: the session's newest message says it.
+            latest: dict[str, float] = {}
+            if "last_activity_at" not in self.layout.session_columns:
+                latest = {
+                    r[0]: r[1]
+                    for r in self.conn.execute(
+                        f"SELECT session_id, max(timestamp) FROM messages"
+                        f" WHERE session_id IN ({marks}) GROUP BY session_id",
+                        tuple(ids),
+                    )
+                }
+            usage = self.usage(ids, sessions) if sessions else {}
         out = []
         for s in sessions:
-            rows = messages.get(s["id"], [])
             if s.get("last_activity_at") is None:
-                s["last_activity_at"] = max(
-                    (m["timestamp"] for m in rows), default=s["started_at"]
-                )
+                s["last_activity_at"] = latest.get(s["id"]) or s["started_at"]
             if s.get("profile") is None:
                 s["profile"] = self.profile
-            out.append(SourceSession(s, rows, usage.get(s["id"], [])))
+            out.append(SourceSession(s, found.get(s["id"], []), usage.get(s["id"], [])))
         return out
+
+    # -- what a later sync asks (dashboard/repository/follow.py) ------------------------
+
+    def messages_where(
+        self, where: str, params: tuple[Any, ...], columns: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Messages (``columns``, default every copied one) matching ``where``, by id."""
+        select = self._select("messages", columns or MESSAGE_COLUMNS, conventions.MESSAGE_DEFAULTS)
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                f"SELECT {select} FROM messages m WHERE {where} ORDER BY m.id", params
+            )
+        ]
+
+    def digest_sql(self) -> str:
+        """Every column of the source's session row as one text (``s`` the alias).
+
+        Every column, not only those the archive copies: Hermes bumps some (say
+        ``rewind_count``) when it changes a session's messages. Formatting a REAL
+        as text is the slow part of reading 20k rows this way (3-5x the rest), so
+        REAL columns count in micro-units as integers (a cost to $0.000001, a time
+        to the microsecond); the system prompt counts by its length (it is large
+        and written once).
+        """
+        parts = []
+        for name, declared in sorted(self._session_types().items()):
+            col = f's."{name}"'
+            if name == "system_prompt":
+                parts.append(f"coalesce(length({col}), -1)")
+            elif "REAL" in declared or "FLOA" in declared or "DOUB" in declared:
+                parts.append(f"coalesce(CAST(round({col} * 1000000) AS INTEGER), 'n')")
+            else:  # text and integers concatenate as they are; NULL is char(1)
+                parts.append(f"coalesce({col}, char(1))")
+        return " || '|' || ".join(parts)
+
+    def _session_types(self) -> dict[str, str]:
+        """The sessions table's columns and their declared types (upper case)."""
+        if not hasattr(self, "_types"):
+            self._types = {
+                str(r[1]): str(r[2] or "").upper()
+                for r in self.conn.execute("PRAGMA table_info(sessions)")
+            }
+        return self._types
+
+    def session_digests(self) -> dict[str, str]:
+        """Every source session's id and :func:`row_digest`."""
+        rows = self.conn.execute(f"SELECT s.id, {self.digest_sql()} FROM sessions s")
+        return {str(r[0]): row_digest(r[1]) for r in rows}
+
+    def message_sums_sql(self, alias: str = "m", id_sql: str = "m.id") -> str:
+        """Per-session sums over messages that change when any row is added, lost,
+        re-flagged or rewritten (:data:`MESSAGE_SUMS`), as a SELECT list."""
+        have = self.layout.message_columns
+
+        def col(c: str) -> str:
+            if c in have:
+                return f"{alias}.{c}"
+            return _literal(conventions.MESSAGE_DEFAULTS.get(c))
+
+        return message_sums_select(col, id_sql)
+
+    def message_sums(self) -> dict[str, tuple[Any, ...]]:
+        """:meth:`message_sums_sql` for every source session."""
+        rows = self.conn.execute(
+            f"SELECT m.session_id, {self.message_sums_sql()} FROM messages m GROUP BY m.session_id"
+        )
+        return {str(r[0]): tuple(r[1:]) for r in rows}
+
+    def usage_sums(self) -> dict[str, frozenset[tuple[Any, ...]]]:
+        """Every session's usage rows as a comparable set (this layout: none of its own;
+        each derived row follows its session row, which the digests compare)."""
+        return {}
 
     def usage(
         self, ids: Sequence[str], sessions: list[dict[str, Any]]
@@ -187,6 +274,10 @@ class CurrentAdapter(Adapter):
             "WHERE p.hash = s.system_prompt_hash))"
         )
 
+    def usage_sums(self) -> dict[str, frozenset[tuple[Any, ...]]]:
+        select = self._select("session_model_usage", USAGE_COLUMNS, {})
+        return usage_sets(self.conn.execute(f"SELECT {select} FROM session_model_usage s"))
+
     def usage(
         self, ids: Sequence[str], sessions: list[dict[str, Any]]
     ) -> dict[str, list[dict[str, Any]]]:
@@ -236,7 +327,7 @@ class Progress:
 
 @dataclass(frozen=True)
 class SyncReport:
-    """What one ``sync`` did."""
+    """What one ``sync`` did (added: new rows; updated: rows the source changed)."""
 
     adapter: str
     sessions_total: int
@@ -246,6 +337,13 @@ class SyncReport:
     resumed: bool
     seconds: float
     bulk: bool
+    sessions_updated: int = 0
+    messages_updated: int = 0
+    usage_updated: int = 0
+    marked_gone: int = 0  # rows the source lost since the last sync (kept, marked)
+    back_in_source: int = 0  # rows marked gone that the source has again
+    reconciled: bool = False  # compared every session's message sums, not the cheap checks
+    replaced: bool = False  # the source file was replaced: ids name other messages now
 
 
 def source_key(home_root: Path) -> str:
@@ -268,80 +366,124 @@ def sync(
     *,
     batch_sessions: int = BATCH_SESSIONS,
     on_progress: Callable[[Progress], None] | None = None,
+    reconcile: bool = False,
 ) -> SyncReport:
-    """Copy every source row the archive lacks, newest sessions first; resume a killed pass."""
+    """Bring the archive level with the source; never write the source, never drop a row.
+
+    The first import (or its resumption) copies every session, newest first, through
+    the bulk path and is followed by a reconciliation. A later sync is the cheap one
+    (follow.py) unless ``reconcile`` asks for the full comparison, or the source looks
+    replaced.
+    """
+    from dashboard.repository.follow import follow  # follow.py builds on this module
+
     began = time.monotonic()
     home = source_key(home_root)
+    prepare_archive(archive)
     conn = open_readonly(state_db)
     try:
         layout = detect_layout(conn, state_db)
         adapter = adapter_for(conn, layout, home_root)
-        keys = adapter.session_keys()
-        mark = read_watermark(archive.core.conn, home)
-        resumed = mark is not None
-        if mark is not None:
-            # A pass was cut off: what it began with, down to its watermark, is in;
-            # sessions that started since then are newer than its first one.
-            done_key = (mark["started_at"], mark["id"])
-            first_key = tuple(mark["first"])
-            todo = [k for k in keys if k < done_key or k > first_key]
-        else:
-            todo = keys
-            first_key = keys[0] if keys else (0.0, "")
-        total = len(keys)
-        added: dict[int, list[int]] = {}  # chunk -> sessions, messages, usage added
-        done = total - len(todo)
-
-        def steps() -> Iterator[Callable[[sqlite3.Connection], None]]:
-            nonlocal done
-            for start in range(0, len(todo), batch_sessions):
-                chunk = todo[start : start + batch_sessions]
-                rows = adapter.read([sid for _, sid in chunk])
-                rows.sort(key=lambda s: (s.row["started_at"], s.row["id"]), reverse=True)
-                last = chunk[-1]
-
-                covered = json.dumps({"started_at": last[0], "id": last[1], "first": first_key})
-
-                def step(
-                    c: sqlite3.Connection, rows: list[SourceSession] = rows, covered: str = covered,
-                    at: int = start,
-                ) -> None:
-                    # Kept per chunk (not summed here): a retried transaction re-runs this.
-                    now = time.time()
-                    added[at] = _insert(c, home, rows, now)
-                    if bulk:
-                        _index_landed(c, home, rows, now)
-                    _put(c, WATERMARK_PREFIX + home, covered)
-
-                yield step
-                done += len(chunk)
-                if on_progress:
-                    on_progress(Progress(done, total, sum(a[1] for a in added.values())))
-            if on_progress and bulk:  # bulk_write builds the trigram index next
-                on_progress(Progress(done, total, sum(a[1] for a in added.values()), "indexing"))
-
-        if on_progress:
-            on_progress(Progress(done, total, 0))
-        # The first import (or its resumption) takes the bulk path: triggers off, and
-        # each transaction indexes the rows it lands, so the newest sessions are
-        # searchable seconds after the start and a kill leaves a trustworthy index.
-        # A later sync adds few rows to a large archive; the triggers index them.
-        bulk = resumed or not archive.core.conn.execute(
+        resumed = read_watermark(archive.core.conn, home) is not None
+        first = resumed or not archive.core.conn.execute(
             "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
         ).fetchone()
-        archive.bulk_write(
-            steps(), foreign_keys=False, rebuild_index=False, index_in_steps=bool(bulk)
-        )
+        added = [0, 0, 0]
+        if first:
+            added = _first_import(archive, adapter, home, batch_sessions, on_progress)
+        followed = follow(archive, adapter, home, state_db, reconcile=reconcile or first)
     finally:
         conn.close()
+    c = followed.changes
+    return SyncReport(
+        adapter.name, followed.sessions_total, added[0] + c.sessions_added,
+        added[1] + c.messages_added, added[2] + c.usage_added, resumed,
+        time.monotonic() - began, bool(first), c.sessions_updated, c.messages_updated,
+        c.usage_updated, c.marked_gone, c.back_in_source, followed.reconciled, followed.replaced,
+    )  # fmt: skip
 
-    def finish(c: sqlite3.Connection) -> None:
-        c.execute("DELETE FROM state_meta WHERE key=?", (WATERMARK_PREFIX + home,))
-        _put(c, LAST_SYNC_PREFIX + home, json.dumps({"at": time.time(), "layout": adapter.name}))
 
-    archive.core.write(finish)
-    sums = [sum(a[i] for a in added.values()) for i in range(3)]
-    return SyncReport(adapter.name, total, *sums, resumed, time.monotonic() - began, bulk)
+def prepare_archive(archive: SessionStore) -> None:
+    """What an archive differs in from Recall's store: titles need not be unique.
+
+    Hermes keeps titles unique among the sessions it has; the archive also keeps
+    the ones it pruned, and a new session may take a pruned one's title. (Recall's
+    own store keeps the index: there it is Hermes's rule, and set_title's answer.)
+    """
+    unique = archive.core.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='index' AND name='idx_sessions_title_unique'"
+    ).fetchone()
+    if unique:
+        archive.core.write(
+            lambda c: (
+                c.execute("DROP INDEX idx_sessions_title_unique"),
+                c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_title ON sessions(title)"),
+            )
+        )
+
+
+def _first_import(
+    archive: SessionStore,
+    adapter: Adapter,
+    home: str,
+    batch_sessions: int,
+    on_progress: Callable[[Progress], None] | None,
+) -> list[int]:
+    """Copy every source row the archive lacks, newest sessions first; resume a killed pass.
+
+    Returns the sessions, messages and usage rows added.
+    """
+    keys = adapter.session_keys()
+    mark = read_watermark(archive.core.conn, home)
+    if mark is not None:
+        # A pass was cut off: what it began with, down to its watermark, is in;
+        # sessions that started since then are newer than its first one.
+        done_key = (mark["started_at"], mark["id"])
+        first_key = tuple(mark["first"])
+        todo = [k for k in keys if k < done_key or k > first_key]
+    else:
+        todo = keys
+        first_key = keys[0] if keys else (0.0, "")
+    total = len(keys)
+    added: dict[int, list[int]] = {}  # chunk -> sessions, messages, usage added
+    done = total - len(todo)
+
+    def steps() -> Iterator[Callable[[sqlite3.Connection], None]]:
+        nonlocal done
+        for start in range(0, len(todo), batch_sessions):
+            chunk = todo[start : start + batch_sessions]
+            rows = adapter.read([sid for _, sid in chunk])
+            rows.sort(key=lambda s: (s.row["started_at"], s.row["id"]), reverse=True)
+            last = chunk[-1]
+
+            covered = json.dumps({"started_at": last[0], "id": last[1], "first": first_key})
+
+            def step(
+                c: sqlite3.Connection, rows: list[SourceSession] = rows, covered: str = covered,
+                at: int = start,
+            ) -> None:
+                # Kept per chunk (not summed here): a retried transaction re-runs this.
+                now = time.time()
+                added[at] = _insert(c, home, rows, now)
+                _index_landed(c, home, rows, now)
+                put_meta(c, WATERMARK_PREFIX + home, covered)
+
+            yield step
+            done += len(chunk)
+            if on_progress:
+                on_progress(Progress(done, total, sum(a[1] for a in added.values())))
+        if on_progress:  # bulk_write builds the trigram index next
+            on_progress(Progress(done, total, sum(a[1] for a in added.values()), "indexing"))
+
+    if on_progress:
+        on_progress(Progress(done, total, 0))
+    # Triggers off; each transaction word-indexes the rows it lands, so the newest
+    # sessions are searchable seconds after the start and a kill leaves a trustworthy
+    # word index; the trigram index is built once at the end.
+    archive.bulk_write(steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True)
+    archive.core.write(lambda c: c.execute(
+        "DELETE FROM state_meta WHERE key=?", (WATERMARK_PREFIX + home,)))  # fmt: skip
+    return [sum(a[i] for a in added.values()) for i in range(3)]
 
 
 def _insert(
@@ -349,12 +491,16 @@ def _insert(
 ) -> list[int]:
     """Insert rows the archive lacks (keyed by source home and id); return how many of each."""
     # rowcount, not total_changes: the FTS triggers' own writes must not count.
+    cols = SESSION_COLUMNS + PROVENANCE + ("src_digest",)
     added_sessions = conn.executemany(
-        f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS + PROVENANCE)}) "
-        f"VALUES ({', '.join('?' for _ in SESSION_COLUMNS + PROVENANCE)}) "
+        f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
         "ON CONFLICT(id) DO NOTHING",
-        [(*(s.row[c] for c in SESSION_COLUMNS), home, s.row["id"], now) for s in sessions],
-    ).rowcount
+        [
+            (*(s.row[c] for c in SESSION_COLUMNS), home, s.row["id"], now,
+             row_digest(s.row["_digest"]))
+            for s in sessions
+        ],
+    ).rowcount  # fmt: skip
     # The source's message id is kept as the archive's when it is free, so links to
     # a message (#m123) stay the same; a second home's clash gets a fresh id.
     cols = MESSAGE_COLUMNS + PROVENANCE
@@ -402,7 +548,8 @@ def usage_source_id(usage: dict[str, Any]) -> str:
     return json.dumps([usage[c] for c in USAGE_KEY], ensure_ascii=False)
 
 
-def _put(conn: sqlite3.Connection, key: str, value: str) -> None:
+def put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """Set one ``state_meta`` key inside a write."""
     conn.execute(
         "INSERT INTO state_meta(key, value) VALUES (?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -417,3 +564,34 @@ def _literal(value: Any) -> str:
     if isinstance(value, int):
         return str(int(value))
     raise TypeError(f"no literal for {value!r}")
+
+
+def row_digest(text: str | None) -> str:
+    """The compact digest of a session row's :meth:`Adapter.digest_sql` text."""
+    return hashlib.blake2b((text or "").encode(), digest_size=12).hexdigest()
+
+
+def message_sums_select(col: Callable[[str], str], id_sql: str) -> str:
+    """The per-session sums :meth:`Adapter.message_sums` compares, ``col(name)`` naming
+    a column (the archive names its own, a source file its own or a default)."""
+    lengths = ("content", "tool_calls", "tool_name", "tool_call_id", "reasoning", "display_kind")
+    return ", ".join(
+        (
+            "count(*)",
+            f"sum({id_sql})",
+            # Milliseconds as integers: a float sum depends on the order it is added in.
+            f"sum(CAST(round({col('timestamp')} * 1000) AS INTEGER))",
+            *(f"total(length({col(c)}))" for c in lengths),
+            f"sum({col('active')})",
+            f"sum({col('compacted')})",
+            f"total({col('token_count')})",
+        )
+    )
+
+
+def usage_sets(rows: Iterable[sqlite3.Row]) -> dict[str, frozenset[tuple[Any, ...]]]:
+    """Usage rows (``USAGE_COLUMNS`` first) grouped by session as sets of their values."""
+    out: dict[str, set[tuple[Any, ...]]] = {}
+    for r in rows:
+        out.setdefault(str(r[0]), set()).add(tuple(r[c] for c in USAGE_COLUMNS))
+    return {sid: frozenset(v) for sid, v in out.items()}

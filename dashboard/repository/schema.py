@@ -204,6 +204,20 @@ def _v3_archive_columns(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v4_session_digest(conn: sqlite3.Connection) -> None:
+    """A digest of each archived session's source row, so a later sync finds the
+    sessions that changed by reading the source's sessions table once.
+
+    The index covers what that sync reads of every session: without it each row's
+    tail columns sit behind its system prompt (kilobytes, in overflow pages).
+    """
+    conn.execute("ALTER TABLE sessions ADD COLUMN src_digest TEXT")
+    conn.execute(
+        "CREATE INDEX idx_sessions_source_row"
+        " ON sessions(src_home, src_id, src_digest, gone_from_source_at)"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -215,6 +229,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(1, "seed v11 form", _v1_seed_form),
     Migration(2, "session_model_usage and activity columns", _v2_usage_and_activity),
     Migration(3, "archive: message flags, session context, provenance", _v3_archive_columns),
+    Migration(4, "archive: a digest of each session's source row", _v4_session_digest),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

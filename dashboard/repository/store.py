@@ -513,20 +513,18 @@ class SessionStore:
         triggers_off = rebuild_index or index_in_steps
         if triggers_off:
             self.core.write(_defer_fts if index_in_steps else _drop_fts_triggers)
-        if not foreign_keys:
-            self.core.conn.execute("PRAGMA foreign_keys=OFF")  # outside a transaction
         results: list[T] = []
         try:
             for step in steps:
-                results.append(self.core.write(step))
+                # Per step, under the core's lock: another thread's write between two
+                # steps (a web request on the same connection) keeps its checks.
+                results.append(self.core.write(step, foreign_keys=foreign_keys))
         except (KeyboardInterrupt, SystemExit):
             # The process is going away: leave the index as a kill would, for the
             # next open or the resumed import to finish.
             index_in_steps = rebuild_index = False
             raise
         finally:
-            if not foreign_keys:
-                self.core.conn.execute("PRAGMA foreign_keys=ON")
             # Also after an error: this store stays open, and its writes need triggers.
             if index_in_steps:
                 self.finish_deferred_index()

@@ -104,17 +104,27 @@ class WriteCore:
 
     # -- the write path -------------------------------------------------------------
 
-    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def write(self, fn: Callable[[sqlite3.Connection], T], *, foreign_keys: bool = True) -> T:
         """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction and return its result.
 
         On a lock/busy error the transaction is rolled back and the whole callback
         runs again after a random 20-150 ms sleep; any other error is raised at
         once. A write issued from inside another write joins the outer transaction.
+        ``foreign_keys=False`` runs this one transaction without the checks (an
+        importer landing a child before its parent): the pragma is per connection
+        and can only change outside a transaction, so it is flipped and restored
+        under the lock, never seen by another thread's write.
         """
         with self._lock:
             if self.conn.in_transaction:
                 return fn(self.conn)
-            result = self._retry(lambda: self._transaction(fn))
+            if not foreign_keys:
+                self.conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                result = self._retry(lambda: self._transaction(fn))
+            finally:
+                if not foreign_keys:
+                    self.conn.execute("PRAGMA foreign_keys=ON")
             self.writes += 1
             if self.writes % CHECKPOINT_EVERY == 0:
                 self.checkpoint()
