@@ -1649,3 +1649,44 @@ def read_only(*paths: Path) -> Iterator[None]:
             subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
         for p, mode in modes.items():
             p.chmod(mode)
+
+
+# ---------------------------------------------------------------------------
+# Archive facts: sessions Hermes no longer has, kept in Recall's archive
+# ---------------------------------------------------------------------------
+
+#: When the gone session left Hermes: local noon of 2026-09-14, so its day is the
+#: same in every zone the tests run in.
+GONE_AT = datetime(2026, 9, 14, 12, 0).timestamp()
+
+
+def build_gone_home(home: Path) -> dict[str, str]:
+    """A Recall-store home as pages read an archive: ``kept`` is still in Hermes,
+    ``gone`` was deleted from it on 2026-09-14 (compressed earlier into ``child``,
+    still in Hermes). All three mention "redis"."""
+    from dashboard.repository.store import NewMessage, SessionStore
+
+    start = datetime(2026, 6, 1, 9, 0).timestamp()
+    with SessionStore(home / "state.db") as store:
+        kept = store.create_session("cli", session_id="20260601_090000_aaaaaa",
+                                    title="Kept redis notes", started_at=start)  # fmt: skip
+        store.append_messages(kept, [
+            NewMessage("user", "which redis eviction policy?", timestamp=start + 1),
+            NewMessage("assistant", "allkeys-lru for a cache", timestamp=start + 2),
+        ])  # fmt: skip
+        store.end_session(kept, "user_exit", ended_at=start + 60)
+        gone = store.create_session(
+            "cli", session_id="20260602_090000_bbbbbb", title="Pruned postgres notes",
+            started_at=start + 86_400,
+        )  # fmt: skip
+        store.append_messages(gone, [
+            NewMessage("user", "postgres locks and redis queues", timestamp=start + 86_401),
+            NewMessage("assistant", "look at pg_locks first", timestamp=start + 86_402),
+        ])  # fmt: skip
+        child = store.compress(
+            gone, "postgres locks, redis queues", child_id="20260602_100000_cccccc",
+            at=start + 90_000,
+        )  # fmt: skip
+        store.core.write(lambda c: c.execute(
+            "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (GONE_AT, gone)))  # fmt: skip
+    return {"kept": kept, "gone": gone, "child": child}
