@@ -132,3 +132,19 @@ def test_an_unknown_session_or_a_missing_archive_is_not_found(tmp_path: Path) ->
     with pytest.raises(NotFoundError, match="no archive"):
         delete_from_archive(tmp_path / "none.db", "x")
     assert not (tmp_path / "none.db").exists()
+
+
+def test_no_delete_while_a_first_import_rebuilds_the_index(tmp_path: Path) -> None:
+    # A first import runs with the FTS triggers dropped (fts_stale=1): a delete then would
+    # leave its messages in the index, and opening the store would rebuild it mid-import.
+    home, archive, ids = archived_home(tmp_path)
+    with SessionStore(archive) as store:
+        store.set_meta("fts_stale", "1")
+    with pytest.raises(ConflictError, match="being imported"):
+        delete_from_archive(archive, ids["ancient"])
+    with closing(sqlite3.connect(archive)) as conn:
+        assert conn.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone() == (
+            "1",
+        )
+        assert conn.execute("SELECT count(*) FROM sessions WHERE id=?", (ids["ancient"],)
+                            ).fetchone()[0] == 1  # fmt: skip

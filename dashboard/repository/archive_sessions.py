@@ -103,6 +103,12 @@ STILL_IN_HERMES = (
 )
 
 
+IMPORTING = (
+    "The archive is being imported (`recall archive sync` is rebuilding its search index), "
+    "so nothing can be deleted from it yet: try again when the import has finished."
+)
+
+
 def archive_page(
     home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None
 ) -> ArchivePage:
@@ -163,6 +169,10 @@ def delete_from_archive(archive: Path, session_id: str) -> DeletionReport:
     """
     if not archive.is_file():
         raise NotFoundError(f"there is no archive at {archive}")
+    # Checked before the store opens: opening a stale store rebuilds its index, which
+    # must not happen under a first import still landing rows with the triggers off.
+    if _importing(archive):
+        raise ConflictError(IMPORTING)
     with SessionStore(archive) as store:
 
         def delete(conn: sqlite3.Connection) -> DeletionReport:
@@ -174,6 +184,16 @@ def delete_from_archive(archive: Path, session_id: str) -> DeletionReport:
             return DeletionReport(session_id, found.title, removed, found.usage_rows)
 
         return store.core.write(delete)
+
+
+def _importing(archive: Path) -> bool:
+    """Whether a first import is under way (its FTS triggers are off: ``fts_stale``)."""
+    conn = open_readonly(archive)
+    try:
+        row = conn.execute("SELECT value FROM state_meta WHERE key='fts_stale'").fetchone()
+    finally:
+        conn.close()
+    return bool(row and row[0] == "1")
 
 
 def _preview(conn: sqlite3.Connection, archive: Path, session_id: str) -> DeletionPreview:

@@ -173,8 +173,7 @@ def _doomed(
     rows = [
         dict(r)
         for r in conn.execute(
-            f"SELECT s.id AS session_id, {title} AS title, s.source, s.started_at, s.ended_at, "
-            "(SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages "
+            f"SELECT s.id AS session_id, {title} AS title, s.source, s.started_at, s.ended_at "
             f"FROM sessions s WHERE s.started_at < ? AND s.ended_at IS NOT NULL AND NOT {pinned} "
             "ORDER BY s.started_at, s.id",
             (cutoff,),
@@ -190,6 +189,7 @@ def _doomed(
             str(r[0]) for r in conn.execute(
                 "SELECT id FROM messages WHERE session_id = ?", (row["session_id"],))
         ]  # fmt: skip
+        row["messages"] = len(row["message_ids"])
     return rows, {"pinned": int(spared_pinned), "open": int(spared_open)}
 
 
