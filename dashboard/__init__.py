@@ -25,6 +25,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.from_mapping(
         HERMES_HOME=None,  # the home whose state.db is shown (read-only)
         DATA_DIR=None,  # Recall's own files: secret key, recall.db (default: datadir)
+        ARCHIVE=None,  # the home's archive file (default: archive.db in its data directory)
         BIND_HOST="127.0.0.1",
         BIND_PORT=None,  # with DATA_DIR, names the session cookie of this instance
         ALLOWED_HOSTS=[],  # extra Host names accepted besides loopback and BIND_HOST

@@ -96,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--archive", help=archive_help)
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=_archive_status)
+    verify = actions.add_parser(
+        "verify", help="check every source row is archived and equal, and the archive's indexes"
+    )
+    verify.add_argument("--home", help=HOME_HELP)
+    verify.add_argument("--archive", help=archive_help)
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(run=_archive_verify)
     return parser
 
 
@@ -309,6 +316,19 @@ def _archive_status(args: argparse.Namespace) -> int:
     else:
         print(f"{'source':<20}missing ({home.state_db})")
     return 0
+
+
+def _archive_verify(args: argparse.Namespace) -> int:
+    """0: the archive holds every source row and is sound; 1: problems; 2: cannot check."""
+    from dashboard.repository.archive_verify import verify_archive
+
+    home, path = _archive_location(args)
+    report = verify_archive(home, path)  # VerifyError (missing, corrupt, locked): exit 2
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.ok else 1
 
 
 def _info(args: argparse.Namespace) -> int:

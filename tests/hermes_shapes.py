@@ -1891,3 +1891,113 @@ def edit_message(path: Path, message_id: int, content: str) -> None:
     """Change a message's text in place, touching nothing else (no session counter)."""
     with closing(_live(path)) as conn:
         conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+
+
+# ---------------------------------------------------------------------------
+# Archive facts: sessions Hermes no longer has, kept in Recall's archive
+# ---------------------------------------------------------------------------
+
+#: When the gone session left Hermes: local noon of 2026-09-14, so its day is the
+#: same in every zone the tests run in.
+GONE_AT = datetime(2026, 9, 14, 12, 0).timestamp()
+
+
+def build_gone_home(home: Path) -> dict[str, str]:
+    """A Recall-store home as pages read an archive: ``kept`` is still in Hermes,
+    ``gone`` was deleted from it on 2026-09-14 (compressed earlier into ``child``,
+    still in Hermes). All three mention "redis"."""
+    from dashboard.repository.store import NewMessage, SessionStore
+
+    start = datetime(2026, 6, 1, 9, 0).timestamp()
+    with SessionStore(home / "state.db") as store:
+        kept = store.create_session("cli", session_id="20260601_090000_aaaaaa",
+                                    title="Kept redis notes", started_at=start)  # fmt: skip
+        store.append_messages(kept, [
+            NewMessage("user", "which redis eviction policy?", timestamp=start + 1),
+            NewMessage("assistant", "allkeys-lru for a cache", timestamp=start + 2),
+        ])  # fmt: skip
+        store.end_session(kept, "user_exit", ended_at=start + 60)
+        gone = store.create_session(
+            "cli", session_id="20260602_090000_bbbbbb", title="Pruned postgres notes",
+            started_at=start + 86_400,
+        )  # fmt: skip
+        store.append_messages(gone, [
+            NewMessage("user", "postgres locks and redis queues", timestamp=start + 86_401),
+            NewMessage("assistant", "look at pg_locks first", timestamp=start + 86_402),
+        ])  # fmt: skip
+        child = store.compress(
+            gone, "postgres locks, redis queues", child_id="20260602_100000_cccccc",
+            at=start + 90_000,
+        )  # fmt: skip
+        store.core.write(lambda c: c.execute(
+            "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (GONE_AT, gone)))  # fmt: skip
+    return {"kept": kept, "gone": gone, "child": child}
+
+
+# ---------------------------------------------------------------------------
+# A home Hermes's next prune sweep will reach (times relative to ``now``)
+# ---------------------------------------------------------------------------
+
+_DAY_S = 86_400.0
+
+#: name -> (days since start, ended, pinned, messages). With ``retention_days: 30``
+#: the sweep deletes exactly ``old``, ``older`` and ``ancient``.
+PRUNE_SESSIONS: dict[str, tuple[float, bool, bool, int]] = {
+    "old": (40, True, False, 3),
+    "older": (75, True, False, 2),
+    "ancient": (200, True, False, 4),
+    "old_pinned": (60, True, True, 2),
+    "old_open": (50, False, False, 2),
+    "recent": (10, True, False, 2),
+    "just_inside": (29.5, True, False, 1),
+}
+PRUNED_BY_30_DAYS = ("ancient", "older", "old")  # oldest first
+
+
+def build_prune_home(
+    home: Path, now: float, config: str | None = "sessions:\n  retention_days: 30\n",
+    last_auto_prune: float | None = None,
+) -> dict[str, str]:
+    """A current-form home (config.yaml, usage rows) with sessions of mixed age, end and
+    pin states (:data:`PRUNE_SESSIONS`); returns name -> session id."""
+    path = _fresh(home / "state.db")
+    if config is not None:
+        (home / "config.yaml").write_text(config, encoding="utf-8")
+    ids: dict[str, str] = {}
+    statements: list[Statement] = []
+    with closing(_connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_CURRENT_SCHEMA + _CURRENT_FTS + _CURRENT_TRIGRAM)
+        session_cols, msg_cols = _columns(conn, "sessions"), _columns(conn, "messages")
+        for n, (name, (days, ended, pinned, count)) in enumerate(PRUNE_SESSIONS.items()):
+            start = now - days * _DAY_S
+            sid = datetime.fromtimestamp(start, UTC).strftime("%Y%m%d_%H%M%S") + f"_{n:06x}"
+            ids[name] = sid
+            values = {
+                "id": sid, "source": "cli", "model": _SONNET, "started_at": start,
+                "ended_at": start + 600 if ended else None,
+                "end_reason": "user_exit" if ended else None, "title": f"Prune case {name}",
+                "pinned": int(pinned), "message_count": count, "last_activity_at": start + 60,
+            }  # fmt: skip
+            statements.append(_insert("sessions", values, session_cols))
+            for i in range(count):
+                role = "user" if i % 2 == 0 else "assistant"
+                message = {"session_id": sid, "role": role, "content": f"{name} turn {i} redis",
+                           "timestamp": start + i + 1}  # fmt: skip
+                statements.append(_insert("messages", message, msg_cols))
+            statements.append((
+                "INSERT INTO session_model_usage (session_id, model, api_call_count,"
+                " input_tokens, output_tokens, estimated_cost_usd, cost_status, first_seen,"
+                " last_seen) VALUES (?, ?, 1, 100, 10, 0.01, 'estimated', ?, ?)",
+                (sid, _SONNET, start, start + 60),
+            ))  # fmt: skip
+        statements += [
+            ("INSERT INTO state_meta (key, value) VALUES (?, ?)",
+             ("fts_storage_version", str(FTS_STORAGE_VERSION))),
+            ("INSERT INTO schema_version (version) VALUES (?)", (CURRENT_SCHEMA_VERSION,)),
+        ]  # fmt: skip
+        if last_auto_prune is not None:
+            statements.append(("INSERT INTO state_meta (key, value) VALUES (?, ?)",
+                               ("last_auto_prune", str(last_auto_prune))))  # fmt: skip
+        _run(conn, statements)
+    return ids

@@ -365,3 +365,26 @@ def test_heading_panels_and_sortable_index(tmp_path: Path) -> None:
     assert index.count('<table class="grid chains-table">') == 1
     assert ">Long refactor</a>" in index
     assert client.get("/chains?sort=price").status_code == 400
+
+
+def test_a_chain_segment_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
+    from tests.test_views_sessions import GONE_BADGE
+
+    ids = shapes.build_gone_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    assert page(client, f"/chains/{ids['child']}").count(GONE_BADGE) == 1
+
+
+def test_a_chain_whose_latest_segment_is_gone_carries_the_badge_in_the_index(
+    tmp_path: Path,
+) -> None:
+    from tests.test_views_sessions import GONE_BADGE
+
+    ids = shapes.build_gone_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    assert GONE_BADGE not in page(client, "/chains")  # its tip is still in Hermes
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        store.core.write(lambda c: c.execute(
+            "UPDATE sessions SET gone_from_source_at=? WHERE id=?",
+            (shapes.GONE_AT, ids["child"])))  # fmt: skip
+    assert page(client, "/chains").count(GONE_BADGE) == 1

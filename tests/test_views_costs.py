@@ -707,3 +707,20 @@ def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
     assert '<input type="hidden" name="sort" value="tokens">' in form
     assert '<input type="hidden" name="dir" value="asc">' in form
     assert 'type="hidden"' not in get(demo, "/costs", **YEAR).split("</form>")[0]
+
+
+def test_a_costly_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
+    from tests.test_views_sessions import GONE_BADGE
+
+    ids = shapes.build_gone_home(tmp_path / "home")
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        for name in ("gone", "kept"):
+            usage = Usage(model="m", input_tokens=10, estimated_cost_usd=0.5,
+                          cost_status="estimated", at=shapes.GONE_AT - 9e6)  # fmt: skip
+            store.record_usage(ids[name], usage)
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    html = get(client, "/costs", **YEAR)
+    table = html[html.index('<table class="grid costs-sessions">') :]
+    table = table[: table.index("</table>")]
+    assert ids["gone"] in table and ids["kept"] in table
+    assert table.count(GONE_BADGE) == 1

@@ -149,3 +149,28 @@ def test_the_live_update_carries_the_tab_title(tmp_path: Path) -> None:
     html = response.get_data(as_text=True)
     assert html.lstrip().startswith("<title>Search: redis pool · Recall</title>")
     assert '<section id="results"' in html and "<form" not in html
+
+
+def test_gone_sessions_carry_their_badge_and_can_be_filtered(tmp_path: Path) -> None:
+    from tests import hermes_shapes as shapes
+    from tests.test_views_sessions import GONE_BADGE
+
+    ids = shapes.build_gone_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    html = _text(client, "/?q=redis&group=session")
+    assert html.count(GONE_BADGE) == 1
+    only = _text(client, "/?q=redis&group=session&presence=archive")
+    assert ids["gone"] in only and ids["kept"] not in only
+    still = _text(client, "/?q=redis&group=session&presence=hermes")
+    assert ids["kept"] in still and f"/sessions/{ids['gone']}" not in still
+    assert 'name="presence"' in html
+
+
+def test_a_bad_presence_gets_a_clear_400(tmp_path: Path) -> None:
+    from tests import hermes_shapes as shapes
+
+    shapes.build_gone_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    response = client.get("/?q=redis&presence=bogus")
+    assert response.status_code == 400
+    assert "presence must be one of all, hermes, archive" in response.get_data(as_text=True)

@@ -307,3 +307,13 @@ def test_the_match_stepper_links_the_first_and_last_match_without_a_script(
     prev, nxt = re.findall(r'href="([^"]+)"', stepper)
     assert prev.replace("&amp;", "&").endswith(f"at={ids[1_050]}#m{ids[1_050]}")
     assert nxt == f"#m{ids[7]}"
+
+
+GONE_BADGE = "deleted from Hermes on 2026-09-14 — kept in Recall's archive"
+
+
+def test_a_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
+    ids = shapes.build_gone_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    assert GONE_BADGE in page(client, f"/sessions/{ids['gone']}")
+    assert GONE_BADGE not in page(client, f"/sessions/{ids['kept']}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from dashboard.repository.chains import conversation_title
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
 from dashboard.repository.costs import session_costs
+from dashboard.repository.gone import gone_sql
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.params import table_sort
@@ -32,6 +33,9 @@ class ChainSummary:
     last_activity: float | None
     messages: int
     cost: CostSummary  # its segments' costs by the cost rules, counted per segment
+    # When its latest segment left Hermes (gone.py): the conversation is then only in
+    # Recall's archive (Hermes deletes older segments first). None while Hermes has it.
+    gone_at: float | None = None
 
     @property
     def cost_usd(self) -> float | None:
@@ -112,6 +116,7 @@ def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> di
     (the first titled segment of the line, as on the chain page)."""
     cols = layout.session_columns
     pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
+    pick += f", {gone_sql(layout, 's')}"
     ids = sorted({sid for line, _ in items for sid in line})
     rows = {
         r[0]: r[1:]
@@ -122,17 +127,18 @@ def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> di
     }
     out: dict[str, tuple] = {}
     for line, _ in items:
-        _, source, model = rows.get(line[0], (None, None, None))
+        _, source, model, _ = rows.get(line[0], (None,) * 4)
         title = next((rows[sid][0] for sid in line if sid in rows and rows[sid][0]), None)
-        out[line[0]] = (title and conversation_title(title), source, model)
+        gone = rows.get(line[-1], (None,) * 4)[3]
+        out[line[0]] = (title and conversation_title(title), source, model, gone)
     return out
 
 
 def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
     line, (started, last, messages, cost) = item
-    title, source, model = details.get(line[0], (None, None, None))
+    title, source, model, gone = details.get(line[0], (None,) * 4)
     return ChainSummary(
         root=line[0], tip=line[-1], title=title, source=source, model=model,
         segments=len(line), started_at=started, last_activity=last or None,
-        messages=int(messages or 0), cost=cost,
+        messages=int(messages or 0), cost=cost, gone_at=gone,
     )  # fmt: skip

@@ -30,6 +30,7 @@ from dashboard.repository.conventions import (
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine, coverage
 from dashboard.repository.costs import session_costs
 from dashboard.repository.errors import NotFoundError
+from dashboard.repository.gone import gone_sql
 from dashboard.repository.layout import Layout
 
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
@@ -65,6 +66,7 @@ class Segment:
     cost: CostSummary = NO_COST  # by the cost rules (usage rows where the file has them)
     summary_preview: str | None = None  # opening of the compaction summary (continuations)
     is_tip: bool = False
+    gone_at: float | None = None  # when the session left Hermes (gone.py), else None
 
     @property
     def estimated_cost_usd(self) -> float | None:
@@ -313,12 +315,12 @@ def _session_rows(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> d
         return {}
     cols = ["s.id"] + [
         f"s.{c}" if c in layout.session_columns else f"NULL AS {c}" for c in _SESSION_COLUMNS
-    ]
+    ] + [gone_sql(layout, "s")]
     rows = conn.execute(
         f"SELECT {', '.join(cols)} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(ids),),
     ).fetchall()
-    names = ["id", *_SESSION_COLUMNS]
+    names = ["id", *_SESSION_COLUMNS, "gone_at"]
     return {r[0]: dict(zip(names, r, strict=True)) for r in rows}
 
 
@@ -372,7 +374,7 @@ def _segment(
         last_activity=row["last_activity_at"], end_reason=row["end_reason"],
         message_count=row["message_count"] or 0, tool_call_count=row["tool_call_count"] or 0,
         tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
-        cost=cost, summary_preview=summary,
+        cost=cost, summary_preview=summary, gone_at=row["gone_at"],
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from dashboard.repository.costs import (
     add_vector,
     cell_from_sums,
 )
+from dashboard.repository.gone import gone_sql
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.params import table_sort
@@ -41,6 +42,7 @@ class SessionSpend:
     started_at: float | None
     in_chain: bool  # part of a compaction chain (its chain page is worth a link)
     spend: Cell  # its figures in the range (period "range", key its id)
+    gone_at: float | None = None  # when it left Hermes (gone.py), else None
 
     @property
     def label(self) -> str:
@@ -108,17 +110,17 @@ def costly_sessions(
     details = _details(conn, layout, [sid for sid, _ in ranked])
     out = []
     for sid, vector in ranked:
-        started, title, source, model = details.get(sid, (None, None, None, None))
+        started, title, source, model, gone = details.get(sid, (None,) * 5)
         family = lineage.family(lineage.root(sid))
         cell = cell_from_sums("range", sid, vector, 1)
-        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cell))
+        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cell, gone))
     return CostlySessions(sort, descending, total, out)
 
 
 def _details(
     conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
-) -> dict[str, tuple[float | None, str | None, str | None, str | None]]:
-    """``(started_at, title, source, model)`` of each session (absent: row gone)."""
+) -> dict[str, tuple[float | None, str | None, str | None, str | None, float | None]]:
+    """``(started_at, title, source, model, gone_at)`` of each session (absent: row gone)."""
     wanted = sorted(ids)
     if not wanted:
         return {}
@@ -127,8 +129,9 @@ def _details(
         f"s.{c}" if c in cols else "NULL" for c in ("started_at", "title", "source", "model")
     )
     found = conn.execute(
-        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+        f"SELECT s.id, {pick}, {gone_sql(layout, 's')} FROM sessions s "
+        "JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(wanted),),
     )
-    return {sid: (started, title or None, source, model) for sid, started, title, source, model
-            in found}  # fmt: skip
+    return {sid: (started, title or None, source, model, gone)
+            for sid, started, title, source, model, gone in found}  # fmt: skip

@@ -80,3 +80,16 @@ def table_sort(
     if direction not in (None, "", "asc", "desc"):
         raise ValidationError("dir must be asc or desc")
     return sort, direction != "asc"
+
+
+def one_of(text: str | None, name: str, choices: tuple[str, ...]) -> str:
+    """``text`` as one of ``choices`` (surrounding spaces ignored); blank means the first.
+
+    Raises ValidationError naming ``name`` and listing the choices for anything else.
+    """
+    value = (text or "").strip()
+    if not value:
+        return choices[0]
+    if value not in choices:
+        raise ValidationError(f"{name} must be one of {', '.join(choices)} (got {value[:40]!r})")
+    return value

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from dashboard.repository.content import decode_content
 from dashboard.repository.errors import ValidationError
+from dashboard.repository.gone import gone_sql, parse_presence, presence_sql
 from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage, load_lineage
 from dashboard.repository.model_names import model_family
@@ -78,6 +79,7 @@ class SearchRequest:
     older_than: int | None = None  # continue a bounded search below this message id
     newer_than: int | None = None  # continue an oldest-first search above this message id
     rank_window: int | None = None  # fewer matches ranked (an agent's prefetch), not in URLs
+    presence: str = "all"  # all, hermes (still in Hermes), archive (only in Recall's archive)
     # Every stored spelling of ``model`` (its :func:`model_family`); search_sessions fills it.
     model_spellings: tuple[str, ...] = ()
 
@@ -119,6 +121,7 @@ class SearchRequest:
             per_page=whole_number(get("per_page"), "per_page", 1, MAX_PER_PAGE) or 20,
             older_than=whole_number(get("older_than"), "older_than", 1, 2**62),
             newer_than=whole_number(get("newer_than"), "newer_than", 0, 2**62),
+            presence=parse_presence(get("presence")),
         )
 
     @property
@@ -152,6 +155,7 @@ class SessionResult:
     title_match: bool = False
     hits: list[Hit] = field(default_factory=list)
     chain_part: tuple[int, int] | None = None  # part n of an m-segment compaction chain
+    gone_at: float | None = None  # when the card's session left Hermes (gone.py), else None
 
 
 @dataclass
@@ -223,6 +227,7 @@ class SearchResult:
                     "message_count": r.message_count,
                     "title_match": r.title_match,
                     "chain_part": list(r.chain_part) if r.chain_part else None,
+                    "gone_from_source_at": r.gone_at,
                     "hit_count": r.hit_count,
                     "session_hit_count": r.session_hit_count,
                     "hits": [
@@ -611,7 +616,7 @@ class _Filters:
     session_params: tuple[object, ...]
 
 
-FILTERS = ("dates", "model", "source", "role", "exclude")  # what _why_empty can blame
+FILTERS = ("dates", "model", "source", "role", "exclude", "presence")  # _why_empty can blame
 
 
 def _filters(
@@ -653,6 +658,8 @@ def _filters(
     if request.exclude and "exclude" not in skip:
         ses.append(f"s.id NOT IN ({','.join('?' * len(request.exclude))})")
         ses_params.extend(request.exclude)
+    if request.presence != "all" and "presence" not in skip:
+        ses.append(presence_sql(layout, request.presence, "s"))
     both = msg + ses
     return _Filters(
         sql="".join(f" AND {c}" for c in both),
@@ -670,6 +677,7 @@ def _active_filters(request: SearchRequest) -> list[str]:
         "source": True,
         "role": bool(request.roles),
         "exclude": bool(request.exclude),
+        "presence": request.presence != "all",
     }
     return [name for name in FILTERS if active[name]]
 
@@ -773,7 +781,7 @@ def _session_rows(
     if not ids:
         return {}
     cols = layout.session_columns
-    pick = ["id", "source"] + [
+    pick = ["id", "source", f"{gone_sql(layout, 'sessions')} AS gone_at"] + [
         c if c in cols else f"NULL AS {c}"
         for c in ("title", "model", "started_at", "ended_at", "message_count", "last_activity_at")
     ]
@@ -844,7 +852,7 @@ def _cards(
             last_activity=activity.get(g.key),
             message_count=s["message_count"], hit_count=g.hit_count,
             session_hit_count=g.session_hits.get(s["id"], 0), title_match=g.title_match,
-            hits=hits, chain_part=lineage.part_of(s["id"]),
+            hits=hits, chain_part=lineage.part_of(s["id"]), gone_at=s["gone_at"],
         ))  # fmt: skip
     return cards
 

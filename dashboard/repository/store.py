@@ -583,6 +583,18 @@ def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
 
 
+def triggers_off(conn: sqlite3.Connection) -> bool:
+    """Whether a bulk writer has the FTS triggers off (under way, or killed half-way).
+
+    A row written then by anyone else would miss the index (or leave it
+    inconsistent), and opening the store would finish the bulk writer's index.
+    """
+    rows = conn.execute(
+        "SELECT value FROM state_meta WHERE key IN ('fts_stale', 'fts_triggers_off')"
+    ).fetchall()
+    return any(r[0] == "1" for r in rows)
+
+
 def _defer_fts(conn: sqlite3.Connection) -> None:
     """Triggers off; the word index stays trusted (the writer indexes its rows), the
     trigram index waits for :meth:`SessionStore.finish_deferred_index`."""

@@ -17,6 +17,7 @@ from typing import Any
 from dashboard.repository.chains import Chain, Segment
 from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.errors import NotFoundError
+from dashboard.repository.gone import gone_sql
 from dashboard.repository.layout import Layout
 from dashboard.repository.params import whole_number
 from dashboard.repository.snippets import markdown_plain
@@ -154,6 +155,7 @@ class SessionInfo:
     cost_source: str | None = None
     billing_provider: str | None = None
     archived: bool = False
+    gone_at: float | None = None  # when the session left Hermes (gone.py), else None
 
     @property
     def tokens(self) -> dict[str, int]:
@@ -635,6 +637,7 @@ def _session(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Sessi
     if "sessions" not in layout.tables:
         return None
     cols = [c for c in _SESSION_COLUMNS if c in layout.session_columns]
+    cols.append(f"{gone_sql(layout, 'sessions')} AS gone_at")
     row = _one(conn, f"SELECT {', '.join(cols)} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         return None

@@ -6,6 +6,7 @@ from flask import Flask
 
 from dashboard.views import (
     api,
+    archive,
     chains,
     costs,
     health,
@@ -23,6 +24,7 @@ NAVIGATION: list[tuple[str, str]] = [
     ("costs.index", "Costs"),
     ("memory.index", "Memory"),
     ("preview.index", "Preview"),
+    ("archive.index", "Archive"),
     ("overview.index", "Overview"),
 ]
 
@@ -37,4 +39,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(chains.bp)
     app.register_blueprint(costs.bp)
     app.register_blueprint(memory.bp)
+    app.register_blueprint(archive.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

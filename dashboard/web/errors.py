@@ -5,7 +5,12 @@ from __future__ import annotations
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from dashboard.repository.errors import NotFoundError, StoreUnavailableError, ValidationError
+from dashboard.repository.errors import (
+    ConflictError,
+    NotFoundError,
+    StoreUnavailableError,
+    ValidationError,
+)
 
 STORE_ADVICE = {
     "missing": "There is no state.db at this path yet. Start the agent once, or point "
@@ -39,6 +44,11 @@ def init_app(app: Flask) -> None:
     def not_found(exc: NotFoundError):
         return render_template("errors/http.html", code=404, title="Not found",
                                message=str(exc)), 404  # fmt: skip
+
+    @app.errorhandler(ConflictError)
+    def conflict(exc: ConflictError):
+        return render_template("errors/http.html", code=409, title="Conflict",
+                               message=str(exc)), 409  # fmt: skip
 
     @app.errorhandler(ValidationError)
     def invalid(exc: ValidationError):

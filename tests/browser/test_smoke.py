@@ -6,6 +6,10 @@ from urllib.parse import urljoin
 
 from tests.browser_support import SCREENSHOTS, PageWatch, Server
 
+# Pages whose README screenshot a test of their own takes, on data that shows them
+# (the demo home has no archive): the tour does not overwrite it.
+OWN_SCREENSHOT = {"Archive"}
+
 
 def test_every_page_loads_cleanly_and_navigation_works(demo_server: Server, page) -> None:
     watch = PageWatch()
@@ -26,7 +30,8 @@ def test_every_page_loads_cleanly_and_navigation_works(demo_server: Server, page
         assert page.url == urljoin(demo_server.url, href)
         assert page.locator("header nav a[aria-current=page]").inner_text() == label
         assert page.locator(".banner.demo").is_visible()
-        page.screenshot(path=str(SCREENSHOTS / f"{label.lower()}.png"), full_page=True)
+        if label not in OWN_SCREENSHOT:
+            page.screenshot(path=str(SCREENSHOTS / f"{label.lower()}.png"), full_page=True)
     # htmx loaded and wired (a vendored file served with the right type, no CSP breach).
     assert page.evaluate("typeof window.htmx") == "object"
     assert watch.problems == []

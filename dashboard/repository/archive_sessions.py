@@ -1,0 +1,209 @@
+"""Sessions in the archive: the paged list by presence, and deleting one.
+
+Deleting is the only way anything leaves the archive, and it is allowed only for a
+session Hermes no longer has (gone.py's rule): a session still in Hermes would be
+copied back by the next sync, so deleting it here would undo itself. The delete
+runs through the write core (``BEGIN IMMEDIATE`` with retry) in one transaction:
+the session, its messages (the FTS triggers remove them from both indexes) and its
+usage rows; sessions that continued it keep their own rows and lose the link.
+The list reads the archive read-only and never creates it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.errors import ConflictError, NotFoundError, StoreUnavailableError
+from dashboard.repository.gone import gone_sql, presence_sql
+from dashboard.repository.home import HermesHome
+from dashboard.repository.layout import detect_layout
+from dashboard.repository.prune_radar import PruneRadar, prune_radar
+from dashboard.repository.readonly import open_readonly, read_snapshot
+from dashboard.repository.store import SessionStore, triggers_off
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ArchivedSession:
+    """One session as the archive holds it."""
+
+    session_id: str
+    title: str | None
+    source: str | None
+    started_at: float | None
+    ended_at: float | None
+    messages: int  # rows in the archive
+    gone_at: float | None  # when it left Hermes (gone.py), else None
+
+
+@dataclass(frozen=True)
+class ArchiveListing:
+    """One page of the archive's sessions that ``presence`` keeps, newest first."""
+
+    presence: str
+    page: int
+    page_size: int
+    total: int
+    sessions: tuple[ArchivedSession, ...]
+    exists: bool = True  # False: there is no archive yet
+    problem: str | None = None  # why the archive could not be read
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
+@dataclass(frozen=True)
+class ArchivePage:
+    """What ``/archive`` shows: the prune radar and the archive's sessions."""
+
+    archive: str
+    radar: PruneRadar
+    listing: ArchiveListing
+
+
+@dataclass(frozen=True)
+class DeletionPreview:
+    """What deleting a session removes, shown before a person confirms."""
+
+    session_id: str
+    title: str | None
+    started_at: float | None
+    messages: int
+    usage_rows: int
+    gone_at: float | None
+
+    @property
+    def deletable(self) -> bool:
+        return self.gone_at is not None
+
+    @property
+    def refusal(self) -> str | None:
+        """Why this session cannot be deleted (None when it can)."""
+        return None if self.deletable else STILL_IN_HERMES.format(sid=self.session_id)
+
+
+@dataclass(frozen=True)
+class DeletionReport:
+    """What a delete removed."""
+
+    session_id: str
+    title: str | None
+    messages: int
+    usage_rows: int
+
+
+STILL_IN_HERMES = (
+    "Session {sid!r} is still in Hermes, so it cannot be deleted from Recall's archive: "
+    "the next sync would copy it back. Delete it in Hermes (or let its prune take it); "
+    "once it is gone from Hermes it can be deleted here."
+)
+
+
+IMPORTING = (
+    "The archive is being imported (`recall archive sync` is still building its search index), "
+    "so nothing can be deleted from it yet: try again when the import has finished."
+)
+
+
+def archive_page(
+    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None
+) -> ArchivePage:
+    """The prune radar of ``home`` against ``archive``, and one page of the archive's sessions."""
+    return ArchivePage(str(archive), prune_radar(home, archive, now), list_archived(
+        archive, presence, page))  # fmt: skip
+
+
+def list_archived(
+    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE
+) -> ArchiveListing:
+    """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py), newest first."""
+    if not archive.is_file():
+        return ArchiveListing(presence, page, page_size, 0, (), exists=False)
+    try:
+        conn = open_readonly(archive)
+    except StoreUnavailableError as exc:
+        return ArchiveListing(presence, page, page_size, 0, (), problem=exc.reason)
+    try:
+        with read_snapshot(conn):
+            layout = detect_layout(conn, archive)
+            where = presence_sql(layout, presence, "s")
+            total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}").fetchone()[0]
+            rows = conn.execute(
+                f"SELECT s.id, s.title, s.source, s.started_at, s.ended_at, "
+                f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
+                f"{gone_sql(layout, 's')} "
+                f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id DESC "
+                "LIMIT ? OFFSET ?",
+                (page_size, (page - 1) * page_size),
+            ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        return ArchiveListing(presence, page, page_size, 0, (), problem=str(exc)[:200])
+    finally:
+        conn.close()
+    return ArchiveListing(
+        presence, page, page_size, total, tuple(ArchivedSession(*r) for r in rows)
+    )
+
+
+def deletion_preview(archive: Path, session_id: str) -> DeletionPreview:
+    """The session, its message and usage-row counts; NotFoundError if the archive lacks it."""
+    if not archive.is_file():
+        raise NotFoundError(f"there is no archive at {archive}")
+    conn = open_readonly(archive)
+    try:
+        with read_snapshot(conn):
+            return _preview(conn, archive, session_id)
+    finally:
+        conn.close()
+
+
+def delete_from_archive(archive: Path, session_id: str) -> DeletionReport:
+    """Delete a session gone from Hermes, with its messages and usage rows, in one transaction.
+
+    NotFoundError for an unknown id (or no archive); ConflictError for a session
+    Hermes still has. The source is never opened.
+    """
+    if not archive.is_file():
+        raise NotFoundError(f"there is no archive at {archive}")
+    # Checked before the store opens: opening a stale store rebuilds its index, which
+    # must not happen under a first import still landing rows with the triggers off.
+    if _importing(archive):
+        raise ConflictError(IMPORTING)
+    with SessionStore(archive) as store:
+
+        def delete(conn: sqlite3.Connection) -> DeletionReport:
+            found = _preview(conn, archive, session_id)
+            if found.refusal:
+                raise ConflictError(found.refusal)
+            # Joins this transaction: the check and the delete see one state.
+            removed = store.delete_session(session_id)
+            return DeletionReport(session_id, found.title, removed, found.usage_rows)
+
+        return store.core.write(delete)
+
+
+def _importing(archive: Path) -> bool:
+    """Whether a first import is under way (its FTS triggers are off)."""
+    conn = open_readonly(archive)
+    try:
+        return triggers_off(conn)
+    finally:
+        conn.close()
+
+
+def _preview(conn: sqlite3.Connection, archive: Path, session_id: str) -> DeletionPreview:
+    gone = gone_sql(detect_layout(conn, archive), "s")
+    row = conn.execute(
+        f"SELECT s.id, s.title, s.started_at, "
+        "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
+        "(SELECT count(*) FROM session_model_usage u WHERE u.session_id = s.id), "
+        f"{gone} FROM sessions s WHERE s.id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"session {session_id!r} is not in the archive")
+    return DeletionPreview(*row)

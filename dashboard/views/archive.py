@@ -1,0 +1,51 @@
+"""Archive: the prune radar, the sessions only Recall's archive holds, deleting one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, current_app, redirect, render_template, request, url_for
+
+from dashboard.repository.archive import archive_path
+from dashboard.repository.archive_sessions import (
+    archive_page,
+    delete_from_archive,
+    deletion_preview,
+)
+from dashboard.repository.gone import parse_presence
+from dashboard.repository.params import whole_number
+from dashboard.web.reader import get_reader
+
+bp = Blueprint("archive", __name__)
+
+
+def _archive() -> Path:
+    """The archive of the home shown: ``ARCHIVE`` when set, else its data directory's."""
+    path, _ = archive_path(get_reader().home, current_app.config.get("ARCHIVE"))
+    return path
+
+
+@bp.get("/archive")
+def index():
+    """The radar of Hermes's next prune, then the archive's sessions (``presence``, ``page``)."""
+    # This page is about what only the archive holds: that is what it lists unless asked.
+    presence = parse_presence(request.args.get("presence") or "archive")
+    page = whole_number(request.args.get("page"), "page", 1, 100_000) or 1
+    shown = archive_page(get_reader().home, _archive(), presence, page)
+    return render_template(
+        "archive.html", shown=shown, radar=shown.radar, listing=shown.listing,
+        deleted=request.args.get("deleted"),
+    )  # fmt: skip
+
+
+@bp.get("/archive/sessions/<session_id>/delete")
+def confirm_delete(session_id: str):
+    """Name the session and what deleting it removes; the form posts the delete."""
+    return render_template("archive_delete.html", preview=deletion_preview(_archive(), session_id))
+
+
+@bp.post("/archive/sessions/<session_id>/delete")
+def delete(session_id: str):
+    """Delete a session gone from Hermes from the archive (CSRF and origin checked before)."""
+    report = delete_from_archive(_archive(), session_id)
+    return redirect(url_for("archive.index", deleted=report.session_id), code=303)

@@ -1,0 +1,152 @@
+"""Sessions in the archive: the paged list by presence, and deleting one (the only way out)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.archive_sessions import (
+    archive_page,
+    delete_from_archive,
+    deletion_preview,
+    list_archived,
+)
+from dashboard.repository.errors import ConflictError, NotFoundError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import sync
+from dashboard.repository.store import SessionStore
+from tests import hermes_shapes as shapes
+from tests.test_importer import assert_untouched, digests
+
+NOW = time.time()
+
+
+def prune_from_source(home: HermesHome, session_id: str) -> None:
+    """What Hermes's sweep does to one session: its messages, usage rows and row go."""
+    with closing(sqlite3.connect(home.state_db)) as conn:
+        for table, column in (("messages", "session_id"), ("session_model_usage", "session_id"),
+                              ("sessions", "id")):  # fmt: skip
+            conn.execute(f"DELETE FROM {table} WHERE {column}=?", (session_id,))
+        conn.commit()
+
+
+def mark_gone(archive: Path, session_id: str, at: float = shapes.GONE_AT) -> None:
+    """The mark the sync leaves on a row the source lost."""
+    with SessionStore(archive) as store:
+        store.core.write(lambda c: c.execute(
+            "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (at, session_id)))  # fmt: skip
+
+
+def archived_home(tmp_path: Path) -> tuple[HermesHome, Path, dict[str, str]]:
+    """A source home synced into an archive; then Hermes pruned ``ancient`` and ``older``."""
+    ids = shapes.build_prune_home(tmp_path / "home", NOW)
+    home = HermesHome(tmp_path / "home")
+    archive = tmp_path / "archive.db"
+    with SessionStore(archive) as store:
+        sync(store, home.state_db, home.root)
+    for name in ("ancient", "older"):
+        prune_from_source(home, ids[name])
+        mark_gone(archive, ids[name])
+    return home, archive, ids
+
+
+def fts_ok(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        for table in ("messages_fts", "messages_fts_trigram"):
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+
+
+def test_the_list_pages_through_sessions_by_presence(tmp_path: Path) -> None:
+    home, archive, ids = archived_home(tmp_path)
+    gone = list_archived(archive, "archive", 1)
+    assert [s.session_id for s in gone.sessions] == [ids["older"], ids["ancient"]]  # newest first
+    assert gone.total == 2 and all(s.gone_at == shapes.GONE_AT for s in gone.sessions)
+    assert gone.sessions[1].messages == 4
+    assert list_archived(archive, "hermes", 1).total == 5
+    everything = list_archived(archive, "all", 1, page_size=3)
+    assert (everything.total, everything.pages, len(everything.sessions)) == (7, 3, 3)
+    assert len(list_archived(archive, "all", 3, page_size=3).sessions) == 1
+    assert list_archived(archive, "all", 9, page_size=3).sessions == ()
+
+
+def test_the_archive_page_is_the_radar_and_the_list(tmp_path: Path) -> None:
+    home, archive, ids = archived_home(tmp_path)
+    shown = archive_page(home, archive, "archive", 1, now=NOW)
+    assert [c.session_id for c in shown.radar.candidates] == [ids["old"]]
+    assert shown.listing.total == 2
+    missing = archive_page(home, tmp_path / "none.db", "archive", 1, now=NOW)
+    assert not missing.listing.exists and missing.listing.sessions == ()
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_deleting_a_gone_session_removes_it_its_messages_and_usage_and_keeps_the_indexes(
+    tmp_path: Path,
+) -> None:
+    home, archive, ids = archived_home(tmp_path)
+    before = digests(home.state_db)
+    sid = ids["ancient"]
+    preview = deletion_preview(archive, sid)
+    assert (preview.session_id, preview.messages, preview.usage_rows) == (sid, 4, 1)
+    assert preview.title == "Prune case ancient"
+    with SessionStore(archive) as store:
+        assert store.core.conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'ancient'"
+        ).fetchone()[0] == 4
+    report = delete_from_archive(archive, sid)
+    assert (report.messages, report.usage_rows) == (4, 1)
+    with closing(sqlite3.connect(archive)) as conn:
+        for table, column in (("sessions", "id"), ("messages", "session_id"),
+                              ("session_model_usage", "session_id")):  # fmt: skip
+            assert conn.execute(f"SELECT count(*) FROM {table} WHERE {column}=?",
+                                (sid,)).fetchone()[0] == 0  # fmt: skip
+        for table in ("messages_fts", "messages_fts_trigram"):
+            assert conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH 'ancient'"
+            ).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 6
+    fts_ok(archive)
+    assert_untouched(home.state_db, before)
+    with pytest.raises(NotFoundError):
+        deletion_preview(archive, sid)
+
+
+def test_a_session_hermes_still_has_is_refused(tmp_path: Path) -> None:
+    home, archive, ids = archived_home(tmp_path)
+    with pytest.raises(ConflictError, match="still in Hermes"):
+        delete_from_archive(archive, ids["recent"])
+    assert deletion_preview(archive, ids["recent"]).gone_at is None
+    assert list_archived(archive, "all", 1).total == 7
+
+
+def test_an_unknown_session_or_a_missing_archive_is_not_found(tmp_path: Path) -> None:
+    _, archive, _ = archived_home(tmp_path)
+    with pytest.raises(NotFoundError):
+        delete_from_archive(archive, "no-such-session")
+    with pytest.raises(NotFoundError):
+        deletion_preview(archive, "no-such-session")
+    with pytest.raises(NotFoundError, match="no archive"):
+        delete_from_archive(tmp_path / "none.db", "x")
+    assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.parametrize("marker", ["fts_stale", "fts_triggers_off"])
+def test_no_delete_while_a_first_import_rebuilds_the_index(tmp_path: Path, marker: str) -> None:
+    # A first import runs with the FTS triggers dropped (fts_stale=1, or fts_triggers_off=1
+    # when it indexes as it goes): a delete then would leave its messages in the index,
+    # and opening the store would finish the import's index mid-import.
+    home, archive, ids = archived_home(tmp_path)
+    with SessionStore(archive) as store:
+        store.set_meta(marker, "1")
+    with pytest.raises(ConflictError, match="being imported"):
+        delete_from_archive(archive, ids["ancient"])
+    with closing(sqlite3.connect(archive)) as conn:
+        assert conn.execute("SELECT value FROM state_meta WHERE key=?", (marker,)).fetchone() == (
+            "1",
+        )
+        assert conn.execute("SELECT count(*) FROM sessions WHERE id=?", (ids["ancient"],)
+                            ).fetchone()[0] == 1  # fmt: skip

@@ -1,0 +1,121 @@
+"""The archive page: prune radar, the sessions only the archive holds, deleting one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from flask.testing import FlaskClient
+
+from tests.conftest import make_app
+from tests.test_archive_sessions import archived_home, fts_ok
+from tests.test_importer import assert_untouched, digests
+from tests.test_views_sessions import GONE_BADGE
+
+ORIGIN = {"Origin": "http://localhost"}
+
+
+def _client(tmp_path: Path) -> tuple[FlaskClient, dict[str, str], Path, Path]:
+    home, archive, ids = archived_home(tmp_path)
+    client = make_app(home.root, tmp_path / "data", ARCHIVE=str(archive)).test_client()
+    return client, ids, archive, home.state_db
+
+
+def _html(client: FlaskClient, url: str, status: int = 200) -> str:
+    response = client.get(url)
+    assert response.status_code == status, response.get_data(as_text=True)[:500]
+    return " ".join(response.get_data(as_text=True).split())
+
+
+def _token(html: str) -> str:
+    """The form's token, or the page's (every page carries one for HTMX)."""
+    found = re.search(r'name="csrf_token" value="([^"]+)"', html) or re.search(
+        r'<meta name="csrf-token" content="([^"]+)">', html
+    )
+    return found.group(1)
+
+
+def test_the_page_shows_the_radar_and_the_sessions_only_the_archive_holds(
+    tmp_path: Path,
+) -> None:
+    client, ids, _, _ = _client(tmp_path)
+    html = _html(client, "/archive")
+    assert '<a href="/archive" aria-current="page">Archive</a>' in html
+    radar = html.split('id="prune-radar"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r'data-session="([^"]+)"', radar) == [ids["old"]]
+    assert "retention_days" in radar and "30 days" in radar
+    assert "safely archived" in radar
+    listing = html.split('id="archived"', 1)[1]
+    shown = re.findall(r'href="/sessions/([^"?]+)"', listing)
+    assert shown == [ids["older"], ids["ancient"]]
+    assert listing.count(GONE_BADGE) == 2
+    assert f'href="/archive/sessions/{ids["ancient"]}/delete"' in listing
+
+
+def test_the_list_filter_and_its_bad_values(tmp_path: Path) -> None:
+    client, ids, _, _ = _client(tmp_path)
+    still = _html(client, "/archive?presence=hermes")
+    assert ids["recent"] in still and f'/sessions/{ids["ancient"]}"' not in still
+    assert ids["old"] in _html(client, "/archive?presence=all")
+    for bad in ("presence=gone", "page=0", "page=x"):
+        html = _html(client, f"/archive?{bad}", status=400)
+        assert "must be" in html
+
+
+def test_a_warning_when_a_doomed_session_is_not_archived(tmp_path: Path) -> None:
+    home, _, ids = archived_home(tmp_path)
+    client = make_app(home.root, tmp_path / "data", ARCHIVE=str(tmp_path / "none.db")).test_client()
+    html = _html(client, "/archive")
+    assert "recall archive sync" in html and "not archived" in html
+    assert ids["old"] in html
+
+
+def test_delete_confirms_then_removes_the_session_never_touching_the_source(
+    tmp_path: Path,
+) -> None:
+    client, ids, archive, source = _client(tmp_path)
+    before = digests(source)
+    sid = ids["ancient"]
+    confirm = _html(client, f"/archive/sessions/{sid}/delete")
+    assert "Prune case ancient" in confirm and "4 messages" in confirm and "1 usage row" in confirm
+    token = _token(confirm)
+    url = f"/archive/sessions/{sid}/delete"
+    assert client.post(url, headers=ORIGIN).status_code == 403  # no token
+    assert client.post(url, data={"csrf_token": token}).status_code == 403  # no origin
+    assert client.post(url, data={"csrf_token": token},
+                       headers={"Origin": "http://evil.example"}).status_code == 403  # fmt: skip
+    assert _html(client, "/archive").count(GONE_BADGE) == 2
+    done = client.post(url, data={"csrf_token": token}, headers=ORIGIN)
+    assert done.status_code == 303 and done.headers["Location"].endswith(f"/archive?deleted={sid}")
+    after = _html(client, f"/archive?deleted={sid}")
+    assert f"Deleted {sid}" in after and after.count(GONE_BADGE) == 1
+    _html(client, f"/archive/sessions/{sid}/delete", status=404)
+    assert client.post(url, data={"csrf_token": token}, headers=ORIGIN).status_code == 404
+    fts_ok(archive)
+    assert_untouched(source, before)
+
+
+def test_a_session_hermes_still_has_is_refused_with_the_reason(tmp_path: Path) -> None:
+    client, ids, _, _ = _client(tmp_path)
+    confirm = _html(client, f"/archive/sessions/{ids['recent']}/delete")
+    assert "still in Hermes" in confirm and 'type="submit"' not in confirm
+    token = _token(_html(client, "/archive"))
+    refused = client.post(
+        f"/archive/sessions/{ids['recent']}/delete", data={"csrf_token": token}, headers=ORIGIN
+    )
+    assert refused.status_code == 409
+    assert "still in Hermes" in refused.get_data(as_text=True)
+    assert ids["recent"] in _html(client, "/archive?presence=hermes")
+
+
+def test_an_unknown_session_is_a_404_page(tmp_path: Path) -> None:
+    client, _, _, _ = _client(tmp_path)
+    html = _html(client, "/archive/sessions/nope/delete", status=404)
+    assert "not in the archive" in html
+
+
+def test_the_page_without_an_archive_says_how_to_make_one(tmp_path: Path) -> None:
+    home, _, _ = archived_home(tmp_path)
+    client = make_app(home.root, tmp_path / "data", ARCHIVE=str(tmp_path / "none.db")).test_client()
+    assert "recall archive sync" in _html(client, "/archive")
+    assert not (tmp_path / "none.db").exists()
