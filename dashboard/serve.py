@@ -6,6 +6,7 @@ import errno
 import functools
 import ipaddress
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -196,6 +197,9 @@ def serve(
     read = f"{plan.home.state_db}" if syncer is None else (
         f"{plan.home.state_db} (through its archive {syncer.archive_path})")  # fmt: skip
     print(f"Recall is serving {read} at http://{shown}:{port}/", flush=True)
+    # SIGTERM (a service manager, a test) stops it as Ctrl-C does: the syncer's batch
+    # commits and both its connections close before the process ends.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -205,6 +209,10 @@ def serve(
         with app.app_context():
             stop_syncer()
     return 0
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _after_sync(app: Flask, prepare: Callable[[], None]) -> None:

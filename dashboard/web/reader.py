@@ -12,6 +12,7 @@ from __future__ import annotations
 from flask import Flask, current_app
 
 from dashboard.repository.home import resolve_home
+from dashboard.repository.params import whole_number
 from dashboard.repository.reader import StateReader
 from dashboard.repository.syncer import Syncer, SyncState, reading_for
 
@@ -26,6 +27,10 @@ def init_app(app: Flask) -> None:
     reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline")
     app.extensions["recall.reader"] = reading.reader
     app.extensions["recall.syncer"] = reading.syncer
+    if reading.syncer is not None and app.config.get("SYNC_BATCH"):
+        # Sessions per transaction (tests and benchmarks cut an import finer).
+        batch = whole_number(str(app.config["SYNC_BATCH"]), "SYNC_BATCH", 1, 100_000)
+        reading.syncer.batch_sessions = batch or reading.syncer.batch_sessions
     if reading.syncer is not None and mode == "inline":
         reading.syncer.poll()  # the first import, before the first page
     reader = reading.reader
