@@ -187,23 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"first import: {took:.1f}s (archive {archive.stat().st_size / 1e6:.0f} MB)")
         time.sleep(2)  # let the import's rebuild settle before measuring
 
-        watcher = Watcher(url)
-        agent = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--writer", str(home / "state.db"),
-             str(args.turns), str(args.interval)],
-            stdout=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
-        assert agent.stdout is not None
-        for line in agent.stdout:
-            word, committed = line.split()
-            watcher.add(word, float(committed))
-        agent.wait()
-        lost = watcher.finish()
-        delays = watcher.delays
-        print(f"turns={len(delays)} lost={len(lost)} p50_s={pct(delays, 0.5):.3f} "
-              f"p95_s={pct(delays, 0.95):.3f} max_s={max(delays):.3f}", flush=True)  # fmt: skip
-
-        time.sleep(3)  # the last sync and its rollup refresh finish
+        if args.turns:
+            measure_delays(url, home, args)
+        settle(url)  # the last sync pass (and its rollup refresh) is over
         before, t0 = cpu_seconds(serve.pid), time.monotonic()
         time.sleep(args.idle)
         used, span = cpu_seconds(serve.pid) - before, time.monotonic() - t0
@@ -213,6 +199,38 @@ def main(argv: list[str] | None = None) -> int:
         serve.wait(timeout=60)
         log.close()
     return 0
+
+
+def settle(url: str, quiet_s: float = 3.0) -> None:
+    """Wait until no sync runs and none finished for ``quiet_s``."""
+    last, since = None, time.monotonic()
+    while True:
+        sync = httpx.get(f"{url}/healthz", timeout=30).json()["sync"]
+        if sync["running"] or sync["last_sync_at"] != last:
+            last, since = sync["last_sync_at"], time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.25)
+
+
+def measure_delays(url: str, home: Path, args: argparse.Namespace) -> None:
+    """Run the writer process and print commit → visible figures."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    watcher = Watcher(url)
+    agent = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--writer", str(home / "state.db"),
+         str(args.turns), str(args.interval)],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert agent.stdout is not None
+    for line in agent.stdout:
+        word, committed = line.split()
+        watcher.add(word, float(committed))
+    agent.wait()
+    lost = watcher.finish()
+    delays = watcher.delays
+    print(f"turns={len(delays)} lost={len(lost)} p50_s={pct(delays, 0.5):.3f} "
+          f"p95_s={pct(delays, 0.95):.3f} max_s={max(delays):.3f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
