@@ -10,7 +10,8 @@ reconciliation pass (a plain ``sync``, which re-reads what the cheap checks coul
 miss) at start and every ``RECONCILE_S``.
 
 Nothing that goes wrong with the source stops the thread: a missing, locked,
-corrupt or replaced file becomes :attr:`SyncState.error` (and ``reason``), the
+corrupt file becomes :attr:`SyncState.error` (and ``reason``; a replaced one is
+imported again and noted in ``replaced_at``), the
 pages keep reading the archive, the next poll tries again.
 
 Pages use :meth:`Syncer.before_read` (a :class:`StateReader` hook): with
@@ -58,9 +59,10 @@ class SyncState:
     sessions_done: int = 0
     sessions_total: int = 0
     last_sync_at: float | None = None  # wall clock of the last finished sync
-    reason: str | None = None  # missing, locked, corrupt, io, replaced, … (None: fine)
+    reason: str | None = None  # missing, locked, corrupt, io, … (None: the source is fine)
     error: str | None = None  # the sentence a person reads
     imported: bool = False  # the archive holds rows from this home
+    replaced_at: float | None = None  # when another file was last found at the path
 
     @property
     def percent(self) -> int:
@@ -95,12 +97,12 @@ class SourceWatch:
             self.close()
             raise StoreUnavailableError("missing", str(self.path), "no such file") from None
         identity = (st.st_dev, st.st_ino)
-        self.replaced = False
-        if self._conn is not None and identity != self._identity:
-            # A restored backup or a reset home: the old connection still reads the
-            # old inode, so it would never see a change.
+        # A restored backup or a reset home: another file at the path. Compared with the
+        # last file seen even when an error closed the connection in between; the old
+        # connection would still read the old inode and never see a change.
+        self.replaced = self._identity is not None and identity != self._identity
+        if self.replaced:
             self.close()
-            self.replaced = True
         if self._conn is None:
             # timeout=0: a held lock is reported at once and asked again next poll.
             self._conn = open_readonly(self.path, timeout=0, io_retries=0)
@@ -122,9 +124,10 @@ class SourceWatch:
             raise classify(exc, self.path) from exc
 
     def close(self) -> None:
+        """Drop the connection (the file seen last is remembered, to tell a new one)."""
         if self._conn is not None:
             self._conn.close()
-        self._conn, self._identity, self._version = None, None, None
+        self._conn, self._version = None, None
 
 
 class Syncer:
@@ -178,7 +181,7 @@ class Syncer:
         if self.inline:
             self.poll()
         state = self.state()
-        if not state.imported and state.reason not in (None, "replaced"):
+        if not state.imported and state.reason is not None:
             raise StoreUnavailableError(state.reason, state.source, state.error or "")
 
     # -- the work -----------------------------------------------------------------
@@ -197,9 +200,9 @@ class Syncer:
                 replaced = self._watch.replaced
                 self._run_sync(store)
                 self._next_reconcile = time.monotonic() + self.reconcile_s
-                self._set(reason="replaced" if replaced else None,
-                          error="the source file was replaced; it was imported again"
-                          if replaced else None)  # fmt: skip
+                self._set(reason=None, error=None)
+                if replaced:
+                    self._set(replaced_at=time.time())
                 return True
             except SyncStopped:
                 pass  # the next start resumes from the watermark

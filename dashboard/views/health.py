@@ -17,7 +17,7 @@ def healthz():
     syncing = sync_state()
     if syncing is not None:
         state["sync"] = syncing.to_json()
-        state["source_ok"] = syncing.reason in (None, "replaced")
+        state["source_ok"] = syncing.reason is None
     return jsonify(state), 200 if state["status"] == "ok" else 503
 
 
