@@ -19,6 +19,16 @@ from tests.test_syncer import wait_for
 @pytest.fixture
 def importing(tmp_path: Path) -> Iterator[tuple[Flask, Syncer, threading.Event]]:
     """An app whose background syncer is held after its third batch of a first import."""
+    yield from _held_import(tmp_path, 3)
+
+
+@pytest.fixture
+def starting(tmp_path: Path) -> Iterator[tuple[Flask, Syncer, threading.Event]]:
+    """The same, held before its first batch: nothing is in the archive yet."""
+    yield from _held_import(tmp_path, 0)
+
+
+def _held_import(tmp_path: Path, at: int) -> Iterator[tuple[Flask, Syncer, threading.Event]]:
     home = tmp_path / "home"
     shapes.build_current_views(home / "state.db")
     app = make_app(home, tmp_path / "data", SYNC="background")
@@ -27,12 +37,12 @@ def importing(tmp_path: Path) -> Iterator[tuple[Flask, Syncer, threading.Event]]
     go_on = threading.Event()
 
     def hold(p: Progress) -> None:
-        if p.sessions_done == 3:
+        if p.sessions_done == at:
             go_on.wait(30)
 
     syncer.on_progress = hold
     syncer.start()
-    wait_for(lambda: syncer.state().sessions_done == 3)
+    wait_for(lambda: syncer.state().importing and syncer.state().sessions_done == at)
     try:
         yield app, syncer, go_on
     finally:
@@ -71,6 +81,13 @@ def test_results_and_costs_on_partial_data_say_so(importing) -> None:
     wait_for(lambda: syncer.state().last_sync_at)
     assert notice not in client.get("/?q=pool").get_data(as_text=True)
     assert notice not in client.get("/costs").get_data(as_text=True)
+
+
+def test_an_empty_archive_during_the_import_is_not_called_an_empty_home(starting) -> None:
+    app, _, _ = starting
+    html = app.test_client().get("/?q=pool").get_data(as_text=True)
+    assert "Nothing has reached Recall's archive yet" in html
+    assert "This home has no conversations yet" not in html
 
 
 def test_healthz_tells_the_syncer_and_the_source_apart(tmp_path: Path) -> None:
