@@ -7,11 +7,17 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dashboard.repository.errors import RecallError
 from dashboard.repository.home import HermesHome
 
+if TYPE_CHECKING:
+    from dashboard.repository.importer import Progress
+    from dashboard.repository.reader import StateReader
+
 HOME_HELP = "Hermes home (default: $HERMES_HOME, else ~/.hermes, else the demo home)"
+ARCHIVE_HELP = "the archive file (default: archive.db in the home's data directory)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,12 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="show what a Hermes home's state.db holds")
     info.add_argument("--home", help=HOME_HELP)
+    info.add_argument("--archive", help=ARCHIVE_HELP)
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=_info)
 
     search = commands.add_parser("search", help="search past conversations (grouped results)")
     search.add_argument("query", nargs="?", default="", help="FTS5 syntax; empty: recent sessions")
     search.add_argument("--home", help=HOME_HELP)
+    search.add_argument("--archive", help=ARCHIVE_HELP)
     search.add_argument("--json", action="store_true", help="print the /api/search JSON")
     search.add_argument("--limit", type=int, default=10, help="sessions to show (max 100)")
     search.add_argument("--role", action="append", default=[], help="user, assistant, tool")
@@ -56,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preview.add_argument("message", help="the message, as the user would send it")
     preview.add_argument("--home", help=HOME_HELP)
+    preview.add_argument("--archive", help=ARCHIVE_HELP)
     preview.add_argument("--session", help="preview a turn inside this session")
     preview.add_argument("--model", help="the model named in the context line")
     preview.add_argument("--json", action="store_true", help="the /api/preview JSON")
@@ -69,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "in ~/.local/share/recall/homes)")  # fmt: skip
     serve.add_argument("--allow-remote", action="store_true",
                        help="allow --host to be a non-loopback address")  # fmt: skip
+    serve.add_argument("--archive", help=ARCHIVE_HELP)
     llm = serve.add_argument_group(
         "summaries", "an OpenAI-compatible endpoint (or RECALL_LLM_BASE_URL/_MODEL/_API_KEY)"
     )
@@ -84,23 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     archive = commands.add_parser("archive", help="Recall's own copy of the home's history")
     actions = archive.add_subparsers(dest="action", required=True)
-    archive_help = "the archive file (default: archive.db in the home's data directory)"
     sync = actions.add_parser("sync", help="copy what the archive lacks, newest sessions first")
     sync.add_argument("--home", help=HOME_HELP)
-    sync.add_argument("--archive", help=archive_help)
+    sync.add_argument("--archive", help=ARCHIVE_HELP)
     sync.add_argument("--batch", type=int, default=None,
                       help="sessions per transaction (default 50)")  # fmt: skip
     sync.set_defaults(run=_archive_sync)
     status = actions.add_parser("status", help="counts, last sync and the source's layout")
     status.add_argument("--home", help=HOME_HELP)
-    status.add_argument("--archive", help=archive_help)
+    status.add_argument("--archive", help=ARCHIVE_HELP)
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=_archive_status)
     verify = actions.add_parser(
         "verify", help="check every source row is archived and equal, and the archive's indexes"
     )
     verify.add_argument("--home", help=HOME_HELP)
-    verify.add_argument("--archive", help=archive_help)
+    verify.add_argument("--archive", help=ARCHIVE_HELP)
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(run=_archive_verify)
     return parser
@@ -125,6 +134,57 @@ def _home(home_arg: str | None) -> HermesHome:
     return home
 
 
+def _reader(home: HermesHome, archive: str | None = None) -> StateReader:
+    """What ``search``, ``info`` and ``preview`` read (:func:`syncer.reading_for`, as the
+    pages): the archive brought up to date once first, a progress bar only when slow."""
+    from dashboard.repository.syncer import reading_for
+
+    reading = reading_for(home, archive, inline=True)
+    if reading.syncer is not None:
+        with _LateBar() as bar:
+            reading.syncer.on_progress = bar
+            reading.syncer.poll()
+        reading.syncer.on_progress = None
+        state = reading.syncer.state()
+        if state.error and state.imported:  # the archive answers; say the source did not
+            print(f"recall: {state.error}; answering from the archive", file=sys.stderr)
+    return reading.reader
+
+
+class _LateBar:
+    """A terminal progress bar (rich, on stderr) that appears only after LATE_BAR_S."""
+
+    LATE_BAR_S = 1.0
+
+    def __enter__(self) -> _LateBar:
+        import time
+
+        self._clock = time.monotonic
+        self._began = self._clock()
+        self._bar: Any = None
+        self._task: Any = None
+        return self
+
+    def __call__(self, p: Progress) -> None:
+        if self._bar is None:
+            if self._clock() - self._began < self.LATE_BAR_S or p.sessions_done >= p.sessions_total:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar("Updating the archive", BarColumn(), MofNCompleteColumn(),
+                            "sessions", TimeRemainingColumn(), console=Console(stderr=True),
+                            transient=True)  # fmt: skip
+            self._bar.start()
+            self._task = self._bar.add_task("archive", total=p.sessions_total)
+        self._bar.update(self._task, completed=p.sessions_done, total=p.sessions_total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
 def _demo(args: argparse.Namespace) -> int:
     from dashboard.demo.build import build_demo_home
 
@@ -145,7 +205,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from dashboard.repository.reader import StateReader
     from dashboard.repository.search import SearchRequest
     from dashboard.repository.snippets import plain_snippet
 
@@ -155,7 +214,7 @@ def _search(args: argparse.Namespace) -> int:
               "per_page": str(max(1, min(args.limit, 100)))}  # fmt: skip
     lists = {"role": args.role, "source": args.source}
     request = SearchRequest.from_params(params.get, lambda k: lists.get(k, []))
-    result = StateReader(_home(args.home)).search(request)
+    result = _reader(_home(args.home), args.archive).search(request)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -181,7 +240,6 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     import os
 
     from dashboard.repository.datadir import recall_data_dir
-    from dashboard.repository.reader import StateReader
     from dashboard.repository.recalldb import RecallData
     from dashboard.summaries import SummaryService, session_search_result
     from dashboard.summarizer import LLMConfig, Summarizer
@@ -193,7 +251,8 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     env = {k.removeprefix("RECALL_"): v for k, v in os.environ.items() if k.startswith("RECALL_")}
     service = SummaryService(
-        StateReader(home), RecallData(folder / "recall.db"), Summarizer(LLMConfig.from_mapping(env))
+        _reader(home, args.archive), RecallData(folder / "recall.db"),
+        Summarizer(LLMConfig.from_mapping(env)),
     )
     try:
         answer = session_search_result(
@@ -208,7 +267,8 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     from dashboard.agent import MemoryManager, RecallMemoryProvider
 
-    provider = RecallMemoryProvider(_home(args.home), readonly=True)
+    home = _home(args.home)
+    provider = RecallMemoryProvider(home, readonly=True, reader=_reader(home, args.archive))
     if not provider.is_available():
         print(f"recall: {provider.unavailable_reason}", file=sys.stderr)
         return 2
@@ -236,18 +296,26 @@ def _serve(args: argparse.Namespace) -> int:
     return serve(
         home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
         allow_remote=args.allow_remote, settings={k: v for k, v in settings.items() if v},
+        archive=args.archive,
     )  # fmt: skip
 
 
-def _archive_location(args: argparse.Namespace) -> tuple[HermesHome, Path]:
-    """The home ``--home`` names and its archive (``--archive``), saying any move of it."""
-    from dashboard.repository.archive import archive_path
+def _archive_location(args: argparse.Namespace) -> tuple[HermesHome, Path | None]:
+    """The home ``--home`` names and its archive (``--archive``), saying any move of it.
+
+    None when the home's state.db is Recall's own store: it is its own archive
+    (``archive.read_choice``), with nothing to copy or check against; that is said.
+    """
+    from dashboard.repository.archive import read_choice
 
     home = _home(args.home)
-    path, note = archive_path(home, args.archive)
-    if note:
-        print(f"recall: {note}", file=sys.stderr)
-    return home, path
+    choice = read_choice(home, args.archive)
+    if choice.note:
+        print(f"recall: {choice.note}", file=sys.stderr)
+    if choice.archive is None:
+        print(f"{home.state_db} is Recall's own store: it is its own archive, with nothing "
+              "to copy (see `recall info`)")  # fmt: skip
+    return home, choice.archive
 
 
 def _archive_sync(args: argparse.Namespace) -> int:
@@ -260,6 +328,8 @@ def _archive_sync(args: argparse.Namespace) -> int:
         print("recall: --batch must be a whole number of at least 1", file=sys.stderr)
         return 2
     home, path = _archive_location(args)
+    if path is None:
+        return 0
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                "sessions", "{task.fields[messages]:,} messages", TimeRemainingColumn())  # fmt: skip
     with open_archive(path, to_sync=True) as store, Progress(*columns) as bar:
@@ -285,6 +355,8 @@ def _archive_status(args: argparse.Namespace) -> int:
     from dashboard.repository.archive import archive_status, open_archive
 
     home, path = _archive_location(args)
+    if path is None:
+        return 0
     if not path.exists():  # status only reads: it does not create an empty archive
         if args.json:
             print(json.dumps({"archive": str(path), "exists": False}))
@@ -323,6 +395,8 @@ def _archive_verify(args: argparse.Namespace) -> int:
     from dashboard.repository.archive_verify import verify_archive
 
     home, path = _archive_location(args)
+    if path is None:
+        return 0
     report = verify_archive(home, path)  # VerifyError (missing, corrupt, locked): exit 2
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -332,31 +406,30 @@ def _archive_verify(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from dashboard.repository.layout import detect_layout
-    from dashboard.repository.overview import store_overview
-    from dashboard.repository.readonly import open_readonly
-
     home = _home(args.home)
-    conn = open_readonly(home.state_db)
-    try:
-        overview = store_overview(conn, detect_layout(conn, home.state_db))
-    finally:
-        conn.close()
-    overview["home"] = str(home.root)
+    overview = _reader(home, args.archive).overview()  # the archive's, with its source's state
     if args.json:
         print(json.dumps(overview, indent=2, ensure_ascii=False))
         return 0
     print(f"{'home':<20}{home.root}")
-    for key, value in overview["layout"].items():
-        print(f"{key:<20}{value}")
+    print(f"{'reads':<20}{overview['path']}")
     print(f"{'sessions':<20}{overview.get('sessions')}")
     print(f"{'messages':<20}{overview.get('messages')}")
+    if "archive" in overview:
+        print(f"{'only in archive':<20}{overview['archive']['gone_sessions']} sessions")
     for key in ("first_activity", "last_activity"):
         if overview.get(key):
             when = datetime.fromtimestamp(overview[key], UTC).isoformat(timespec="minutes")
             print(f"{key.replace('_', ' '):<20}{when}")
     for name, size in overview["files"].items():
         print(f"{name:<20}{size / 1e6:.1f} MB")
+    source = overview.get("source")
+    layout = source.get("layout") if source else overview["layout"]
+    if source:
+        state = "reachable" if source["reachable"] else f"cannot be read ({source['reason']})"
+        print(f"{'source':<20}{source['path']} ({state})")
+    for key, value in (layout or {}).items():
+        print(f"{key:<20}{value}")
     return 0
 
 

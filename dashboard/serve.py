@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import errno
+import functools
 import ipaddress
 import os
+import signal
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.datadir import recall_data_dir, user_data_root
 from dashboard.repository.home import HermesHome, resolve_home
+from dashboard.repository.importer import Progress
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from dashboard.repository.syncer import Syncer
 
 DEFAULT_PORT = 8750
 DEMO_SESSIONS = 600
@@ -124,11 +133,13 @@ def serve(
     allow_remote: bool,
     threads: int = 8,
     settings: dict[str, object] | None = None,
+    archive: str | None = None,
 ) -> int:
-    """Run the dashboard until interrupted."""
+    """Run the dashboard until interrupted, its archive kept in step in the background."""
     import waitress
 
     from dashboard import create_app
+    from dashboard.web.reader import get_syncer, start_syncer, stop_syncer
     from dashboard.web.rollup import prepare_cost_rollup
 
     if not is_loopback(host):
@@ -161,6 +172,8 @@ def serve(
             "DEMO": plan.demo,
             "BIND_HOST": host,
             "BIND_PORT": port,
+            "ARCHIVE": archive,
+            "SYNC": "background",
             **(settings or {}),
         }
     )
@@ -173,13 +186,56 @@ def serve(
         print(message, file=sys.stderr)
         return 2
     with app.app_context():
-        prepare_cost_rollup()  # in the background, so the first /costs is already fast
+        syncer = get_syncer()
+        if syncer is None:
+            prepare_cost_rollup()  # in the background, so the first /costs is already fast
+        else:
+            syncer.on_synced = functools.partial(_after_sync, app, prepare_cost_rollup)
+            syncer.on_progress = _ImportLine(syncer, sys.stdout)
+            start_syncer()  # the first import, then a look at the source every 500 ms
     shown = f"[{host}]" if ":" in host else host
-    print(f"Recall is serving {plan.home.state_db} at http://{shown}:{port}/", flush=True)
+    read = f"{plan.home.state_db}" if syncer is None else (
+        f"{plan.home.state_db} (through its archive {syncer.archive_path})")  # fmt: skip
+    print(f"Recall is serving {read} at http://{shown}:{port}/", flush=True)
+    # SIGTERM (a service manager, a test) stops it as Ctrl-C does: the syncer's batch
+    # commits and both its connections close before the process ends.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         server.run()
     except KeyboardInterrupt:
         pass  # Ctrl-C: the user stopped it, as waitress.serve does
     finally:
         server.close()
+        with app.app_context():
+            stop_syncer()
     return 0
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _after_sync(app: Flask, prepare: Callable[[], None]) -> None:
+    """After a sync pass: the cost rollup is built for the archive (once; later ones
+    refresh on the next request)."""
+    with app.app_context():
+        prepare()
+
+
+class _ImportLine:
+    """The terminal's line about the first import: one line per tenth of the way."""
+
+    def __init__(self, syncer: Syncer, out: TextIO) -> None:
+        self.syncer = syncer
+        self.out = out
+        self.shown = -1
+
+    def __call__(self, p: Progress) -> None:
+        if not p.sessions_total or not self.syncer.state().importing:
+            return  # later syncs are a few rows: nothing to say
+        tenth = p.sessions_done * 10 // p.sessions_total
+        if tenth > self.shown:
+            self.shown = tenth
+            print(f"recall: importing the history into the archive: "
+                  f"{p.sessions_done * 100 // p.sessions_total}% ({p.sessions_done:,} of "
+                  f"{p.sessions_total:,} sessions)", file=self.out, flush=True)  # fmt: skip

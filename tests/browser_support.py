@@ -43,9 +43,11 @@ class Server:
 
 @contextmanager
 def running_server(
-    args: list[str], workdir: Path, env: dict[str, str] | None = None
-) -> Iterator[Server]:
-    """Start ``recall serve ARGS`` on a free port and wait until /healthz answers."""
+    args: list[str], workdir: Path, env: dict[str, str] | None = None, *,
+    wait_for_import: bool = True,
+) -> Iterator[Server]:  # fmt: skip
+    """Start ``recall serve ARGS`` on a free port and wait until /healthz answers (and,
+    with ``wait_for_import``, until the archive's first sync has finished or failed)."""
     port = free_port()
     log = workdir / f"serve-{port}.log"
     full_env = {**os.environ, **(env or {})}
@@ -60,8 +62,13 @@ def running_server(
                 if proc.poll() is not None:
                     raise RuntimeError(f"recall serve exited: {log.read_text()}")
                 try:
-                    httpx.get(f"{url}/healthz", timeout=1.0)
-                    break
+                    health = httpx.get(f"{url}/healthz", timeout=1.0).json()
+                    sync = health.get("sync")
+                    if not wait_for_import or not sync or sync["last_sync_at"] or sync["reason"]:
+                        break
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"the first import did not finish: {log.read_text()}")
+                    time.sleep(0.2)
                 except httpx.TransportError:
                     if time.monotonic() > deadline:
                         raise

@@ -18,7 +18,7 @@ from dashboard.repository.datadir import data_dir_for
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import source_key, sync
-from dashboard.repository.store import SessionStore
+from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.repository.writecore import WriteCore
 from tests import hermes_shapes as hs
 
@@ -164,3 +164,18 @@ def test_status_says_a_sync_was_cut_off(tmp_path: Path) -> None:
     assert out.returncode == 0 and "cut off" in out.stdout
     with closing(sqlite3.connect(tmp_path / ARCHIVE_FILE)) as c:
         assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+
+
+def test_archive_commands_on_recalls_own_store_say_it_is_its_own_archive(tmp_path: Path) -> None:
+    root = tmp_path / "home"
+    with SessionStore(root / "state.db") as store:  # an agent embedding Recall
+        sid = store.create_session("cli", title="own store")
+        store.append_messages(sid, [NewMessage("user", "hello from the store")])
+    before = (root / "state.db").read_bytes()
+    folder = data_dir_for(HermesHome(root))
+    for command in ("sync", "status", "verify"):
+        out = recall("archive", command, "--home", str(root))
+        assert out.returncode == 0, out.stderr
+        assert "is Recall's own store: it is its own archive" in out.stdout, command
+    assert not (folder / ARCHIVE_FILE).exists()  # nothing copied
+    assert (root / "state.db").read_bytes() == before

@@ -44,7 +44,9 @@ def test_search_errors_are_clear(hermes_home: Path, tmp_path: Path) -> None:
 def test_info_reports_the_layout(hermes_home: Path) -> None:
     out = recall("info", "--home", str(hermes_home), "--json")
     body = json.loads(out.stdout)
-    assert body["layout"]["fts_form"] == "views" and body["sessions"] == len(shapes.SESSION_IDS)
+    # The counts are the archive's; the layout reported is the source's (what Hermes wrote).
+    assert body["source"]["layout"]["fts_form"] == "views"
+    assert body["sessions"] == len(shapes.SESSION_IDS) and body["layout"]["recall_version"]
 
 
 def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:

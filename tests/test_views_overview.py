@@ -55,13 +55,16 @@ def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape
     page = client.get("/overview")
     html = page.get_data(as_text=True)
     assert page.status_code == 200
-    assert str(db) in html
-    assert LAYOUT_TEXT[facts.fts_layout] in html
-    assert facts.journal_mode.upper() in html
-    assert f">{facts.visible_messages:,}<" in html
-    assert ("stale — search falls back" in html) == facts.fts_stale
+    # The pages read the archive; the source's layout (and what it lacks) is shown as such.
+    source = html[html.index('class="overview-source"'):]
+    assert str(db) in source
+    assert LAYOUT_TEXT[facts.fts_layout] in source
+    assert facts.journal_mode.upper() in source
+    assert f">{facts.visible_messages:,}<" in html[:html.index('class="overview-source"')]
+    assert ("stale (rows missing from its index)" in source) == facts.fts_stale
+    assert "stale — search falls back" not in html  # the archive's index is Recall's own
     if facts.has_cjk:
-        assert "unusable: no such tokenizer" in html
+        assert "unusable: no such tokenizer" in source
     for path in EVERY_PAGE:  # every page there is, and its partials and JSON
         response = client.get(path.format(root=shapes.S_ROOT, cont=shapes.S_CONT1))
         assert response.status_code < 500, (path, response.status_code)
@@ -126,24 +129,46 @@ time.sleep(20)
 """
 
 
-def test_locked_database_gets_a_retry_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _locked(db: Path) -> subprocess.Popen[str]:
+    """A process holding an EXCLUSIVE lock on ``db`` until killed."""
+    p = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_a_home_locked_before_anything_was_archived_gets_a_retry_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dashboard.repository import readonly
 
     monkeypatch.setattr(readonly, "BUSY_TIMEOUT_S", 0.2)
     home = tmp_path / "home"
     db = shapes.build_delete_journal(home / "state.db")
-    client = make_app(home, tmp_path / "data").test_client()
-    with subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE, text=True
-    ) as p:
+    with _locked(db) as p:
         try:
-            assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+            client = make_app(home, tmp_path / "data").test_client()
             response = client.get("/overview")
         finally:
             p.kill()
     assert response.status_code == 503
     assert response.headers["Retry-After"] == "2"
     assert "cannot be read (locked)" in response.get_data(as_text=True)
+
+
+def test_a_home_locked_after_its_import_shows_the_archive_and_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    db = shapes.build_delete_journal(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    with _locked(db) as p:
+        try:
+            response = client.get("/overview")
+            search = client.get("/api/search?q=pool")
+        finally:
+            p.kill()
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert "cannot be read (locked)" in html and "the archive as of the last sync" in html
+    assert search.status_code == 200 and search.json["results"]
 
 
 def test_demo_banner_only_on_demo_homes(tmp_path: Path, client: FlaskClient) -> None:

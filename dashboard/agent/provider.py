@@ -38,6 +38,7 @@ from dashboard.repository.reader import StateReader
 from dashboard.repository.recalldb import RecallData
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.repository.syncer import reading_for
 from dashboard.summaries import SummaryService
 from dashboard.summarizer import LLMConfig, Summarizer
 
@@ -130,7 +131,10 @@ class RecallMemoryProvider(MemoryProvider):
         self._data_dir_given = data_dir is not None
         self.data_dir = Path(data_dir) if data_dir else data_dir_for(self.home)
         self.llm = llm or LLMConfig()
-        self.reader = reader or StateReader(self.home)
+        # What the pages read (syncer.reading_for): the home's own store when it is
+        # Recall's (or will be: an agent writing here creates it), else its archive.
+        self.reader = reader or reading_for(self.home, inline=True,
+                                            will_create=not readonly).reader  # fmt: skip
         self.readonly = readonly
         self.budget_chars = budget_chars
         self.max_sessions = max_sessions

@@ -4,19 +4,21 @@ The archive is a :class:`SessionStore` (Recall's Hermes-compatible schema, both 
 indexes, the numbered migrations; migration 3 adds the columns today's Hermes
 records and the provenance of each row). It lives in the home's data directory
 (datadir.py), never inside the home; ``--archive PATH`` puts it elsewhere. Rows
-arrive through importer.sync only. Pages do not read it yet (issue 15, step 5).
+arrive through importer.sync only (syncer.py keeps it in step inside ``recall serve``);
+:func:`read_choice` decides whether a home's pages read it or the home's own store.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dashboard.repository.datadir import recall_data_dir
-from dashboard.repository.errors import ValidationError
+from dashboard.repository.errors import StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import (
     LAST_SYNC_PREFIX,
@@ -117,3 +119,55 @@ def _source(home: HermesHome) -> dict[str, Any] | None:
 def _size(path: Path) -> int:
     """Bytes of a SQLite file with its WAL."""
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+@dataclass(frozen=True)
+class ReadChoice:
+    """What the pages, the API and the CLI read for a home, and what fills it.
+
+    ``path`` is the store every reader opens. ``archive`` is the archive a syncer
+    keeps in step with ``source`` (None when the home's own state.db is Recall's
+    store: it is then the archive, read directly, with nothing to copy).
+    """
+
+    path: Path
+    source: Path
+    archive: Path | None
+    note: str | None = None  # datadir's line about moved data
+
+    @property
+    def synced(self) -> bool:
+        return self.archive is not None
+
+
+def read_choice(
+    home: HermesHome, explicit: str | os.PathLike[str] | None = None, *,
+    will_create: bool = False,
+) -> ReadChoice:  # fmt: skip
+    """The one rule for what is read: the home's own store if it is Recall's, else the archive.
+
+    An explicit archive (``--archive``) is always used, even over a Recall store (a
+    benchmark or a test keeping the source apart from its copy). A source that cannot
+    be read now (missing, locked, damaged) gets the archive: it holds what was seen
+    before, and the syncer says what is wrong with the source. ``will_create``: the
+    caller (an agent embedding Recall) makes Recall's store there if it is missing.
+    """
+    source = Path(home.state_db)
+    if not explicit and (_is_recall_store(source) or (will_create and not source.exists())):
+        return ReadChoice(source, source, None)
+    target, note = archive_path(home, explicit)
+    return ReadChoice(target, source, target, note)
+
+
+def _is_recall_store(path: Path) -> bool:
+    """Whether ``path`` is a readable Recall store (the demo home, an agent embedding Recall)."""
+    try:
+        conn = open_readonly(path, timeout=0, io_retries=0)
+    except StoreUnavailableError:
+        return False
+    try:
+        return detect_layout(conn, path).is_recall_store
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()

@@ -43,6 +43,7 @@ from dashboard.repository.cost_rules import (
 )
 from dashboard.repository.errors import ValidationError
 from dashboard.repository.layout import Layout
+from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 
 PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task")
@@ -323,6 +324,7 @@ class RowSql:
     tokens: tuple[str, ...]  # one per TOKEN_KINDS
     sid: str
     calls: str
+    merged: str  # true for a row summing a whole session (cost_rules.read_cost usage=False)
 
     def source_from(self) -> str:
         if self.table == "s":
@@ -351,6 +353,7 @@ def row_sql(layout: Layout) -> RowSql:
         last = "coalesce(u.last_seen, u.first_seen)"
         anchor, first = last, "coalesce(u.first_seen, u.last_seen)"
         sid, calls = "u.session_id", "u.api_call_count"
+        merged = derived_usage_sql("u", layout)
     else:
         pairs = (("provider", "billing_provider"), ("model", "model"), ("source", "source"))
         keys = {dim: label(column(col)) for dim, col in pairs}
@@ -360,11 +363,20 @@ def row_sql(layout: Layout) -> RowSql:
         anchor = first = "s.started_at"
         last = f"max(s.started_at, {', '.join(ends)})" if ends else "s.started_at"
         sid, calls = "s.id", column("api_call_count")
+        merged = "1"
     tokens = tuple(column(f"{k}_tokens") for k in TOKEN_KINDS)
     return RowSql(
         t, anchor, first, last, keys, column("cost_status"), column("estimated_cost_usd"),
-        column("actual_cost_usd"), tokens, sid, calls,
+        column("actual_cost_usd"), tokens, sid, calls, merged,
     )  # fmt: skip
+
+
+def derived_usage_sql(alias: str, layout: Layout) -> str:
+    """True for a usage row Recall's archive derived from a session row (it sums the
+    whole session, so it reads as that row did); false on a file without provenance."""
+    if "src_id" not in layout.session_columns:  # migration 3 gives every table provenance
+        return "0"
+    return f"coalesce({alias}.src_id LIKE '{DERIVED_USAGE_PREFIX}%', 0)"
 
 
 @dataclass(frozen=True)
@@ -431,7 +443,8 @@ def read_rows(
     keys = ", ".join(r.keys[d] for d in DIMENSIONS)
     sql = (
         f"SELECT {r.table}.rowid, {r.sid}, {r.anchor}, {r.first}, {r.last}, {keys}, "
-        f"{r.status}, {r.est}, {r.act}, {', '.join(r.tokens)}, {r.calls} FROM {frm}{condition}"
+        f"{r.status}, {r.est}, {r.act}, {', '.join(r.tokens)}, {r.calls}, {r.merged} "
+        f"FROM {frm}{condition}"
     )
     found = conn.execute(sql, list(params)).fetchall()
     day = clock.day
@@ -441,12 +454,11 @@ def read_rows(
                 if lo is not None and hi is not None and lo != hi}  # fmt: skip
     replies = _replies(conn, layout, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
-    usage = layout.has_model_usage
     for (rid, sid, _, _, _, provider, model, source, task, *rest), (anchor, lo, hi) in zip(
         found, bounds, strict=True
     ):
-        status, est, act, *counts = rest
-        cost = read_cost(status, est, act, usage=usage)
+        status, est, act, *counts, merged = rest
+        cost = read_cost(status, est, act, usage=not merged)
         calls = counts[-1]
         parts = row_parts(anchor, lo, hi, replies.get(sid, ())) if lo != hi else (
             () if anchor is None else ((anchor, 1),))  # fmt: skip
@@ -466,12 +478,13 @@ def session_costs(
     wanted = json.dumps(sorted(set(ids)))
     found: dict[str, list[RowCost]] = defaultdict(list)
     if layout.has_model_usage:
-        for sid, status, est, act in conn.execute(
-            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd "
+        for sid, status, est, act, merged in conn.execute(
+            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
+            f"{derived_usage_sql('u', layout)} "
             "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
             (wanted,),
         ):
-            found[sid].append(read_cost(status, est, act))
+            found[sid].append(read_cost(status, est, act, usage=not merged))
     cols = layout.session_columns
     pick = ", ".join(
         f"s.{c}" if c in cols else "NULL"

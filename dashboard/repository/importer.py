@@ -25,6 +25,7 @@ from typing import Any
 from dashboard.repository import conventions
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.readonly import open_readonly, read_snapshot
+from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 from dashboard.repository.store import SessionStore, index_messages
 
 BATCH_SESSIONS = 50  # sessions per transaction: ~5,000 messages on a typical home
@@ -544,7 +545,7 @@ def _index_landed(
 def usage_source_id(usage: dict[str, Any]) -> str:
     """A usage row's id in its source: its key, or the session row it was derived from."""
     if usage.get("_derived"):
-        return f"sessions:{usage['session_id']}"
+        return f"{DERIVED_USAGE_PREFIX}{usage['session_id']}"
     return json.dumps([usage[c] for c in USAGE_KEY], ensure_ascii=False)
 
 

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 from dashboard.repository.cost_days import DayClock
 from dashboard.repository.cost_rules import known_spend, total
 from dashboard.repository.costs import Cell, plan
-from dashboard.repository.layout import Layout
+from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.model_names import model_family
+from dashboard.repository.readonly import classify, open_readonly
 
 if TYPE_CHECKING:  # the reader imports this module for store_overview
     from dashboard.repository.cost_rollup import CostRollup
@@ -48,6 +50,37 @@ def store_overview(conn: sqlite3.Connection, layout: Layout) -> dict[str, Any]:
         if Path(f"{path}{suffix}").is_file()
     }
     return out
+
+
+def archive_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """What Recall's archive keeps: sessions, messages, and how many exist only here
+    (``gone_from_source_at`` set: Hermes pruned or lost them)."""
+    sessions, gone = conn.execute(
+        "SELECT count(*), count(gone_from_source_at) FROM sessions"
+    ).fetchone()
+    messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    gone_messages = conn.execute(
+        "SELECT count(*) FROM messages WHERE gone_from_source_at IS NOT NULL"
+    ).fetchone()[0]
+    return {"sessions": sessions, "messages": messages, "gone_sessions": gone,
+            "gone_messages": gone_messages}  # fmt: skip
+
+
+def source_overview(path: Path) -> dict[str, Any]:
+    """The source's state for the overview: its layout and counts, or why it cannot be read."""
+    try:
+        conn = open_readonly(path, timeout=0, io_retries=0)
+    except StoreUnavailableError as exc:
+        return {"path": str(path), "reachable": False, "reason": exc.reason, "detail": exc.detail}
+    try:
+        return {"path": str(path), "reachable": True,
+                **store_overview(conn, detect_layout(conn, path))}  # fmt: skip
+    except sqlite3.Error as exc:
+        error = classify(exc, path)
+        return {"path": str(path), "reachable": False, "reason": error.reason,
+                "detail": error.detail}  # fmt: skip
+    finally:
+        conn.close()
 
 
 # -- activity of the last days ---------------------------------------------------------

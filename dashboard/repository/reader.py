@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +32,7 @@ from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.lineage import LineageCache
-from dashboard.repository.overview import store_overview
+from dashboard.repository.overview import archive_counts, source_overview, store_overview
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
 from dashboard.repository.said import said_only
@@ -84,12 +84,17 @@ class StateReader:
 
     ``path`` is the file the pages read (Recall's archive of ``home``, or the home's
     own state.db when it is Recall's store); ``home`` still names the memory files
-    and config.yaml.
+    and config.yaml. ``before_read`` runs before each unit of work (the archive's
+    syncer: sync first when inline, or say why an empty archive has nothing yet).
     """
 
-    def __init__(self, home: HermesHome, path: Path | None = None) -> None:
+    def __init__(
+        self, home: HermesHome, path: Path | None = None,
+        before_read: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
         self.home = home
         self._path = Path(path) if path is not None else home.state_db
+        self._before_read = before_read
         self._demo: bool | None = None
         self._lineage = LineageCache()
         # Spend answers, and the costly sessions of a range (keys start "sessions").
@@ -102,6 +107,8 @@ class StateReader:
 
     def open_for_rollup(self) -> tuple[sqlite3.Connection, Layout]:
         """A read-only connection and layout a background cost-rollup build can own."""
+        if self._before_read is not None:
+            self._before_read()
         conn = open_readonly(self.path)
         try:
             return conn, detect_layout(conn, self.path)
@@ -112,6 +119,8 @@ class StateReader:
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
         """A read-only connection with its layout; errors become StoreUnavailableError."""
+        if self._before_read is not None:
+            self._before_read()
         conn = open_readonly(self.path)
         try:
             try:
@@ -149,13 +158,23 @@ class StateReader:
             return snap.layout
 
     def overview(self) -> dict[str, Any]:
-        """What the home holds: layout, counts, activity range, file sizes."""
+        """What the store read holds: layout, counts, activity range, file sizes; reading
+        an archive, also what it keeps (``archive``) and the source's state (``source``)."""
         with self.snapshot() as snap:
             info = store_overview(snap.conn, snap.layout)
             info["is_demo"] = snap.layout.is_demo
+            if self.reads_archive:
+                info["archive"] = archive_counts(snap.conn)
+        if self.reads_archive:
+            info["source"] = source_overview(self.home.state_db)
         info["home"] = str(self.home.root)
         info["path"] = str(self.path)
         return info
+
+    @property
+    def reads_archive(self) -> bool:
+        """Whether the store read is an archive of the home rather than its own state.db."""
+        return Path(self.path).resolve() != Path(self.home.state_db).resolve()
 
     def transcript(self, session_id: str, include_inactive: bool = False) -> Transcript:
         """One session's messages, with its compaction-chain neighbours attached."""

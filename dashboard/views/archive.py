@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
 
-from dashboard.repository.archive import archive_path
 from dashboard.repository.archive_sessions import (
     archive_page,
     delete_from_archive,
@@ -20,9 +19,8 @@ bp = Blueprint("archive", __name__)
 
 
 def _archive() -> Path:
-    """The archive of the home shown: ``ARCHIVE`` when set, else its data directory's."""
-    path, _ = archive_path(get_reader().home, current_app.config.get("ARCHIVE"))
-    return path
+    """The archive of the home shown: what every page reads (``archive.read_choice``)."""
+    return get_reader().path
 
 
 @bp.get("/archive")

@@ -1,16 +1,27 @@
-"""Liveness for scripts and tests."""
+"""Liveness for scripts and tests, and the archive syncer's state for the banner."""
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, jsonify, render_template
 
-from dashboard.web.reader import get_reader
+from dashboard.web.reader import get_reader, sync_state
 
 bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
 def healthz():
-    """Report whether the store can be read (200) or why not (503)."""
+    """Whether the store the pages read can be read (200) or why not (503), and the
+    syncer's state: importing, last sync, what is wrong with the source."""
     state = get_reader().health()
+    syncing = sync_state()
+    if syncing is not None:
+        state["sync"] = syncing.to_json()
+        state["source_ok"] = syncing.reason is None
     return jsonify(state), 200 if state["status"] == "ok" else 503
+
+
+@bp.get("/sync/banner")
+def sync_banner():
+    """The first import's banner alone (it polls this while importing, then stops)."""
+    return render_template("_sync_banner.html")

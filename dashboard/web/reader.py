@@ -1,23 +1,70 @@
-"""The app's reader of the Hermes home it shows."""
+"""The app's reader of the home it shows: the home's archive, or its own Recall store.
+
+:func:`syncer.reading_for` decides (one rule for pages, API and CLI). With an
+archive to fill, the app holds its :class:`Syncer`: ``SYNC="background"`` (what
+``recall serve`` uses) leaves its thread for :func:`start_syncer`; ``SYNC="inline"``
+(tests, the default under ``TESTING``) runs the first sync while the app is built
+and then syncs on the request thread whenever the source changed.
+"""
 
 from __future__ import annotations
 
 from flask import Flask, current_app
 
 from dashboard.repository.home import resolve_home
+from dashboard.repository.params import whole_number
 from dashboard.repository.reader import StateReader
+from dashboard.repository.syncer import Syncer, SyncState, reading_for
+
+SYNC_MODES = ("background", "inline")
 
 
 def init_app(app: Flask) -> None:
     home = resolve_home(app.config.get("HERMES_HOME"))
-    reader = StateReader(home)
-    app.extensions["recall.reader"] = reader
+    mode = app.config.get("SYNC") or ("inline" if app.config.get("TESTING") else "background")
+    if mode not in SYNC_MODES:
+        raise ValueError(f"SYNC must be one of {', '.join(SYNC_MODES)}, not {mode!r}")
+    reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline")
+    app.extensions["recall.reader"] = reading.reader
+    app.extensions["recall.syncer"] = reading.syncer
+    if reading.syncer is not None and app.config.get("SYNC_BATCH"):
+        # Sessions per transaction (tests and benchmarks cut an import finer).
+        batch = whole_number(str(app.config["SYNC_BATCH"]), "SYNC_BATCH", 1, 100_000)
+        reading.syncer.batch_sessions = batch or reading.syncer.batch_sessions
+    if reading.syncer is not None and mode == "inline":
+        reading.syncer.poll()  # the first import, before the first page
+    reader = reading.reader
 
     @app.context_processor
     def inject_home() -> dict[str, object]:
         # is_demo never waits on the file's lock: pages without database work stay fast.
-        return {"hermes_home": home, "demo_data": bool(app.config.get("DEMO")) or reader.is_demo()}
+        return {"hermes_home": home, "demo_data": bool(app.config.get("DEMO")) or reader.is_demo(),
+                "sync_state": sync_state()}  # fmt: skip
 
 
 def get_reader() -> StateReader:
     return current_app.extensions["recall.reader"]
+
+
+def get_syncer() -> Syncer | None:
+    """The syncer filling the archive the pages read (None: the home's own store)."""
+    return current_app.extensions.get("recall.syncer")
+
+
+def sync_state() -> SyncState | None:
+    syncer = get_syncer()
+    return syncer.state() if syncer is not None else None
+
+
+def start_syncer() -> None:
+    """Start the background syncer (``recall serve``); a no-op inline or without archive."""
+    syncer = get_syncer()
+    if syncer is not None and not syncer.inline:
+        syncer.start()
+
+
+def stop_syncer() -> None:
+    """Stop it with the server: a running batch commits, connections close."""
+    syncer = get_syncer()
+    if syncer is not None:
+        syncer.stop()

@@ -1,0 +1,316 @@
+"""The archive's background syncer: one thread per served home, woken by the source changing.
+
+The syncer owns a persistent read-only connection on the source ``state.db``
+(:class:`SourceWatch`). Every ``POLL_S`` it asks that connection for
+``PRAGMA data_version`` (SQLite changes it whenever another connection commits)
+and stats the file (a new device/inode is a replaced file: reopen). Only when one
+of them moved does it run :func:`importer.sync` into the archive; unchanged, a
+poll reads one header and no row. A first import runs at start, and a
+reconciliation pass (``sync(reconcile=True)``, which re-reads what the cheap checks could
+miss) at start and every ``RECONCILE_S``.
+
+Nothing that goes wrong with the source stops the thread: a missing, locked,
+corrupt file becomes :attr:`SyncState.error` (and ``reason``; a replaced one is
+imported again and noted in ``replaced_at``), the
+pages keep reading the archive, the next poll tries again.
+
+Pages use :meth:`Syncer.before_read` (a :class:`StateReader` hook): with
+``inline=True`` (tests, one-shot commands) it syncs on the calling thread when the
+source changed, so no thread is needed; either way, while the archive holds
+nothing of this home and the source cannot be read, it raises the source's error,
+so a page says why there is nothing rather than showing an empty archive.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dashboard.repository.archive import ReadChoice, open_archive, read_choice
+from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import BATCH_SESSIONS, Progress, read_watermark, source_key, sync
+from dashboard.repository.reader import StateReader
+from dashboard.repository.readonly import classify, open_readonly
+from dashboard.repository.store import SessionStore
+
+POLL_S = 0.5
+RECONCILE_S = 600.0  # a reconciliation pass this often, changes or not
+STOP_WAIT_S = 30.0  # how long stop() waits for a cut-off sync to rebuild its index
+
+
+class SyncStopped(Exception):
+    """Raised from the progress callback to cut a sync off at a transaction boundary."""
+
+
+@dataclass(frozen=True)
+class SyncState:
+    """What the pages show about the syncer: an import's progress, the last sync, errors."""
+
+    source: str
+    archive: str
+    running: bool = False
+    importing: bool = False  # the first import (or its resumption) is under way
+    sessions_done: int = 0
+    sessions_total: int = 0
+    last_sync_at: float | None = None  # wall clock of the last finished sync
+    reason: str | None = None  # missing, locked, corrupt, io, … (None: the source is fine)
+    error: str | None = None  # the sentence a person reads
+    imported: bool = False  # the archive holds rows from this home
+    replaced_at: float | None = None  # when another file was last found at the path
+
+    @property
+    def percent(self) -> int:
+        """How far the first import is, 0–100 (rounded down: 100 only when done)."""
+        if not self.sessions_total:
+            return 0
+        return min(100, self.sessions_done * 100 // self.sessions_total)
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.__dict__, "percent": self.percent}
+
+
+class SourceWatch:
+    """A persistent read-only connection on the source: has it changed since the last look?"""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._version: int | None = None
+        self.replaced = False  # the last change seen was a new file at the path
+
+    def changed(self) -> bool:
+        """True when the file is new (first look, other inode) or ``data_version`` moved.
+
+        Raises :class:`StoreUnavailableError` when the file cannot be read (the
+        connection is then dropped and reopened on the next look).
+        """
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self.close()
+            raise StoreUnavailableError("missing", str(self.path), "no such file") from None
+        identity = (st.st_dev, st.st_ino)
+        # A restored backup or a reset home: another file at the path. Compared with the
+        # last file seen even when an error closed the connection in between; the old
+        # connection would still read the old inode and never see a change.
+        self.replaced = self._identity is not None and identity != self._identity
+        if self.replaced:
+            self.close()
+        if self._conn is None:
+            # timeout=0: a held lock is reported at once and asked again next poll.
+            self._conn = open_readonly(self.path, timeout=0, io_retries=0)
+            self._identity = identity
+            self._version = self._data_version()
+            return True
+        version = self._data_version()
+        if version == self._version:
+            return False
+        self._version = version
+        return True
+
+    def _data_version(self) -> int:
+        assert self._conn is not None
+        try:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            self.close()
+            raise classify(exc, self.path) from exc
+
+    def close(self) -> None:
+        """Drop the connection (the file seen last is remembered, to tell a new one)."""
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._version = None, None
+
+
+class Syncer:
+    """Keeps ``archive`` in step with ``state_db`` (the source of home ``home_root``)."""
+
+    def __init__(
+        self,
+        archive: Path,
+        state_db: Path,
+        home_root: Path,
+        *,
+        inline: bool = False,
+        poll_s: float = POLL_S,
+        reconcile_s: float = RECONCILE_S,
+        batch_sessions: int = BATCH_SESSIONS,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.archive_path = Path(archive)
+        self.state_db = Path(state_db)
+        self.home_root = Path(home_root)
+        self.inline = inline
+        self.poll_s = poll_s
+        self.reconcile_s = reconcile_s
+        self.batch_sessions = batch_sessions
+        self.on_progress = on_progress  # each committed batch (the terminal's line)
+        self._watch = SourceWatch(self.state_db)
+        self._store: SessionStore | None = None
+        self._state = SyncState(source=str(self.state_db), archive=str(self.archive_path))
+        self._state_lock = threading.Lock()
+        self._sync_lock = threading.Lock()  # one sync at a time (inline: request threads)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._next_reconcile = 0.0
+        self.syncs = 0  # passes run (what an idle server must not increase)
+        self.on_synced: Callable[[], None] | None = None  # after each finished pass
+
+    # -- state --------------------------------------------------------------------
+
+    def state(self) -> SyncState:
+        with self._state_lock:
+            return self._state
+
+    def _set(self, **changes: object) -> None:
+        with self._state_lock:
+            self._state = replace(self._state, **changes)
+
+    # -- the pages' hook ----------------------------------------------------------
+
+    def before_read(self) -> None:
+        """Run before a page reads the archive (see the module docstring)."""
+        if self.inline:
+            self.poll()
+        state = self.state()
+        if not state.imported and state.reason is not None:
+            raise StoreUnavailableError(state.reason, state.source, state.error or "")
+
+    # -- the work -----------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """One look at the source; sync when it changed or reconciliation is due.
+
+        Returns whether a sync ran. Never raises: what went wrong is in the state.
+        """
+        with self._sync_lock:
+            try:
+                store = self._archive()
+                due = time.monotonic() >= self._next_reconcile
+                if not (self._watch.changed() or due):
+                    return False
+                replaced = self._watch.replaced
+                self._run_sync(store, reconcile=due)
+                self._next_reconcile = time.monotonic() + self.reconcile_s
+                self._set(reason=None, error=None)
+                if replaced:
+                    self._set(replaced_at=time.time())
+                return True
+            except SyncStopped:
+                pass  # the next start resumes from the watermark
+            except StoreUnavailableError as exc:
+                self._set(importing=False, reason=exc.reason, error=_sentence(exc))
+            except sqlite3.Error as exc:
+                error = classify(exc, self.state_db)
+                self._set(importing=False, reason=error.reason, error=_sentence(error))
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any bad file
+                self._set(importing=False, reason="error", error=f"sync failed: {exc}")
+            return False
+
+    def _archive(self) -> SessionStore:
+        if self._store is None:
+            self._store = open_archive(self.archive_path, to_sync=True)
+            self._set(imported=self._holds_home(self._store))
+        return self._store
+
+    def _holds_home(self, store: SessionStore) -> bool:
+        row = store.core.conn.execute(
+            "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (source_key(self.home_root),)
+        ).fetchone()
+        return row is not None
+
+    def _run_sync(self, store: SessionStore, *, reconcile: bool = False) -> None:
+        first = not self._state.imported or (
+            read_watermark(store.core.conn, source_key(self.home_root)) is not None
+        )
+        self._set(importing=first, running=True)
+
+        def progress(p: Progress) -> None:
+            if self._stop.is_set():
+                raise SyncStopped  # between transactions: the watermark covers what landed
+            self._set(sessions_done=p.sessions_done, sessions_total=p.sessions_total,
+                      imported=self._state.imported or p.messages_added > 0)  # fmt: skip
+            if self.on_progress:
+                self.on_progress(p)
+
+        try:
+            sync(store, self.state_db, self.home_root, batch_sessions=self.batch_sessions,
+                 on_progress=progress, reconcile=reconcile)  # fmt: skip
+        finally:
+            self._set(running=False)
+        self.syncs += 1
+        self._set(importing=False, last_sync_at=time.time(), imported=self._holds_home(store))
+        if self.on_synced is not None:
+            self.on_synced()
+
+    # -- the thread ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background thread (a first sync at once, then a poll every POLL_S)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        self.poll()
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stop polling, let a running batch commit, close both connections."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        with self._sync_lock:
+            self._watch.close()
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def _sentence(exc: StoreUnavailableError) -> str:
+    """What a person reads about a source that cannot be read."""
+    what = {
+        "missing": "is missing",
+        "locked": "is locked by another program (asked again shortly)",
+        "corrupt": "is damaged (not a readable SQLite database)",
+        "io": "gave a disk I/O error",
+        "readonly": "cannot be opened (permissions)",
+        "rollback": "holds an unfinished write only Hermes can roll back",
+    }.get(exc.reason, f"cannot be read ({exc.reason})")
+    return f"{exc.path} {what}"
+
+
+@dataclass(frozen=True)
+class HomeReading:
+    """A home's reader, and the syncer filling what it reads (None: its own store)."""
+
+    choice: ReadChoice
+    reader: StateReader
+    syncer: Syncer | None
+
+
+def reading_for(
+    home: HermesHome, archive: str | os.PathLike[str] | None = None, *, inline: bool = False,
+    will_create: bool = False, on_progress: Callable[[Progress], None] | None = None,
+) -> HomeReading:  # fmt: skip
+    """The reader every page, API and CLI command uses for ``home`` (:func:`read_choice`).
+
+    With an archive to fill, the syncer is made here and hooked into the reader;
+    the caller starts its thread (``recall serve``) or leaves it ``inline``.
+    """
+    choice = read_choice(home, archive, will_create=will_create)
+    if choice.archive is None:
+        return HomeReading(choice, StateReader(home, choice.path), None)
+    syncer = Syncer(choice.archive, choice.source, home.root, inline=inline,
+                    on_progress=on_progress)  # fmt: skip
+    return HomeReading(choice, StateReader(home, choice.path, syncer.before_read), syncer)

@@ -1,0 +1,267 @@
+"""The archive's syncer: a real thread over real files, woken by the source changing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.archive import read_choice
+from dashboard.repository.errors import StoreUnavailableError, ValidationError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import read_watermark, source_key
+from dashboard.repository.search import SearchRequest
+from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.repository.syncer import SourceWatch, Syncer, reading_for
+from tests import hermes_shapes as shapes
+
+FAST = 0.05  # poll period in these tests: the real one is POLL_S
+
+
+def wait_for(check: Callable[[], object], timeout: float = 30.0) -> object:
+    """Poll ``check`` until it is truthy (a real thread does the work meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"not true after {timeout}s: {check}")
+
+
+def add_turn(db: Path, session_id: str, text: str, *, new_session: bool = False) -> None:
+    """Commit a turn into a Hermes-form source the way Hermes does: plain SQL, one txn."""
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        now = time.time()
+        if new_session:
+            conn.execute("INSERT INTO sessions(id, source, started_at, model) "
+                         "VALUES (?, 'cli', ?, 'gpt-5')", (session_id, now))  # fmt: skip
+        conn.execute("INSERT INTO messages(session_id, role, content, timestamp) "
+                     "VALUES (?, 'user', ?, ?)", (session_id, text, now))  # fmt: skip
+        conn.execute("COMMIT")
+
+
+def archived_ids(archive: Path) -> set[str]:
+    with closing(sqlite3.connect(archive)) as conn:
+        return {r[0] for r in conn.execute("SELECT id FROM sessions")}
+
+
+@contextmanager
+def running(syncer: Syncer) -> Iterator[Syncer]:
+    syncer.start()
+    try:
+        yield syncer
+    finally:
+        syncer.stop()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> HermesHome:
+    shapes.build_current_views(tmp_path / "home" / "state.db")
+    return HermesHome(tmp_path / "home")
+
+
+def test_the_first_import_runs_at_start_then_each_commit_is_copied(
+    home: HermesHome, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    reading = reading_for(home, archive)
+    assert reading.syncer is not None and reading.reader.path == archive
+    reading.syncer.poll_s = FAST
+    with running(reading.syncer) as syncer:
+        wait_for(lambda: syncer.state().last_sync_at)
+        assert archived_ids(archive) == set(shapes.SESSION_IDS)
+        add_turn(home.state_db, "fresh-1", "the quokkaphone arrived", new_session=True)
+        found = wait_for(lambda: reading.reader.search(SearchRequest(query="quokkaphone")).results)
+        assert [r.session_id for r in found] == ["fresh-1"]  # type: ignore[union-attr]
+        state = syncer.state()
+        assert state.reason is None and not state.importing and state.imported
+
+
+def test_an_unchanged_source_is_not_synced_again(home: HermesHome, tmp_path: Path) -> None:
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().last_sync_at)
+        passes = syncer.syncs
+        time.sleep(40 * FAST)  # forty polls
+        assert syncer.syncs == passes == 1
+        add_turn(home.state_db, shapes.S_ROOT, "one more")
+        wait_for(lambda: syncer.syncs == 2)
+
+
+def test_reconciliation_runs_at_start_and_periodically(home: HermesHome, tmp_path: Path) -> None:
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST,
+                    reconcile_s=0.3)  # fmt: skip
+    with running(syncer):
+        wait_for(lambda: syncer.syncs >= 3)  # no change at all: the passes are reconciliation
+
+
+def test_the_watch_reads_data_version_and_notices_a_new_inode(home: HermesHome) -> None:
+    watch = SourceWatch(home.state_db)
+    try:
+        assert watch.changed() is True  # first look
+        assert watch.changed() is False
+        add_turn(home.state_db, shapes.S_ROOT, "a new row")
+        assert watch.changed() is True and watch.changed() is False
+        copy = home.root / "copy.db"
+        with closing(sqlite3.connect(home.state_db)) as src, closing(sqlite3.connect(copy)) as dst:
+            src.backup(dst)  # a restored backup: same bytes' meaning, another file
+        os.replace(copy, home.state_db)
+        for side in ("-wal", "-shm"):
+            Path(f"{home.state_db}{side}").unlink(missing_ok=True)
+        assert watch.changed() is True and watch.replaced
+        assert watch.changed() is False and not watch.replaced
+    finally:
+        watch.close()
+
+
+def test_a_replaced_source_is_imported_and_said(home: HermesHome, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.db"
+    other = tmp_path / "other" / "state.db"
+    shapes.build_current_views(other)
+    add_turn(other, "restored-1", "from the restored copy", new_session=True)
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().last_sync_at)
+        with closing(sqlite3.connect(other)) as src, closing(sqlite3.connect(f"{other}.copy")) as d:
+            src.backup(d)
+        # A restore puts a whole file back; a WAL left beside it would be replayed onto it.
+        for side in ("-wal", "-shm"):
+            Path(f"{home.state_db}{side}").unlink(missing_ok=True)
+        os.replace(f"{other}.copy", home.state_db)
+        wait_for(lambda: "restored-1" in archived_ids(archive))
+        # A poll may have copied the new file before its stat saw the new inode; the
+        # next one tells it was replaced.
+        wait_for(lambda: syncer.state().replaced_at)
+        assert syncer.state().reason is None
+
+
+def test_a_missing_source_is_a_state_and_the_thread_waits_for_it(tmp_path: Path) -> None:
+    home = HermesHome(tmp_path / "home")
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().reason == "missing")
+        assert "is missing" in (syncer.state().error or "")
+        with pytest.raises(StoreUnavailableError) as caught:
+            syncer.before_read()  # nothing archived yet: the page says why
+        assert caught.value.reason == "missing"
+        shapes.build_current_views(home.state_db)
+        wait_for(lambda: syncer.state().imported and syncer.state().reason is None)
+        syncer.before_read()  # now the archive answers
+
+
+def test_a_corrupt_source_is_a_state_not_a_dead_thread(home: HermesHome, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.db"
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().last_sync_at)
+        for side in ("-wal", "-shm"):
+            Path(f"{home.state_db}{side}").unlink(missing_ok=True)
+        garbage = home.root / "garbage"
+        garbage.write_bytes(b"SQLite format 3\x00" + b"\x13" * 8192)
+        os.replace(garbage, home.state_db)
+        wait_for(lambda: syncer.state().reason == "corrupt")
+        assert syncer._thread is not None and syncer._thread.is_alive()
+        syncer.before_read()  # the archive still holds everything: pages keep answering
+        assert archived_ids(archive) == set(shapes.SESSION_IDS)
+
+
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -> None:
+    home = HermesHome(tmp_path / "home")
+    shapes.build_delete_journal(home.state_db)
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().last_sync_at)
+        with subprocess.Popen([sys.executable, "-c", LOCKER, str(home.state_db)], text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) as locker:  # fmt: skip
+            assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+            wait_for(lambda: syncer.state().reason == "locked")
+            assert locker.stdin is not None
+            locker.stdin.write("\n")
+            locker.stdin.close()
+        add_turn(home.state_db, shapes.S_ROOT, "after the lock")
+        wait_for(lambda: syncer.state().reason is None)
+
+
+def test_stop_cuts_a_first_import_at_a_batch_and_the_next_start_resumes(tmp_path: Path) -> None:
+    home = HermesHome(tmp_path / "home")
+    with SessionStore(home.state_db) as store:  # a Recall-store source, copied on purpose
+        for i in range(60):
+            store.create_session("cli", session_id=f"s{i:03d}", started_at=1_700_000_000 + i)
+            store.append_messages(f"s{i:03d}", [NewMessage("user", f"turn {i}")])
+    archive = tmp_path / "archive.db"
+    first = Syncer(archive, home.state_db, home.root, poll_s=FAST, batch_sessions=1)
+    seen: list[int] = []
+    first.on_progress = lambda p: (seen.append(p.sessions_done), time.sleep(0.02))
+    with running(first):
+        wait_for(lambda: len(seen) > 5 and first.state().importing)
+    assert first._thread is not None and not first._thread.is_alive()
+    assert 0 < len(archived_ids(archive)) < 60
+    with closing(sqlite3.connect(archive)) as conn:
+        assert read_watermark(conn, source_key(home.root)) is not None
+    again = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    assert again.poll() and again.state().imported
+    again.stop()
+    assert len(archived_ids(archive)) == 60
+
+
+def test_the_read_choice_is_the_home_store_when_it_is_recalls(tmp_path: Path) -> None:
+    hermes = HermesHome(tmp_path / "hermes")
+    shapes.build_seed_inline(hermes.state_db)
+    own = HermesHome(tmp_path / "own")
+    with SessionStore(own.state_db):
+        pass
+    choice = read_choice(hermes)
+    assert choice.archive is not None and choice.path == choice.archive != hermes.state_db
+    assert read_choice(own).path == own.state_db and read_choice(own).archive is None
+    forced = read_choice(own, tmp_path / "copy.db")  # a bench keeps source and copy apart
+    assert forced.path == forced.archive == tmp_path / "copy.db"
+    missing = HermesHome(tmp_path / "none")
+    assert read_choice(missing).archive is not None
+    assert read_choice(missing, will_create=True).archive is None  # an agent creating it
+    with pytest.raises(ValidationError):
+        read_choice(hermes, hermes.state_db)
+    assert reading_for(own).syncer is None
+
+
+def test_a_copy_of_the_source_is_never_written(home: HermesHome, tmp_path: Path) -> None:
+    db = home.state_db
+    shutil.copy(db, tmp_path / "before.db")
+    syncer = Syncer(tmp_path / "archive.db", db, home.root)
+    with shapes.read_only(db, Path(f"{db}-wal")):
+        assert syncer.poll()
+        assert not syncer.poll()  # unchanged
+    syncer.stop()
+
+
+def test_a_new_file_after_the_old_one_went_missing_counts_as_replaced(tmp_path: Path) -> None:
+    db = shapes.build_delete_journal(tmp_path / "home" / "state.db")
+    watch = SourceWatch(db)
+    try:
+        assert watch.changed() and not watch.replaced
+        kept = tmp_path / "kept.db"
+        os.replace(db, kept)
+        with pytest.raises(StoreUnavailableError):
+            watch.changed()  # gone for a moment: the connection is dropped
+        shutil.copy(kept, db)  # and back as another file
+        assert watch.changed() is True and watch.replaced
+    finally:
+        watch.close()
