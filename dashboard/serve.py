@@ -172,8 +172,9 @@ def serve(
             "DEMO": plan.demo,
             "BIND_HOST": host,
             "BIND_PORT": port,
-            "ARCHIVE": archive,
             "SYNC": "background",
+            # Only when given: else $RECALL_ARCHIVE, else archive.db in the data directory.
+            **({"ARCHIVE": archive} if archive else {}),
             **(settings or {}),
         }
     )

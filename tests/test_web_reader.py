@@ -126,3 +126,17 @@ def test_a_synced_row_reaches_search_lineage_and_spend(tmp_path: Path, rollup: s
     assert "child-new" in [n["session_id"] for n in chain["nodes"]]
     after = client.get("/api/costs", query_string=YEAR).json["totals"]["effective_usd"]
     assert after == pytest.approx((before or 0) + 12.5)
+
+
+def test_the_archive_lives_in_the_data_directory_unless_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    shapes.build_current_views(home / "state.db")
+    app = make_app(home, tmp_path / "data")
+    assert app.extensions["recall.reader"].path == tmp_path / "data" / "archive.db"
+    assert (tmp_path / "data" / "archive.db").is_file()  # the first sync filled it
+    monkeypatch.setenv("RECALL_ARCHIVE", str(tmp_path / "named.db"))
+    named = make_app(home, tmp_path / "data2")
+    assert named.extensions["recall.reader"].path == tmp_path / "named.db"

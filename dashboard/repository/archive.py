@@ -33,12 +33,19 @@ ARCHIVE_FILE = "archive.db"
 
 
 def archive_path(
-    home: HermesHome, explicit: str | os.PathLike[str] | None = None
-) -> tuple[Path, str | None]:
-    """Where ``home``'s archive lives, and a line about moved data (datadir's note)."""
+    home: HermesHome, explicit: str | os.PathLike[str] | None = None,
+    folder: str | os.PathLike[str] | None = None,
+) -> tuple[Path, str | None]:  # fmt: skip
+    """Where ``home``'s archive lives, and a line about moved data (datadir's note).
+
+    ``explicit`` (``--archive``) first; else ``archive.db`` in ``folder`` (the data
+    directory a server was given with ``--data-dir``), else in the home's data directory.
+    """
+    note = None
     if explicit:
         target = Path(explicit).expanduser()
-        note = None
+    elif folder:
+        target = Path(folder).expanduser() / ARCHIVE_FILE
     else:
         folder, note = recall_data_dir(home)
         target = folder / ARCHIVE_FILE
@@ -142,7 +149,7 @@ class ReadChoice:
 
 def read_choice(
     home: HermesHome, explicit: str | os.PathLike[str] | None = None, *,
-    will_create: bool = False,
+    folder: str | os.PathLike[str] | None = None, will_create: bool = False,
 ) -> ReadChoice:  # fmt: skip
     """The one rule for what is read: the home's own store if it is Recall's, else the archive.
 
@@ -155,7 +162,7 @@ def read_choice(
     source = Path(home.state_db)
     if not explicit and (_is_recall_store(source) or (will_create and not source.exists())):
         return ReadChoice(source, source, None)
-    target, note = archive_path(home, explicit)
+    target, note = archive_path(home, explicit, folder)
     return ReadChoice(target, source, target, note)
 
 

@@ -301,14 +301,15 @@ class HomeReading:
 
 def reading_for(
     home: HermesHome, archive: str | os.PathLike[str] | None = None, *, inline: bool = False,
-    will_create: bool = False, on_progress: Callable[[Progress], None] | None = None,
+    folder: str | os.PathLike[str] | None = None, will_create: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> HomeReading:  # fmt: skip
     """The reader every page, API and CLI command uses for ``home`` (:func:`read_choice`).
 
     With an archive to fill, the syncer is made here and hooked into the reader;
     the caller starts its thread (``recall serve``) or leaves it ``inline``.
     """
-    choice = read_choice(home, archive, will_create=will_create)
+    choice = read_choice(home, archive, folder=folder, will_create=will_create)
     if choice.archive is None:
         return HomeReading(choice, StateReader(home, choice.path), None)
     syncer = Syncer(choice.archive, choice.source, home.root, inline=inline,

@@ -24,7 +24,9 @@ def init_app(app: Flask) -> None:
     mode = app.config.get("SYNC") or ("inline" if app.config.get("TESTING") else "background")
     if mode not in SYNC_MODES:
         raise ValueError(f"SYNC must be one of {', '.join(SYNC_MODES)}, not {mode!r}")
-    reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline")
+    # The archive is one of Recall's own files: in the app's data directory unless named.
+    reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline",
+                          folder=app.config.get("DATA_DIR") or None)  # fmt: skip
     app.extensions["recall.reader"] = reading.reader
     app.extensions["recall.syncer"] = reading.syncer
     if reading.syncer is not None and app.config.get("SYNC_BATCH"):
