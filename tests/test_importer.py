@@ -539,8 +539,17 @@ def test_rows_gone_from_the_source_are_kept_marked_and_cleared_when_back(tmp_pat
             ).fetchall()  # fmt: skip
             assert [tuple(r)[0] for r in rows] == [1], table
         assert_mirrors(archive, db, home)
+        marked = {
+            table: conn.execute(
+                f"SELECT count(*) FROM {table} WHERE gone_from_source_at IS NOT NULL"
+            ).fetchone()[0]
+            for table in ("sessions", "messages", "session_model_usage")
+        }
+        assert marked["session_model_usage"] > 0
         hs.restore_copy(backup, db)  # the pruned sessions come back
-        sync(archive, db, home)
+        report = sync(archive, db, home)
+        # Every row back in the source is counted as such, usage rows too.
+        assert report.back_in_source == sum(marked.values())
         assert conn.execute(
             "SELECT count(*) FROM sessions WHERE gone_from_source_at IS NOT NULL"
         ).fetchone()[0] == 0

@@ -367,15 +367,9 @@ def _merge_messages(
         if mine is None:
             new.append(int(m["id"]))
             continue
-        differ = [k for k in compared if mine[k] != m[k]]
-        if differ or mine["gone_from_source_at"] is not None:
-            sets = "".join(f"{k}=?, " for k in differ)
-            c.execute(
-                f"UPDATE messages SET {sets}gone_from_source_at=NULL WHERE id=?",
-                (*(m[k] for k in differ), mine["id"]),
-            )
-            changes.messages_updated += bool(differ)
-            changes.back_in_source += mine["gone_from_source_at"] is not None
+        updated, back = _refresh(c, "messages", "id", mine["id"], mine, m, compared)
+        changes.messages_updated += updated
+        changes.back_in_source += back
     lost = [
         r["id"]
         for sid, r in kept.items()
@@ -458,17 +452,31 @@ def _merge_usage(
             )
             changes.usage_added += 1
             continue
-        differ = [k for k in USAGE_COLUMNS if mine[k] != u[k]]
-        if differ or mine["gone_from_source_at"] is not None:
-            sets = "".join(f"{k}=?, " for k in differ)
-            c.execute(
-                f"UPDATE session_model_usage SET {sets}gone_from_source_at=NULL WHERE rowid=?",
-                (*(u[k] for k in differ), mine["rid"]),
-            )
-            changes.usage_updated += bool(differ)
+        updated, back = _refresh(
+            c, "session_model_usage", "rowid", mine["rid"], mine, u, USAGE_COLUMNS
+        )
+        changes.usage_updated += updated
+        changes.back_in_source += back
     lost = [r["rid"] for sid, r in kept.items()
             if sid not in present and r["gone_from_source_at"] is None]  # fmt: skip
     changes.marked_gone += _mark_gone(c, "session_model_usage", "rowid", lost, now)
+
+
+def _refresh(
+    c: sqlite3.Connection, table: str, key: str, key_value: object,
+    mine: sqlite3.Row, source: dict[str, Any], columns: Sequence[str],
+) -> tuple[bool, bool]:  # fmt: skip
+    """Copy the source row's differing ``columns`` onto the archived one and clear its
+    gone mark (it is in the source again); return (whether it changed, whether it was back)."""
+    differ = [k for k in columns if mine[k] != source[k]]
+    back = mine["gone_from_source_at"] is not None
+    if differ or back:
+        sets = "".join(f"{k}=?, " for k in differ)
+        c.execute(
+            f"UPDATE {table} SET {sets}gone_from_source_at=NULL WHERE {key}=?",
+            (*(source[k] for k in differ), key_value),
+        )
+    return bool(differ), back
 
 
 def mark_sessions_gone(c: sqlite3.Connection, home: str, ids: Sequence[str]) -> int:
