@@ -16,10 +16,11 @@ import yaml
 
 from dashboard.demo.plan import DemoPlanner, PlannedSession, anchor_for
 from dashboard.repository.errors import ConflictError
+from dashboard.repository.schema import DEMO_KEY
 from dashboard.repository.store import SessionStore
 
 BULK_THRESHOLD = 50_000
-DEMO_MARKER = "recall_demo_seed"
+DEMO_MARKER = DEMO_KEY
 USER_CHAR_LIMIT = 1375
 MEMORY_CHAR_LIMIT = 2200
 

@@ -27,6 +27,7 @@ from dashboard.repository.importer import (
 )
 from dashboard.repository.layout import detect_layout
 from dashboard.repository.readonly import open_readonly
+from dashboard.repository.schema import LATEST_VERSION, current_version
 from dashboard.repository.store import SessionStore
 
 ARCHIVE_FILE = "archive.db"
@@ -164,6 +165,28 @@ def read_choice(
         return ReadChoice(source, source, None)
     target, note = archive_path(home, explicit, folder)
     return ReadChoice(target, source, target, note)
+
+
+def migrate_own_store(path: Path) -> None:
+    """Bring a home's own Recall store (read directly, as its archive) to the schema the
+    pages read. Recall owns that file; one written by an older Recall is migrated
+    (backed up first, schema.migrate). A file that cannot be opened for writing is left
+    alone: reading it then says why (StoreUnavailableError "not-archive")."""
+    try:
+        conn = open_readonly(path, timeout=0, io_retries=0)
+    except StoreUnavailableError:
+        return
+    try:
+        behind = current_version(conn) < LATEST_VERSION
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
+    if behind:
+        try:
+            SessionStore(path).close()
+        except (sqlite3.Error, OSError):
+            return
 
 
 def _is_recall_store(path: Path) -> bool:

@@ -250,7 +250,7 @@ def _integrity(archive: Path) -> dict[str, str]:
         rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         results["integrity_check"] = "ok" if rows == ["ok"] else "; ".join(rows[:5])
         pending = conn.execute(
-            "SELECT 1 FROM state_meta WHERE key='fts_trigram_pending' AND value='1'"
+            "SELECT 1 FROM state_meta WHERE key=? AND value='1'", (schema.TRIGRAM_PENDING_KEY,)
         ).fetchone()
         for table in schema.FTS_TABLES:
             if pending and table.endswith("_trigram"):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dashboard.repository.conventions import visible_rows_sql
+from dashboard.repository.schema import DEMO_KEY, TRIGRAM_PENDING_KEY
 
 FTS_NAMES = ("messages_fts", "messages_fts_trigram", "messages_fts_cjk")
 
@@ -179,8 +180,8 @@ def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:
         fts_stale=meta.get("fts_stale") == "1",
         fts_storage_version=meta.get("fts_storage_version"),
         fts_rebuilding=bool(meta.get("fts_rebuild_high_water")),
-        trigram_pending=meta.get("fts_trigram_pending") == "1",
-        demo_seed=meta.get("recall_demo_seed"),
+        trigram_pending=meta.get(TRIGRAM_PENDING_KEY) == "1",
+        demo_seed=meta.get(DEMO_KEY),
     )
 
 

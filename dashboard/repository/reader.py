@@ -44,6 +44,7 @@ from dashboard.repository.search import (
     session_facets,
     session_matches,
 )
+from dashboard.repository.store_state import StoreState, read_state
 from dashboard.repository.transcript import (
     PAGE_SIZE,
     SessionPage,
@@ -73,17 +74,20 @@ def usable_query(text: str) -> ParsedQuery | None:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One read connection and the layout detected through it."""
+    """One read connection to the archive, and its state (store_state.py)."""
 
     conn: sqlite3.Connection
-    layout: Layout
+    state: StoreState
+    layout: Layout  # being retired: the archive has one schema (issue 15, step 5)
 
 
 class StateReader:
-    """Opens a store read-only for each unit of work: the home's state.db, or its archive.
+    """Opens Recall's archive read-only for each unit of work.
 
     ``path`` is the file the pages read (Recall's archive of ``home``, or the home's
-    own state.db when it is Recall's store); ``home`` still names the memory files
+    own state.db when it is Recall's store: archive.read_choice); a file of any other
+    shape is refused (StoreUnavailableError "not-archive"): reading Hermes's own
+    layouts is the importer's job. ``home`` still names the memory files
     and config.yaml. ``before_read`` runs before each unit of work (the archive's
     syncer: sync first when inline, or say why an empty archive has nothing yet).
     """
@@ -124,7 +128,8 @@ class StateReader:
         conn = open_readonly(self.path)
         try:
             try:
-                yield Snapshot(conn, detect_layout(conn, self.path))
+                state = read_state(conn, self.path)
+                yield Snapshot(conn, state, detect_layout(conn, self.path))
             except sqlite3.DatabaseError as exc:
                 # "database disk image is malformed" surfaces on the first page read.
                 raise classify(exc, self.path) from exc
@@ -146,8 +151,8 @@ class StateReader:
             except StoreUnavailableError:
                 return False
             try:
-                self._demo = detect_layout(conn, self.path).is_demo
-            except sqlite3.Error:
+                self._demo = read_state(conn, self.path).is_demo
+            except (sqlite3.Error, StoreUnavailableError):
                 return False
             finally:
                 conn.close()

@@ -26,6 +26,9 @@ from dashboard.repository.writecore import WriteCore
 
 HERMES_SCHEMA_VERSION = 11
 VERSION_KEY = "recall_schema_version"
+#: state_meta keys: the trigram index is still to be built (a first import); a demo home.
+TRIGRAM_PENDING_KEY = "fts_trigram_pending"
+DEMO_KEY = "recall_demo_seed"
 FTS_TABLES = ("messages_fts", "messages_fts_trigram")
 FTS_COLUMNS = ("content", "tool_name", "tool_calls")
 

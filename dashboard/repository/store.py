@@ -549,7 +549,7 @@ class SessionStore:
         def finish(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
             _restore_fts_triggers(conn)
-            _put_meta(conn, "fts_trigram_pending", None)
+            _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
 
         self.core.write(finish)
 
@@ -599,7 +599,7 @@ def _defer_fts(conn: sqlite3.Connection) -> None:
     """Triggers off; the word index stays trusted (the writer indexes its rows), the
     trigram index waits for :meth:`SessionStore.finish_deferred_index`."""
     _put_meta(conn, "fts_triggers_off", "1")
-    _put_meta(conn, "fts_trigram_pending", "1")
+    _put_meta(conn, schema.TRIGRAM_PENDING_KEY, "1")
     for name in schema.FTS_TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
 

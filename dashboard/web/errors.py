@@ -24,6 +24,10 @@ STORE_ADVICE = {
     "as: a WAL-mode database needs its state.db-shm file beside it even to be read, and the "
     "folder or that file is not writable for this user (or the disk is read-only). Run Recall "
     "as the agent's user, or give this user write access to the folder.",
+    "not-archive": "This file is not Recall's archive at the schema this version reads "
+    "(a Hermes state.db given as --archive, or an archive written by another Recall). "
+    "Point --archive at Recall's own archive, or leave it out: Recall then keeps one in its "
+    "data directory.",
     "rollback": "The file is not damaged: a write by the agent was interrupted (a crash or a "
     "power cut) and left state.db-journal beside it, which must be rolled back before anyone "
     "can read the file. Recall opens your database read-only and never writes to it, so it "

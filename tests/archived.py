@@ -1,0 +1,30 @@
+"""Read a Hermes home the way every page does: through Recall's archive of it.
+
+Pages never read a Hermes ``state.db`` directly (store_state.py); a test that builds a
+home of some shape (hermes_shapes.py) imports it first, exactly as ``recall serve``'s
+syncer would, and reads the archive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dashboard.repository.archive import open_archive
+from dashboard.repository.home import HermesHome
+from dashboard.repository.importer import sync
+from dashboard.repository.reader import StateReader
+
+
+def archive_home(home: str | Path, archive: str | Path | None = None) -> Path:
+    """Import (or sync) ``home`` into ``archive`` (default: ``archive.db`` beside the
+    home's folder); returns the archive's path."""
+    home = Path(home)
+    path = Path(archive) if archive is not None else home.parent / f"{home.name}-archive.db"
+    with open_archive(path, to_sync=True) as store:
+        sync(store, HermesHome(home).state_db, home)
+    return path
+
+
+def archived_reader(home: str | Path, archive: str | Path | None = None) -> StateReader:
+    """A reader of ``home``'s archive, brought level with the home first."""
+    return StateReader(HermesHome(Path(home)), path=archive_home(home, archive))
