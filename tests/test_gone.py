@@ -13,6 +13,7 @@ from dashboard.repository.reader import StateReader
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.transcript import TranscriptRequest
 from tests import hermes_shapes as shapes
+from tests.archived import archived_reader
 
 
 def _reader(tmp_path: Path) -> tuple[StateReader, dict[str, str]]:
@@ -62,9 +63,11 @@ def test_chain_segments_carry_the_mark(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("shape", ["seed_inline", "current_views"])
-def test_a_store_without_the_column_has_nothing_gone(tmp_path: Path, shape: str) -> None:
+def test_a_home_whose_sessions_are_all_still_in_hermes_has_nothing_gone(
+    tmp_path: Path, shape: str
+) -> None:
     shapes.SHAPES[shape](tmp_path / "home" / "state.db")
-    reader = StateReader(HermesHome(tmp_path / "home"))
+    reader = archived_reader(tmp_path / "home")
     everything = _search(reader, q="pool", group="session")
     assert everything
     assert _search(reader, q="pool", group="session", presence="hermes") == everything

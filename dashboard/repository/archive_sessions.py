@@ -18,7 +18,6 @@ from pathlib import Path
 from dashboard.repository.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.repository.gone import gone_sql, presence_sql
 from dashboard.repository.home import HermesHome
-from dashboard.repository.layout import detect_layout
 from dashboard.repository.prune_radar import PruneRadar, prune_radar
 from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.store import SessionStore, triggers_off
@@ -129,13 +128,12 @@ def list_archived(
         return ArchiveListing(presence, page, page_size, 0, (), problem=exc.reason)
     try:
         with read_snapshot(conn):
-            layout = detect_layout(conn, archive)
-            where = presence_sql(layout, presence, "s")
+            where = presence_sql(presence, "s")
             total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}").fetchone()[0]
             rows = conn.execute(
                 f"SELECT s.id, s.title, s.source, s.started_at, s.ended_at, "
                 f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
-                f"{gone_sql(layout, 's')} "
+                f"{gone_sql('s')} "
                 f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id DESC "
                 "LIMIT ? OFFSET ?",
                 (page_size, (page - 1) * page_size),
@@ -196,7 +194,7 @@ def _importing(archive: Path) -> bool:
 
 
 def _preview(conn: sqlite3.Connection, archive: Path, session_id: str) -> DeletionPreview:
-    gone = gone_sql(detect_layout(conn, archive), "s")
+    gone = gone_sql("s")
     row = conn.execute(
         f"SELECT s.id, s.title, s.started_at, "
         "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "

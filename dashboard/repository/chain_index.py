@@ -116,7 +116,7 @@ def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> di
     (the first titled segment of the line, as on the chain page)."""
     cols = layout.session_columns
     pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
-    pick += f", {gone_sql(layout, 's')}"
+    pick += f", {gone_sql('s')}"
     ids = sorted({sid for line, _ in items for sid in line})
     rows = {
         r[0]: r[1:]

@@ -315,7 +315,7 @@ def _session_rows(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> d
         return {}
     cols = ["s.id"] + [
         f"s.{c}" if c in layout.session_columns else f"NULL AS {c}" for c in _SESSION_COLUMNS
-    ] + [gone_sql(layout, "s")]
+    ] + [gone_sql("s")]
     rows = conn.execute(
         f"SELECT {', '.join(cols)} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(ids),),

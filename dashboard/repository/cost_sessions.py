@@ -129,7 +129,7 @@ def _details(
         f"s.{c}" if c in cols else "NULL" for c in ("started_at", "title", "source", "model")
     )
     found = conn.execute(
-        f"SELECT s.id, {pick}, {gone_sql(layout, 's')} FROM sessions s "
+        f"SELECT s.id, {pick}, {gone_sql('s')} FROM sessions s "
         "JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(wanted),),
     )

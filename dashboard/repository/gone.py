@@ -2,14 +2,12 @@
 
 Recall's archive keeps every session it ever copied. When Hermes deletes one (its
 prune, a person's ``hermes sessions delete``), the sync keeps the row and sets
-``gone_from_source_at``; that mark, and only that, makes a session "gone". A store
-without the column (a Hermes home read directly, an archive before migration 3)
-has nothing gone: every session in it is, by definition, still in the source.
+``gone_from_source_at``; that mark, and only that, makes a session "gone". Pages read
+only the archive (store_state.py), so the column is always there.
 """
 
 from __future__ import annotations
 
-from dashboard.repository.layout import Layout
 from dashboard.repository.params import one_of
 
 GONE_COLUMN = "gone_from_source_at"
@@ -23,15 +21,15 @@ def parse_presence(text: str | None) -> str:
     return one_of(text, "presence", PRESENCES)
 
 
-def gone_sql(layout: Layout, alias: str = "s") -> str:
+def gone_sql(alias: str = "s") -> str:
     """SQL for when a session (``alias`` of ``sessions``) left Hermes; NULL while it has not."""
-    return f"{alias}.{GONE_COLUMN}" if GONE_COLUMN in layout.session_columns else "NULL"
+    return f"{alias}.{GONE_COLUMN}"
 
 
-def presence_sql(layout: Layout, presence: str, alias: str = "s") -> str:
+def presence_sql(presence: str, alias: str = "s") -> str:
     """A condition keeping the sessions ``presence`` asks for ("1" for all)."""
     if presence == "hermes":
-        return f"{gone_sql(layout, alias)} IS NULL"
+        return f"{gone_sql(alias)} IS NULL"
     if presence == "archive":
-        return f"{gone_sql(layout, alias)} IS NOT NULL"
+        return f"{gone_sql(alias)} IS NOT NULL"
     return "1"

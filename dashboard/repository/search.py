@@ -659,7 +659,7 @@ def _filters(
         ses.append(f"s.id NOT IN ({','.join('?' * len(request.exclude))})")
         ses_params.extend(request.exclude)
     if request.presence != "all" and "presence" not in skip:
-        ses.append(presence_sql(layout, request.presence, "s"))
+        ses.append(presence_sql(request.presence, "s"))
     both = msg + ses
     return _Filters(
         sql="".join(f" AND {c}" for c in both),
@@ -781,7 +781,7 @@ def _session_rows(
     if not ids:
         return {}
     cols = layout.session_columns
-    pick = ["id", "source", f"{gone_sql(layout, 'sessions')} AS gone_at"] + [
+    pick = ["id", "source", f"{gone_sql('sessions')} AS gone_at"] + [
         c if c in cols else f"NULL AS {c}"
         for c in ("title", "model", "started_at", "ended_at", "message_count", "last_activity_at")
     ]

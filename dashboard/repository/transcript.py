@@ -637,7 +637,7 @@ def _session(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Sessi
     if "sessions" not in layout.tables:
         return None
     cols = [c for c in _SESSION_COLUMNS if c in layout.session_columns]
-    cols.append(f"{gone_sql(layout, 'sessions')} AS gone_at")
+    cols.append(f"{gone_sql('sessions')} AS gone_at")
     row = _one(conn, f"SELECT {', '.join(cols)} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         return None
