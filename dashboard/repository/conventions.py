@@ -90,6 +90,15 @@ def visible_rows_sql(columns: frozenset[str] | set[str], alias: str = "m") -> st
     return " AND ".join(parts) if parts else "1"
 
 
+#: The flag columns Recall's archive always has (schema migration 3).
+ARCHIVE_FLAG_COLUMNS = frozenset(MESSAGE_DEFAULTS)
+
+
+def visible_sql(alias: str = "m") -> str:
+    """The visible-row rule over the archive's messages (what every page reads)."""
+    return visible_rows_sql(ARCHIVE_FLAG_COLUMNS, alias)
+
+
 def is_rewound(active: object, compacted: object) -> bool:
     """A row undone by a rewind: neither live nor kept as compacted history."""
     return active == 0 and compacted == 0
