@@ -8,9 +8,11 @@ with an older copy. A sync runs at random points, and after each one:
 * the source's ``state.db`` (and ``-wal``) is byte-identical to before the sync;
 * the archive holds every session, message and usage row any sync ever saw;
 * what the source lost is marked gone, and pruned sessions stay searchable;
-* for rows still in the source, the readers answer the same on both files:
-  ``StateReader(home)`` on the source and ``StateReader(home, path=archive)``
-  (search results, transcripts, chains with their cost figures).
+* for rows still in the source, the archive kept through every sync answers as the
+  source reads now: as a first import of the source into a fresh archive answers
+  (search results with hit counts, transcripts, chains with their cost figures), and,
+  for search, as a plain scan of the source's visible rows says (pages never read a
+  Hermes file directly: store_state.py).
 
 Every shape of tests/hermes_shapes.py runs, except ``cjk_without_tokenizer``: its
 FTS triggers name a tokenizer this host lacks, so no one (Hermes included) can
@@ -38,12 +40,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from dashboard.repository import conventions
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import source_key, sync
 from dashboard.repository.reader import StateReader
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
+from tests.archived import archived_reader
 from tests.test_importer import ALL_SHAPES, _source_rows, assert_mirrors, assert_untouched, digests
 
 MACHINE_SHAPES = sorted(set(ALL_SHAPES) - {"cjk_without_tokenizer"})
@@ -273,8 +277,17 @@ class ArchiveMachine(RuleBasedStateMachine):
         return SearchRequest(query=word, group="session", per_page=100, sources=sources)
 
     def check_readers(self) -> None:
-        home = HermesHome(self.home)
-        source, kept = StateReader(home), StateReader(home, path=self.archive.path)
+        self.made += 1
+        fresh = self.tmp / f"fresh-{self.made}.db"
+        try:
+            self.compare_readers(archived_reader(self.home, fresh))
+        finally:
+            for path in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
+                path.unlink(missing_ok=True)
+
+    def compare_readers(self, source: StateReader) -> None:
+        """``source``: the source as read now (a first import of it into a fresh archive)."""
+        kept = StateReader(HermesHome(self.home), path=self.archive.path)
         present = set(_source_rows(self.db)[0])
         conn = self.archive.core.conn
         words = [*FIXTURE_WORDS, *list(self.seen_words)[-3:]]
@@ -289,6 +302,7 @@ class ArchiveMachine(RuleBasedStateMachine):
                     if r.session_id in present}  # fmt: skip
             theirs = {r.session_id: r.hit_count for r in source.search(request).results}
             assert mine == theirs, word
+            assert set(mine) == _sessions_saying(self.db, word), word
         gone = {r[0] for r in conn.execute(
             "SELECT id FROM sessions WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
         lost = {r[0] for r in conn.execute(
@@ -298,6 +312,24 @@ class ArchiveMachine(RuleBasedStateMachine):
             mine = kept.chain(sid)
             if not {s.session_id for s in mine.segments} & gone:
                 assert _chain(mine, self.db) == _chain(source.chain(sid), self.db), sid
+
+
+def _sessions_saying(db: Path, word: str) -> set[str]:
+    """Sessions of the source with a visible row containing ``word`` (a plain scan, the
+    visible-row rule over whatever flag columns the file has)."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+        columns = {r[1] for r in c.execute("PRAGMA table_info(messages)")}
+        flags = [f for f in conventions.MESSAGE_DEFAULTS if f in columns]
+        rows = c.execute(
+            f"SELECT session_id, content{''.join(', ' + f for f in flags)} FROM messages "
+            "WHERE instr(lower(content), lower(?))", (word,),
+        ).fetchall()  # fmt: skip
+    found = set()
+    for session_id, _content, *values in rows:
+        row = {**conventions.MESSAGE_DEFAULTS, **dict(zip(flags, values, strict=True))}
+        if conventions.is_visible(row["active"], row["compacted"], row["display_kind"]):
+            found.add(session_id)
+    return found
 
 
 def _transcript(
