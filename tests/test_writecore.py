@@ -189,3 +189,25 @@ def test_is_lock_error() -> None:
     assert is_lock_error(sqlite3.OperationalError("database is locked"))
     assert not is_lock_error(sqlite3.OperationalError("no such table: x"))
     assert not is_lock_error(ValueError("locked"))
+
+
+def test_an_attached_file_is_read_only_and_detached_after(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    conn.close()
+    before = other.read_bytes()
+    core = WriteCore(tmp_path / "main.db")
+    try:
+        _table(core)
+        with core.attached_readonly(other, "src") as name:
+            core.write(lambda c: c.execute(f"INSERT INTO t(x) SELECT x FROM {name}.t"))
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                core.write(lambda c: c.execute(f"INSERT INTO {name}.t VALUES (2)"))
+        schemas = [r[1] for r in core.conn.execute("PRAGMA database_list")]
+        assert schemas == ["main"]
+        assert core.conn.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+    finally:
+        core.close()
+    assert other.read_bytes() == before

@@ -28,6 +28,7 @@ from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 from dashboard.repository.store import SessionStore, index_messages
 
+SOURCE_SCHEMA = "hermes_source"  # the source's name while attached to the archive
 BATCH_SESSIONS = 50  # sessions per transaction: ~5,000 messages on a typical home
 WATERMARK_PREFIX = "archive_watermark:"
 LAST_SYNC_PREFIX = "archive_last_sync:"
@@ -146,6 +147,12 @@ class Adapter:
                 f"SELECT {select} FROM messages m WHERE {where} ORDER BY m.id", params
             )
         ]
+
+    def messages_select(self, schema: str) -> str:
+        """A SELECT of every copied message column (``m``) from ``schema``'s ``messages``:
+        the first import's ``INSERT … SELECT`` from the attached source."""
+        select = self._select("messages", MESSAGE_COLUMNS, conventions.MESSAGE_DEFAULTS)
+        return f"SELECT {select} FROM {schema}.messages m"
 
     def digest_sql(self) -> str:
         """Every column of the source's session row as one text (``s`` the alias).
@@ -449,11 +456,13 @@ def _first_import(
     added: dict[int, list[int]] = {}  # chunk -> sessions, messages, usage added
     done = total - len(todo)
 
+    copy = adapter.messages_select(SOURCE_SCHEMA)
+
     def steps() -> Iterator[Callable[[sqlite3.Connection], None]]:
         nonlocal done
         for start in range(0, len(todo), batch_sessions):
             chunk = todo[start : start + batch_sessions]
-            rows = adapter.read([sid for _, sid in chunk])
+            rows = adapter.read([sid for _, sid in chunk], messages=False)
             rows.sort(key=lambda s: (s.row["started_at"], s.row["id"]), reverse=True)
             last = chunk[-1]
 
@@ -466,6 +475,7 @@ def _first_import(
                 # Kept per chunk (not summed here): a retried transaction re-runs this.
                 now = time.time()
                 added[at] = _insert(c, home, rows, now)
+                added[at][1] = _copy_messages(c, home, copy, [s.row["id"] for s in rows], now)
                 _index_landed(c, home, rows, now)
                 put_meta(c, WATERMARK_PREFIX + home, covered)
 
@@ -481,7 +491,11 @@ def _first_import(
     # Triggers off; each transaction word-indexes the rows it lands, so the newest
     # sessions are searchable seconds after the start and a kill leaves a trustworthy
     # word index; the trigram index is built once at the end.
-    archive.bulk_write(steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True)
+    # The source's messages go straight from the file into the archive (attached
+    # read-only): on a 1M-message home, reading them into Python and back cost more
+    # than the whole copy in SQL.
+    with archive.core.attached_readonly(Path(adapter.layout.path), SOURCE_SCHEMA):
+        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True)
     archive.core.write(lambda c: c.execute(
         "DELETE FROM state_meta WHERE key=?", (WATERMARK_PREFIX + home,)))  # fmt: skip
     return [sum(a[i] for a in added.values()) for i in range(3)]
@@ -528,6 +542,28 @@ def _insert(
         ],
     ).rowcount
     return [max(added_sessions, 0), max(added_messages, 0), max(added_usage, 0)]
+
+
+def _copy_messages(
+    conn: sqlite3.Connection, home: str, select: str, session_ids: list[str], now: float
+) -> int:
+    """Copy the messages of ``session_ids`` from the attached source (``select``:
+    :meth:`Adapter.messages_select`) in one statement; return how many were added.
+
+    The same rules as :func:`_insert` for rows read into Python: the source's id is
+    kept when it is free, a row already archived (same home and source id) is left.
+    """
+    cols = MESSAGE_COLUMNS + PROVENANCE
+    marks = ",".join("?" for _ in session_ids)
+    picked = ", ".join(f"c.{c}" for c in MESSAGE_COLUMNS[1:])
+    return max(conn.execute(
+        f"INSERT INTO messages ({', '.join(cols)}) "
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM main.messages x WHERE x.id = c.id) "
+        f"THEN NULL ELSE c.id END, {picked}, ?, CAST(c.id AS TEXT), ? "
+        f"FROM ({select} WHERE m.session_id IN ({marks})) c WHERE 1 ORDER BY c.id "
+        "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING",
+        [home, now, *session_ids],
+    ).rowcount, 0)  # fmt: skip
 
 
 def _index_landed(

@@ -588,7 +588,7 @@ FTS5_AUTOMERGE = 4  # FTS5's default
 def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
     _put_meta(conn, "fts_stale", "1")
     for name in schema.FTS_TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
 
 
 def triggers_off(conn: sqlite3.Connection) -> bool:
@@ -610,7 +610,7 @@ def _defer_fts(conn: sqlite3.Connection) -> None:
     _put_meta(conn, schema.TRIGRAM_PENDING_KEY, "1")
     _set_automerge(conn, WORDS, BULK_AUTOMERGE)  # the steps add to it in bulk
     for name in schema.FTS_TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
 
 
 @contextmanager

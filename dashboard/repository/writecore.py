@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from dashboard.repository.readonly import readonly_uri
+
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 1.0
@@ -163,6 +165,27 @@ class WriteCore:
             yield self.conn
 
     # -- maintenance ----------------------------------------------------------------
+
+    @contextmanager
+    def attached_readonly(self, path: Path, name: str) -> Iterator[str]:
+        """``path`` attached to the writer as schema ``name``, read-only, while the block runs.
+
+        For the bulk path's ``INSERT … SELECT`` straight from another file (the first
+        import), with no row passing through Python. The ``mode=ro`` URI makes SQLite
+        refuse any write to it; if this SQLite did not take the URI (then it names another
+        file) nothing is read. ATTACH and DETACH take the lock: neither may run inside a
+        transaction another thread has open.
+        """
+        with self._lock:
+            self.conn.execute(f"ATTACH DATABASE ? AS {name}", (readonly_uri(path),))
+            files = {row[1]: row[2] for row in self.conn.execute("PRAGMA database_list")}
+        try:
+            if not files.get(name) or Path(files[name]).resolve() != Path(path).resolve():
+                raise sqlite3.OperationalError(f"{path} was not attached read-only")
+            yield name
+        finally:
+            with self._lock:
+                self.conn.execute(f"DETACH DATABASE {name}")
 
     def checkpoint(self) -> tuple[int, int, int] | None:
         """Run a PASSIVE WAL checkpoint; it never waits for readers or writers."""
