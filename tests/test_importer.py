@@ -572,6 +572,40 @@ def test_reconcile_catches_an_edit_the_cheap_check_does_not_look_for(tmp_path: P
         assert hits == 1
 
 
+def test_a_first_import_of_a_still_source_is_its_copy_without_a_reconciliation(
+    tmp_path: Path,
+) -> None:
+    home, db = _home(tmp_path)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        report = sync(archive, db, home)
+        assert report.bulk and not report.reconciled
+        assert_mirrors(archive, db, home)
+
+
+def test_an_edit_hermes_makes_during_the_first_import_is_caught_by_its_reconciliation(
+    tmp_path: Path,
+) -> None:
+    home, db = _home(tmp_path)
+    with closing(source_conn(db)) as src:
+        first = src.execute("SELECT min(id) FROM messages").fetchone()[0]
+    edited: list[int] = []
+
+    def edit(progress: importer.Progress) -> None:
+        # Once the batch holding the oldest message has landed, Hermes rewrites it.
+        if progress.phase == "indexing" and not edited:
+            hs.edit_message(db, first, "rewritten quietly")
+            edited.append(first)
+
+    with SessionStore(tmp_path / "archive.db") as archive:
+        report = sync(archive, db, home, batch_sessions=1, on_progress=edit)
+        assert edited and report.reconciled
+        assert_mirrors(archive, db, home)
+        text = archive.core.conn.execute(
+            "SELECT content FROM messages WHERE src_id = ?", (str(first),)
+        ).fetchone()[0]
+        assert text == "rewritten quietly"
+
+
 def test_a_restored_older_backup_keeps_what_only_the_archive_holds(tmp_path: Path) -> None:
     home, db = _home(tmp_path)
     backup = hs.backup_copy(db, tmp_path / "backup.db")

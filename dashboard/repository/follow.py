@@ -106,14 +106,22 @@ def read_source_state(conn: sqlite3.Connection, home: str) -> dict[str, Any] | N
 
 
 def follow(
-    archive: SessionStore, adapter: Adapter, home: str, state_db: Path, *, reconcile: bool
-) -> FollowReport:
-    """Bring the archive level with the source after the first import (see the module)."""
+    archive: SessionStore, adapter: Adapter, home: str, state_db: Path, *, reconcile: bool,
+    copied: bool = False,
+) -> FollowReport:  # fmt: skip
+    """Bring the archive level with the source after the first import (see the module).
+
+    ``copied``: a first import just copied the whole file while no one wrote to it,
+    so the cheap pass (session digests) stands in for the reconciliation there is no
+    earlier state to spare.
+    """
     with archive.core.reading() as conn:
         state = read_source_state(conn, home)
     inode = _inode(state_db)
     with read_snapshot(adapter.conn):
         newest = _newest(adapter)
+        if state is None and copied:
+            state = {"newest": newest, "inode": inode}
         moved = state is not None and state.get("inode") != inode
         suspect = state is None or moved or _watermark_lost(adapter, state, newest)
         if reconcile or suspect:

@@ -379,7 +379,10 @@ def sync(
     """Bring the archive level with the source; never write the source, never drop a row.
 
     The first import (or its resumption) copies every session, newest first, through
-    the bulk path and is followed by a reconciliation. A later sync is the cheap one
+    the bulk path and is followed by a reconciliation, unless the source stayed still
+    all through an import that was not resumed (``PRAGMA data_version`` on the reading
+    connection: then every batch read the same file, and the import is its copy; at 1M
+    messages the comparison costs ~15 s). A later sync is the cheap one
     (follow.py) unless ``reconcile`` asks for the full comparison, or the source looks
     replaced.
     """
@@ -397,9 +400,13 @@ def sync(
             "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
         ).fetchone()
         added = [0, 0, 0]
+        still = True
         if first:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
             added = _first_import(archive, adapter, home, batch_sessions, on_progress)
-        followed = follow(archive, adapter, home, state_db, reconcile=reconcile or first)
+            still = conn.execute("PRAGMA data_version").fetchone()[0] == version
+        check = reconcile or resumed or (first and not still)
+        followed = follow(archive, adapter, home, state_db, reconcile=check, copied=first)
     finally:
         conn.close()
     c = followed.changes
