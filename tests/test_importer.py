@@ -572,6 +572,21 @@ def test_reconcile_catches_an_edit_the_cheap_check_does_not_look_for(tmp_path: P
         assert hits == 1
 
 
+def test_reconcile_catches_an_edit_that_keeps_every_length(tmp_path: Path) -> None:
+    home, db = _home(tmp_path)
+    with SessionStore(tmp_path / "archive.db") as archive:
+        sync(archive, db, home)
+        with closing(source_conn(db)) as src:
+            first, text = src.execute(
+                "SELECT id, content FROM messages WHERE length(content) > 3 ORDER BY id LIMIT 1"
+            ).fetchone()
+        same_length = text[::-1] if text[::-1] != text else text.swapcase()
+        assert len(same_length) == len(text) and same_length != text
+        hs.edit_message(db, first, same_length)
+        sync(archive, db, home, reconcile=True)
+        assert_mirrors(archive, db, home)
+
+
 def test_a_first_import_of_a_still_source_is_its_copy_without_a_reconciliation(
     tmp_path: Path,
 ) -> None:

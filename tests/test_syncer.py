@@ -98,11 +98,20 @@ def test_an_unchanged_source_is_not_synced_again(home: HermesHome, tmp_path: Pat
         wait_for(lambda: syncer.syncs == 2)
 
 
-def test_reconciliation_runs_at_start_and_periodically(home: HermesHome, tmp_path: Path) -> None:
+def test_reconciliation_runs_at_start_then_periodically_once_the_source_moved(
+    home: HermesHome, tmp_path: Path
+) -> None:
     syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST,
                     reconcile_s=0.3)  # fmt: skip
     with running(syncer):
-        wait_for(lambda: syncer.syncs >= 3)  # no change at all: the passes are reconciliation
+        wait_for(lambda: syncer.syncs == 1)
+        time.sleep(1.5)  # five periods, no change: nothing to catch, nothing run
+        assert (syncer.syncs, syncer.reconciliations) == (1, 1)
+        add_turn(home.state_db, shapes.S_ROOT, "one more")
+        wait_for(lambda: syncer.syncs == 2)
+        wait_for(lambda: syncer.reconciliations == 2)  # the period after a change
+        time.sleep(1.5)
+        assert syncer.reconciliations == 2
 
 
 def test_the_watch_reads_data_version_and_notices_a_new_inode(home: HermesHome) -> None:

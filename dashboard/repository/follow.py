@@ -54,6 +54,7 @@ from dashboard.repository.importer import (
     USAGE_KEY,
     Adapter,
     SourceSession,
+    add_checksum,
     message_sums_select,
     put_meta,
     row_digest,
@@ -250,6 +251,7 @@ def _reconcile(archive: SessionStore, adapter: Adapter, home: str) -> tuple[Chan
 def archive_message_sums(conn: sqlite3.Connection, home: str) -> dict[str, tuple[Any, ...]]:
     """The archive's side of :meth:`Adapter.message_sums`: ``home``'s rows still in it."""
     select = message_sums_select(lambda c: f"m.{c}", "CAST(m.src_id AS INTEGER)")
+    add_checksum(conn)
     rows = conn.execute(
         f"SELECT m.session_id, {select} FROM messages m"
         " WHERE m.src_home=? AND m.gone_from_source_at IS NULL GROUP BY m.session_id",

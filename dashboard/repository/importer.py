@@ -17,6 +17,7 @@ import hashlib
 import json
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +204,7 @@ class Adapter:
 
     def message_sums(self) -> dict[str, tuple[Any, ...]]:
         """:meth:`message_sums_sql` for every source session."""
+        add_checksum(self.conn)
         rows = self.conn.execute(
             f"SELECT m.session_id, {self.message_sums_sql()} FROM messages m GROUP BY m.session_id"
         )
@@ -615,14 +617,35 @@ def row_digest(text: str | None) -> str:
     return hashlib.blake2b((text or "").encode(), digest_size=12).hexdigest()
 
 
+CHECKSUM = "recall_crc32"
+
+
+def add_checksum(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` :data:`CHECKSUM`, the CRC-32 of a value's text (0 for NULL), which
+    :func:`message_sums_select` sums. A function is per connection: no write, and a
+    read-only source connection may have one."""
+    conn.create_function(CHECKSUM, 1, _crc32, deterministic=True)
+
+
+def _crc32(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bytes):
+        return zlib.crc32(value)
+    return zlib.crc32(str(value).encode("utf-8", "surrogatepass"))
+
+
 def message_sums_select(col: Callable[[str], str], id_sql: str) -> str:
     """The per-session sums :meth:`Adapter.message_sums` compares, ``col(name)`` naming
-    a column (the archive names its own, a source file its own or a default)."""
+    a column (the archive names its own, a source file its own or a default). The
+    connection needs :func:`add_checksum`: lengths alone miss an edit that keeps them."""
     lengths = ("content", "tool_calls", "tool_name", "tool_call_id", "reasoning", "display_kind")
     return ", ".join(
         (
             "count(*)",
             f"sum({id_sql})",
+            f"sum({CHECKSUM}({col('content')}))",
+            f"sum({CHECKSUM}({col('tool_calls')}))",
             # Milliseconds as integers: a float sum depends on the order it is added in.
             f"sum(CAST(round({col('timestamp')} * 1000) AS INTEGER))",
             *(f"total(length({col(c)}))" for c in lengths),
