@@ -26,6 +26,7 @@ from dashboard.repository.readonly import open_readonly
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
+from tests.archive_checks import fts_checks, meta
 
 ALL_SHAPES = {**hs.SHAPES, **hs.COST_SHAPES}
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,15 +82,6 @@ def archive_messages(conn: sqlite3.Connection, home: str) -> dict[str, tuple[obj
         f"SELECT src_id, {', '.join(MESSAGE_FIELDS)} FROM messages WHERE src_home=?", (home,)
     )
     return {r[0]: tuple(r[1:]) for r in rows}
-
-
-def fts_checks(
-    conn: sqlite3.Connection, tables: tuple[str, ...] = ("messages_fts", "messages_fts_trigram")
-) -> None:
-    """PRAGMA integrity_check and the FTS indexes' integrity-check (both by default) pass."""
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    for table in tables:
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
 
 
 @pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
@@ -190,11 +182,6 @@ def test_auxiliary_rows_keep_their_null_status_and_read_as_estimated(tmp_path: P
 def indexed_rows(conn: sqlite3.Connection, table: str = "messages_fts") -> int:
     """Rows in an FTS index (an external-content index keeps one docsize row per row)."""
     return conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
-
-
-def meta(conn: sqlite3.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM state_meta WHERE key=?", (key,)).fetchone()
-    return row[0] if row else None
 
 
 def triggers(conn: sqlite3.Connection) -> set[str]:

@@ -22,6 +22,7 @@ from dashboard.repository.recalldb import RecallData
 from dashboard.serve import port_taken
 from dashboard.web.security import load_secret_key
 from tests import hermes_shapes as shapes
+from tests.archive_checks import FTS, fts_checks, meta
 from tests.browser_support import running_server
 
 
@@ -157,7 +158,6 @@ def test_the_port_suggested_when_one_is_taken_is_a_port() -> None:
 # --- The archive's syncer inside a real `recall serve` -----------------------------------
 
 
-FTS = ("messages_fts", "messages_fts_trigram")
 
 
 def _health(url: str) -> dict:
@@ -176,26 +176,15 @@ def _wait_importing(url: str, past: int) -> dict:
     raise AssertionError("the first import never got going")
 
 
-def _fts_checks(archive: Path, against_content: tuple[str, ...] = FTS) -> list[str]:
-    """``integrity_check`` and both FTS5 ``integrity-check`` commands, read on the file.
-
-    For the tables in ``against_content`` the check runs with rank 1: FTS5 also compares
-    the index with the messages it covers (external content); for the others it checks
-    the index's own structure only.
-    """
+def _checked(archive: Path, against_content: tuple[str, ...] = FTS) -> None:
+    """:func:`archive_checks.fts_checks` on the file, through a connection of its own."""
     with closing(sqlite3.connect(archive)) as conn:
-        found = [conn.execute("PRAGMA integrity_check").fetchone()[0]]
-        for table in FTS:
-            rank = 1 if table in against_content else 0
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', {rank})")
-            found.append(f"{table} ok")
-    return found
+        fts_checks(conn, against_content=against_content)
 
 
 def _meta(archive: Path, key: str) -> str | None:
     with closing(sqlite3.connect(readonly_uri(archive), uri=True)) as conn:
-        row = conn.execute("SELECT value FROM state_meta WHERE key=?", (key,)).fetchone()
-    return row[0] if row else None
+        return meta(conn, key)
 
 
 def _counts(db: Path) -> tuple[int, int, int]:
@@ -229,14 +218,13 @@ def test_kill_9_mid_import_leaves_a_sound_archive_and_the_next_start_finishes(
     # trigram index is built once at the end. Cut off: the file is sound, the word index
     # agrees with the messages that landed, the trigram index is well formed and marked
     # pending (search scans for parts of words until the next start builds it).
-    assert _fts_checks(archive, against_content=("messages_fts",)) == [
-        "ok", "messages_fts ok", "messages_fts_trigram ok"]  # fmt: skip
+    _checked(archive, against_content=("messages_fts",))
     assert _meta(archive, "fts_trigram_pending") == "1"
     with running_server(args, tmp_path, env) as server:
         sync = _health(server.url)["sync"]
         assert sync["last_sync_at"] and sync["reason"] is None
     assert _counts(archive) == _counts(big_source / "state.db")
-    assert _fts_checks(archive) == ["ok", "messages_fts ok", "messages_fts_trigram ok"]
+    _checked(archive)
     assert _meta(archive, "fts_trigram_pending") is None
 
 
@@ -253,5 +241,4 @@ def test_sigterm_mid_import_stops_at_a_batch_and_exits_cleanly(
     assert "Traceback" not in s.log.read_text()
     assert 0 < _counts(archive)[0] < 300
     # Stopped, not killed: sound, the word index agrees with what landed.
-    assert _fts_checks(archive, against_content=("messages_fts",)) == [
-        "ok", "messages_fts ok", "messages_fts_trigram ok"]  # fmt: skip
+    _checked(archive, against_content=("messages_fts",))

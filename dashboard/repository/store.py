@@ -158,7 +158,7 @@ class SessionStore:
             schema.migrate(self.core)
             if self.index_is_stale():
                 self.repair_index()  # a bulk import died half-way: finish it
-            elif finish_index and self._triggers_off():
+            elif finish_index and triggers_off(self.core.conn):
                 self.finish_deferred_index()  # one that indexed as it went died
         except BaseException:
             self.core.close()
@@ -556,12 +556,6 @@ class SessionStore:
             _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
 
         self.core.write(finish)
-
-    def _triggers_off(self) -> bool:
-        row = self.core.conn.execute(
-            "SELECT value FROM state_meta WHERE key='fts_triggers_off'"
-        ).fetchone()
-        return bool(row and row[0] == "1")
 
     def index_is_stale(self) -> bool:
         row = self.core.conn.execute(
