@@ -2001,3 +2001,135 @@ def build_prune_home(
                                ("last_auto_prune", str(last_auto_prune))))  # fmt: skip
         _run(conn, statements)
     return ids
+
+
+# ---------------------------------------------------------------------------
+# In-place compaction epochs (today's Hermes) beside rotation chains
+# ---------------------------------------------------------------------------
+
+#: A conversation that only ever compacted in place: 3 compactions, each re-inserting
+#: the last 2 live rows (so each tail exists twice), and one rewind in the last epoch.
+S_EPOCHS = "20260901_100000_e90c01"
+#: A rotation chain (from before the switch) whose newest segment then compacted in
+#: place twice.
+S_ROTATED = "20260902_100000_e90c02"
+S_ROTATED_TIP = "20260902_110000_e90c03"
+#: A child that starts 3 s before its parent ended (clock slack): part 2 of 2.
+S_EARLY_PARENT = "20260903_100000_e90c04"
+S_EARLY_CHILD = "20260903_103057_e90c05"
+
+#: Said only in the first epoch of :data:`S_EPOCHS` (before compaction 1 of 3).
+EPOCH1_WORD = "quillwort"
+#: Said only in each later epoch (2, 3, and the live one, 4).
+EPOCH_WORDS = ("bramblewick", "cindervale", "duskmantle")
+#: Said only in the rows the rewind undid (never shown unless asked for).
+EPOCH_REWOUND_WORD = "gloamfern"
+#: Said only before the rotated chain's tip compacted in place.
+ROTATED_WORD = "hollowmere"
+
+EPOCH_FORMS = ("current_views", "older_with_flags")
+
+
+def is_summary_text(content: str | None) -> bool:
+    """Whether a row is a compaction summary carrier (either prefix)."""
+    return bool(content) and content.lstrip().startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX))  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class EpochFacts:
+    """What :func:`build_epochs_home` wrote, for the tests to check answers against."""
+
+    db: Path
+    #: Per in-place session, per compaction: (time, ids of the rows it archived,
+    #: ids of the summary carrier and re-inserted tail it wrote).
+    compactions: dict[str, list[tuple[float, list[int], list[int]]]]
+    rewound: list[int]  # ids the rewind left active=0, compacted=0
+    #: Every distinct message of S_EPOCHS in order, as a person reads "everything":
+    #: (role, content), the re-inserted tails once, the summaries included.
+    distinct: list[tuple[str, str]]
+    word_ids: dict[str, int]  # each epoch word -> the id of the row saying it
+
+
+def build_epochs_home(home: Path, form: str = "current_views") -> EpochFacts:
+    """A home of ``form`` (:data:`EPOCH_FORMS`: today's views form, or an older
+    inline-FTS file with ``active``/``compacted`` added by ALTER TABLE and no
+    ``display_kind``) holding the fixture dataset plus the in-place and mixed
+    conversations above, written through the same operations Hermes performs."""
+    db = home / "state.db"
+    if form == "current_views":
+        build_current_views(db)
+    elif form == "older_with_flags":
+        build_missing_new_columns(db)
+        with closing(_live(db)) as conn:
+            conn.execute("ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1")
+            conn.execute("ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0")
+    else:
+        raise ValueError(f"unknown epoch form {form!r}")
+    at = _epoch(S_EPOCHS)
+    compactions: dict[str, list[tuple[float, list[int], list[int]]]] = {}
+    word_ids: dict[str, int] = {}
+    distinct: list[tuple[str, str]] = []
+
+    def turn(sid: str, user: str, reply: str) -> list[int]:
+        nonlocal at
+        at += 60
+        ids = append_turn(db, sid, user, reply, at)
+        if sid == S_EPOCHS:
+            distinct.extend((("user", user), ("assistant", reply)))
+        return ids
+
+    def compact(sid: str, summary: str, keep: int = 2) -> None:
+        nonlocal at
+        at += 60
+        with closing(_live(db)) as conn:
+            live = [r[0] for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,))]
+            top = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+        assert compact_in_place(db, sid, summary, at, keep=keep)
+        with closing(_live(db)) as conn:
+            written = [r[0] for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", (sid, top))]
+        compactions.setdefault(sid, []).append((at, live, written))
+        if sid == S_EPOCHS:
+            distinct.append(("user", f"{SUMMARY_PREFIX}\n{summary}"))
+
+    start_session(db, S_EPOCHS, at, title="Long in-place conversation")
+    ids = turn(S_EPOCHS, f"the {EPOCH1_WORD} question", "a first answer")
+    word_ids[EPOCH1_WORD] = ids[0]
+    turn(S_EPOCHS, "and the retry budget?", "three retries with jitter")
+    for n, word in enumerate(EPOCH_WORDS, start=1):
+        compact(S_EPOCHS, f"so far: part {n}")
+        ids = turn(S_EPOCHS, f"now about {word}", f"noted, {word} it is")
+        word_ids[word] = ids[0]
+        if n == len(EPOCH_WORDS):  # the live epoch: one turn undone
+            undone = turn(S_EPOCHS, f"try {EPOCH_REWOUND_WORD} instead", "rewinding that")
+            at += 60
+            assert rewind(db, S_EPOCHS, 2, at) == 2
+            for _ in undone:
+                distinct.pop()
+    with closing(_live(db)) as conn:
+        rewound = [r[0] for r in conn.execute(
+            "SELECT id FROM messages WHERE session_id = ? AND active = 0 AND compacted = 0"
+            " ORDER BY id", (S_EPOCHS,))]  # fmt: skip
+
+    at = _epoch(S_ROTATED)
+    start_session(db, S_ROTATED, at, title="Rotated then in place")
+    turn(S_ROTATED, f"the {ROTATED_WORD} plan", "first segment")
+    at = _epoch(S_ROTATED_TIP)
+    compress_into_child(db, S_ROTATED, S_ROTATED_TIP, "rotation summary", at)
+    ids = turn(S_ROTATED_TIP, f"still on {ROTATED_WORD}", "second segment")
+    word_ids[ROTATED_WORD] = ids[0]
+    compact(S_ROTATED_TIP, "tip, first in-place compaction")
+    turn(S_ROTATED_TIP, "more on the tip", "ok")
+    compact(S_ROTATED_TIP, "tip, second in-place compaction")
+    turn(S_ROTATED_TIP, "the tip's live turn", "ok")
+
+    at = _epoch(S_EARLY_PARENT)
+    start_session(db, S_EARLY_PARENT, at, title="Clock slack")
+    turn(S_EARLY_PARENT, "before the handoff", "ok")
+    parent_end = _epoch(S_EARLY_CHILD) + 3  # the child's start is 3 s before this
+    compress_into_child(db, S_EARLY_PARENT, S_EARLY_CHILD, "slack summary", _epoch(S_EARLY_CHILD))
+    end_session(db, S_EARLY_PARENT, parent_end, reason="compression")
+    at = _epoch(S_EARLY_CHILD) + 10
+    turn(S_EARLY_CHILD, "after the handoff", "ok")
+    return EpochFacts(db, compactions, rewound, distinct, word_ids)

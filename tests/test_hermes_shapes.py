@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as hs
+from tests.archived import archive_home
+from tests.test_importer import assert_mirrors
 
 SHAPE_NAMES = sorted(hs.SHAPES)
 
@@ -452,3 +455,40 @@ def test_deterministic_and_rebuildable(name: str, tmp_path: Path) -> None:
     first = dump(hs.SHAPES[name](tmp_path / "a" / "state.db"))
     again = hs.SHAPES[name](tmp_path / "a" / "state.db")  # over an existing file
     assert dump(again) == first == dump(hs.SHAPES[name](tmp_path / "b" / "state.db"))
+
+
+@pytest.mark.parametrize("form", hs.EPOCH_FORMS)
+def test_the_epochs_home_holds_what_hermes_writes_when_it_compacts_in_place(
+    form: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    facts = hs.build_epochs_home(home, form)
+    with closing(sqlite3.connect(f"file:{facts.db}?mode=ro", uri=True)) as conn:
+        rows = {r[0]: r[1:] for r in conn.execute(
+            "SELECT id, role, content, active, compacted FROM messages WHERE session_id = ?",
+            (hs.S_EPOCHS,))}  # fmt: skip
+        sessions = {r[0]: r[1:] for r in conn.execute(
+            "SELECT id, parent_session_id, started_at, ended_at FROM sessions")}  # fmt: skip
+    epochs = facts.compactions[hs.S_EPOCHS]
+    assert len(epochs) == 3 and len(facts.compactions[hs.S_ROTATED_TIP]) == 2
+    for _, archived, written in epochs:
+        # Each compaction archives every live row and writes a summary plus a copy of
+        # the last two: the tail exists twice, once archived and once live.
+        assert all(rows[i][2:] == (0, 1) for i in archived)
+        assert hs.is_summary_text(rows[written[0]][1])
+        assert [rows[i][:2] for i in written[1:]] == [rows[i][:2] for i in archived[-2:]]
+    assert [rows[i][2:] for i in facts.rewound] == [(0, 0), (0, 0)]
+    assert hs.EPOCH_REWOUND_WORD in rows[facts.rewound[0]][1]
+    live = [rows[i][:2] for i in sorted(rows) if rows[i][2] == 1]
+    assert live[0][1].startswith(hs.SUMMARY_PREFIX) and len(live) == 5
+    # Every distinct message once: the archived rows with each re-inserted tail dropped.
+    copies = {i for _, _, written in epochs for i in written[1:]}
+    shown = [rows[i][:2] for i in sorted(rows) if i not in copies and i not in facts.rewound]
+    assert shown == facts.distinct
+    assert sessions[hs.S_ROTATED_TIP][0] == hs.S_ROTATED
+    parent, child = sessions[hs.S_EARLY_PARENT], sessions[hs.S_EARLY_CHILD]
+    assert child[0] == hs.S_EARLY_PARENT and parent[2] - child[1] == 3
+    # The archive copies all of it, flags included (issue 16 reads the epochs there).
+    path = archive_home(home)
+    with SessionStore(path) as archive:
+        assert_mirrors(archive, facts.db, home)
