@@ -1,0 +1,165 @@
+"""In-place compaction epochs: the history inside one session, from its rows alone.
+
+Today's Hermes compacts a long conversation in place (HERMES_FACTS.md, "Today's
+Hermes"): one write flips every live row to ``active=0, compacted=1`` and inserts a
+summary carrier (content led by a compaction prefix, conventions.is_summary) and a
+copy of the retained tail as fresh live rows. A rewind leaves rows ``active=0,
+compacted=0``. So a session's rows, in id order, read as epochs:
+
+* epoch 1 runs from the first row to the first carrier that follows some rows;
+* each later carrier opens the next epoch: compaction *k* closed epoch *k* at the
+  carrier's time;
+* the rows right after a carrier that repeat, role and content in order, the last
+  rows before it are the re-inserted tail: copies, shown once (as the row they copy).
+  The same rule drops a whole transcript Hermes re-inserts by mistake (the known
+  duplicate-rows bug): dedupe by role, content and order, never by deleting.
+
+A carrier that is a session's first row is a rotation child's summary (chains.py),
+not an in-place compaction. :func:`derive_epochs` is the rule over rows
+(:class:`EpochRow`); :func:`session_epochs` reads them from the archive.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dashboard.repository.conventions import SUMMARY_PREFIXES, is_rewound, is_summary
+
+OPENING_CHARS = 160  # of a summary, for the epoch's line on the chain page
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    """What the derivation needs of one message row."""
+
+    id: int
+    role: str
+    content: str | None
+    timestamp: float
+    active: int = 1
+    compacted: int = 0
+    token_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One stretch of a conversation between two compactions (or after the last)."""
+
+    number: int  # 1-based
+    first_id: int
+    last_id: int
+    started_at: float
+    ended_at: float  # its last row's time
+    rows: int  # distinct rows: the re-inserted copies and rewound rows not counted
+    compacted_at: float | None  # when the compaction closing it ran; None: the live epoch
+    archived: int  # rows that compaction flipped to archived (0 for the live epoch)
+    summary_id: int | None  # the carrier opening it (None for epoch 1)
+    summary_opening: str | None
+    tokens: int | None  # sum of its distinct rows' token_count; None when none recorded
+
+    @property
+    def live(self) -> bool:
+        return self.compacted_at is None
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """A session's epochs and how its rows map onto them."""
+
+    epochs: tuple[Epoch, ...] = ()
+    copies: dict[int, int] = field(default_factory=dict)  # copy id -> the row it repeats
+    rewound: frozenset[int] = frozenset()
+    epoch_of: dict[int, int] = field(default_factory=dict)  # row id -> epoch number
+
+    @property
+    def compactions(self) -> int:
+        """How many times the session compacted in place."""
+        return max(0, len(self.epochs) - 1)
+
+    def shown_once(self, row_id: int) -> int:
+        """The row a person reads for ``row_id``: the original a copy repeats, else itself."""
+        while row_id in self.copies:
+            row_id = self.copies[row_id]
+        return row_id
+
+    def before_compaction(self, row_id: int) -> int | None:
+        """The compaction a row came before (its epoch's number), None in the live epoch."""
+        number = self.epoch_of.get(self.shown_once(row_id))
+        if number is None or number > self.compactions:
+            return None
+        return number
+
+
+def session_epochs(conn: sqlite3.Connection, session_id: str) -> Epochs:
+    """The epochs of one archived session (every row, rewound ones included)."""
+    rows = conn.execute(
+        "SELECT id, role, content, timestamp, active, compacted, token_count FROM messages"
+        " WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    )
+    return derive_epochs([EpochRow(*r) for r in rows])
+
+
+def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
+    """The epochs of one session's rows (any order: they are read by id)."""
+    ordered = sorted(rows, key=lambda r: r.id)
+    if not ordered:
+        return Epochs()
+    bounds = [
+        i for i, row in enumerate(ordered)
+        if i > 0 and is_summary(row.content) and not is_rewound(row.active, row.compacted)
+    ]  # fmt: skip
+    starts = [0, *bounds]
+    ends = [*bounds, len(ordered)]
+    copies: dict[int, int] = {}
+    rewound = frozenset(r.id for r in ordered if is_rewound(r.active, r.compacted))
+    epoch_of: dict[int, int] = {}
+    epochs: list[Epoch] = []
+    for number, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
+        part = ordered[start:end]
+        if number > 1:
+            before = [r for r in ordered[starts[number - 2] : start] if r.id not in rewound]
+            copies.update(_tail_copies(before, part[1:]))
+        for row in part:
+            epoch_of[row.id] = number
+        distinct = [r for r in part if r.id not in copies and r.id not in rewound]
+        closing = ordered[end] if end < len(ordered) else None
+        carrier = part[0] if number > 1 else None
+        tokens = [r.token_count for r in distinct if r.token_count is not None]
+        epochs.append(Epoch(
+            number=number, first_id=part[0].id, last_id=part[-1].id,
+            started_at=part[0].timestamp, ended_at=part[-1].timestamp, rows=len(distinct),
+            compacted_at=closing.timestamp if closing is not None else None,
+            archived=sum(1 for r in part if r.compacted == 1) if closing is not None else 0,
+            summary_id=carrier.id if carrier else None,
+            summary_opening=_opening(carrier.content) if carrier else None,
+            tokens=sum(tokens) if tokens else None,
+        ))  # fmt: skip
+    return Epochs(tuple(epochs), copies, rewound, epoch_of)
+
+
+def _tail_copies(before: Sequence[EpochRow], after: Sequence[EpochRow]) -> dict[int, int]:
+    """The rows at the start of ``after`` repeating the end of ``before`` (role, content,
+    in order): the longest such run, each copy mapped to the row it repeats."""
+    longest = min(len(before), len(after))
+    for n in range(longest, 0, -1):
+        tail, head = before[-n:], after[:n]
+        if all(_same(a, b) for a, b in zip(tail, head, strict=True)):
+            return {b.id: a.id for a, b in zip(tail, head, strict=True)}
+    return {}
+
+
+def _same(a: EpochRow, b: EpochRow) -> bool:
+    return a.role == b.role and (a.content or "") == (b.content or "")
+
+
+def _opening(content: str | None) -> str:
+    """A summary's first words after its prefix, for one line."""
+    text = (content or "").lstrip()
+    for prefix in SUMMARY_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:OPENING_CHARS]
