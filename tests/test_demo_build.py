@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from dashboard.demo.build import build_demo_home
-from dashboard.demo.plan import DemoPlanner, anchor_for
+from dashboard.demo.plan import DemoPlanner, PlannedSession, anchor_for
+from dashboard.repository.epochs import EpochRow, Epochs, derive_epochs
 from dashboard.repository.errors import ConflictError
 from dashboard.repository.layout import detect_layout
 from dashboard.repository.readonly import open_readonly
@@ -94,6 +95,36 @@ def test_chain_children_start_with_a_compaction_summary(planned: list) -> None:
         first = p.record.messages[0].content
         assert first == p.summary
         assert first.startswith(("[CONTEXT COMPACTION — REFERENCE ONLY]", "[CONTEXT SUMMARY]:"))
+
+
+def _epochs(plan: PlannedSession) -> Epochs:
+    rows = [EpochRow(i, m.role, m.content, m.timestamp or 0.0, m.active, m.compacted)
+            for i, m in enumerate(plan.record.messages, start=1)]  # fmt: skip
+    return derive_epochs(rows)
+
+
+def test_recent_long_conversations_compact_in_place_and_older_ones_rotate(
+    planned: list,
+) -> None:
+    switch = anchor_for(ANCHOR) - 183 * 86_400
+    in_place = [p for p in planned if p.compactions]
+    rotated = [p for p in planned if p.summary is not None]
+    assert len(in_place) > 20 and rotated
+    # Rotation children from after the switch belong to the conversation under way at it.
+    assert all(p.record.started_at < switch + 86_400 for p in rotated)
+    for p in in_place:
+        epochs = _epochs(p)
+        # Hermes's form: each compaction a summary carrier and the last two rows again.
+        assert epochs.compactions == len(p.compactions) and len(epochs.copies) == 2 * len(
+            p.compactions)  # fmt: skip
+        assert [e.compacted_at for e in epochs.epochs[:-1]] == [c[2] for c in p.compactions]
+        assert p.record.started_at >= switch - 3600
+        compression = [u for u in p.record.usage if u.task == "compression"]
+        assert [u.api_calls for u in compression] == [len(p.compactions)]
+    assert max(len(p.compactions) for p in in_place) >= 5
+    # Some conversations have both: rotation history, then in-place epochs.
+    both = [p for p in in_place if p.record.parent_session_id and p.summary is not None]
+    assert both
 
 
 def test_some_sessions_are_chinese(planned: list) -> None:

@@ -412,3 +412,34 @@ def test_a_bulk_build_merges_16_segments_at_a_time_and_leaves_the_default(
     assert [_automerge(conn, t) for t in schema.FTS_TABLES] == [FTS5_AUTOMERGE] * 2
     assert len(_hits(conn, "messages_fts_trigram", "lkword3")) == 1
     _integrity_check(conn)
+
+
+def test_compact_in_place_archives_the_live_rows_and_repeats_the_tail(
+    store: SessionStore,
+) -> None:
+    sid = store.create_session("cli", started_at=1000.0)
+    store.append_messages(sid, [NewMessage("user", "first walrus", timestamp=1001.0),
+                                NewMessage("assistant", "a reply", timestamp=1002.0),
+                                NewMessage("user", "and then", timestamp=1003.0)])  # fmt: skip
+    new = store.compact_in_place(sid, "so far", keep=2, at=1010.0)
+    conn = store.core.conn
+    rows = conn.execute(
+        "SELECT id, role, content, timestamp, active, compacted FROM messages"
+        " WHERE session_id=? ORDER BY id", (sid,),
+    ).fetchall()  # fmt: skip
+    assert [tuple(r)[4:] for r in rows] == [(0, 1)] * 3 + [(1, 0)] * 3
+    assert [r[0] for r in rows[3:]] == new
+    assert rows[3]["content"] == f"{COMPACTION_MARKER}\nso far" and rows[3]["timestamp"] == 1010.0
+    assert [(r["role"], r["content"]) for r in rows[4:]] == [
+        (r["role"], r["content"]) for r in rows[1:3]]  # fmt: skip
+    assert [r["timestamp"] for r in rows[4:]] == [1010.001, 1010.002]
+    session = conn.execute("SELECT message_count, last_activity_at FROM sessions WHERE id=?",
+                           (sid,)).fetchone()  # fmt: skip
+    assert tuple(session) == (6, 1010.0)
+    assert len(_hits(conn, "messages_fts", "walrus")) == 1  # archived, still searchable
+    _integrity_check(conn)
+    with pytest.raises(NotFoundError):
+        store.compact_in_place("nope", "x")
+    store.end_session(sid, "user_exit", ended_at=1020.0)
+    with pytest.raises(ConflictError):
+        store.compact_in_place(sid, "x")

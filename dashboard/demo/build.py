@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from dashboard.demo.plan import DemoPlanner, PlannedSession, anchor_for
+from dashboard.demo.plan import IN_PLACE_KEEP, DemoPlanner, PlannedSession, anchor_for
 from dashboard.repository.errors import ConflictError
 from dashboard.repository.schema import DEMO_KEY
 from dashboard.repository.store import SessionStore
@@ -139,7 +139,11 @@ def _write_through_api(store: SessionStore, plan: PlannedSession) -> None:
             model_config=rec.model_config, system_prompt=rec.system_prompt,
             billing_provider=rec.billing_provider,
         )  # fmt: skip
-    for turn in plan.turns:
+    compactions = {index: (summary, at) for index, summary, at in plan.compactions}
+    for index, turn in enumerate(plan.turns):
+        if index in compactions:
+            summary, at = compactions[index]
+            store.compact_in_place(rec.id, summary, keep=IN_PLACE_KEEP, at=at)
         store.append_messages(rec.id, turn)
     for usage in rec.usage:
         store.record_usage(rec.id, usage)

@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
 from dashboard.repository.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
-from dashboard.repository.store import ImportSession, NewMessage, Usage
+from dashboard.repository.store import ImportSession, NewMessage, Usage, carrier_text
+
+IN_PLACE_KEEP = 2  # live rows an in-place compaction re-inserts after its summary
 
 DAY = 86_400.0
 YEAR_DAYS = 365
@@ -81,6 +83,8 @@ class PlannedSession:
     turns: list[list[NewMessage]]
     summary: str | None = None  # compaction summary, when this continues a parent
     extras: dict[str, str] = field(default_factory=dict)
+    #: In-place compactions: (index of the turn they come before, summary, time).
+    compactions: list[tuple[int, str, float]] = field(default_factory=list)
 
 
 def anchor_for(day: str | None) -> float:
@@ -107,6 +111,7 @@ class DemoPlanner:
         self._titles: set[str] = set()
         self._bases: set[str] = set()
         self._chain_base: str | None = None
+        self._straddled = False  # the conversation across the in-place switch is planned
 
     # -- the stream -------------------------------------------------------------------
 
@@ -129,6 +134,14 @@ class DemoPlanner:
         if roll < 0.12:
             # Long-lived conversations: mostly short chains, a few of 10+ segments.
             segments = min(12, 2 + int(rng.expovariate(0.45)))
+        switch = self._in_place_since()
+        straddles = not self._straddled and start >= switch - 2 * DAY
+        if straddles:
+            # The conversation under way when Hermes switched to compacting in place:
+            # rotation history before the switch, in-place epochs after it.
+            self._straddled = True
+            segments = max(segments, 4)
+            start = min(start, switch - rng.uniform(600, 3600))
         remaining = self.target_sessions - self.made
         segments = max(1, min(segments, remaining))
         parent: PlannedSession | None = None
@@ -137,11 +150,26 @@ class DemoPlanner:
         self._chain_base = self._unique_base(topic.title)
         for seg in range(segments):
             last = seg == segments - 1
+            if not last and start >= self._in_place_since():
+                # Since the switch a long conversation keeps its session and compacts in
+                # place; one that began before it keeps its rotation history.
+                session = self._session(
+                    source, model, topic, start, parent=parent, segment=seg, last=True
+                )
+                for later in range(seg + 1, segments):
+                    self._compact_in_place(session, topic, model, later, last=later == segments - 1)
+                children = list(self._offshoots(session, topic, model, True))
+                yield session
+                yield from children
+                return
             session = self._session(
                 source, model, topic, start, parent=parent, segment=seg, last=last
             )
             # Offshoots may still change the parent's ending, so decide them first.
             children = list(self._offshoots(session, topic, model, last))
+            if straddles and seg == 1 and session.record.ended_at is not None:
+                # Hermes was upgraded during this segment: the next starts after it.
+                session.record.ended_at = max(session.record.ended_at, switch)
             yield session
             yield from children
             start = session.record.ended_at or session.record.started_at
@@ -223,6 +251,39 @@ class DemoPlanner:
         self.made += 1
         self.messages_made += len(record.messages)
         return PlannedSession(record, turns, summary)
+
+    def _compact_in_place(
+        self, planned: PlannedSession, topic: Topic, model: Model, segment: int, *, last: bool
+    ) -> None:
+        """One in-place compaction of ``planned`` and the turns after it (as
+        :meth:`SessionStore.compact_in_place` writes it: the live rows archived, a
+        summary carrier and a copy of the last two live rows inserted live)."""
+        rec = planned.record
+        last_at = max((m.timestamp or rec.started_at) for m in rec.messages)
+        at = last_at + self.rng.uniform(1, 30)
+        summary = self.corpus.compaction_summary(topic, segment)
+        live = [m for m in rec.messages if m.active == 1]
+        tail = live[-IN_PLACE_KEEP:]
+        rec.messages = [
+            replace(m, active=0, compacted=1) if m.active == 1 else m for m in rec.messages
+        ]
+        rec.messages.append(NewMessage("user", carrier_text(summary), timestamp=at))
+        rec.messages.extend(
+            replace(m, timestamp=at + n / 1000, active=1, compacted=0)
+            for n, m in enumerate(tail, start=1)
+        )
+        planned.compactions.append((len(planned.turns), summary, at))
+        turns, clock = self._turns(
+            at, self._message_budget(), lambda i: self.corpus.turn(topic, i)
+        )
+        for turn in turns:
+            rec.messages.extend(turn)
+        planned.turns.extend(turns)
+        rec.ended_at, rec.end_reason = self._ending(clock, last, continuation_next=False)
+        times = [c[2] for c in planned.compactions]
+        rec.usage = self._usage(model, rec.messages, rec.started_at, clock, compressed=False,
+                                compactions=times)  # fmt: skip
+        self.messages_made += 1 + len(tail) + sum(len(t) for t in turns)
 
     def _subagent(
         self, parent: ImportSession, topic: Topic, model: Model, at: float
@@ -306,8 +367,9 @@ class DemoPlanner:
     # -- tokens and money ---------------------------------------------------------------
 
     def _usage(
-        self, model: Model, messages: list[NewMessage], start: float, end: float, compressed: bool
-    ) -> list[Usage]:
+        self, model: Model, messages: list[NewMessage], start: float, end: float, compressed: bool,
+        compactions: Sequence[float] = (),
+    ) -> list[Usage]:  # fmt: skip
         rng = self.rng
         calls = max(1, sum(1 for m in messages if m.role == "assistant"))
         chars = sum(len(m.content or "") for m in messages)
@@ -324,6 +386,10 @@ class DemoPlanner:
                              cache_write, reasoning, start, end)]  # fmt: skip
         if compressed:
             rows.append(self._priced(AUX_MODEL, "compression", 1, context, 900, 0, 0, 0, end, end))
+        if compactions:  # one usage row sums the in-place compactions' summary calls
+            n = len(compactions)
+            rows.append(self._priced(AUX_MODEL, "compression", n, context * n, 900 * n, 0, 0, 0,
+                                     compactions[0], compactions[-1]))  # fmt: skip
         if rng.random() < 0.6:
             rows.append(
                 self._priced(AUX_MODEL, "title_generation", 1, 600, 20, 0, 0, 0, start, start)
@@ -380,6 +446,11 @@ class DemoPlanner:
         message ids grow with time): progress through the plan walks the year."""
         progress = min(0.999999, (self.made + self.rng.random()) / self.target_sessions)
         return self._start_time(progress)
+
+    def _in_place_since(self) -> float:
+        """Since this moment long conversations compact in place (Hermes's default since
+        June 2026: six months before the demo's "now"); before it they rotate."""
+        return self.anchor - DAY * 183
 
     def _cutover(self) -> float:
         """Before this moment compaction summaries used the older marker."""

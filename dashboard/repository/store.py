@@ -37,8 +37,19 @@ _SESSION_FIELDS = (
 )  # fmt: skip
 _MESSAGE_COLUMNS = (
     "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
-    "timestamp", "token_count", "finish_reason", "reasoning",
+    "timestamp", "token_count", "finish_reason", "reasoning", "active", "compacted",
 )  # fmt: skip
+
+
+#: Columns a re-inserted tail row does not copy from the row it repeats.
+_COPY_SET = frozenset(("session_id", "timestamp", "active", "compacted"))
+
+
+def carrier_text(summary: str) -> str:
+    """A compaction summary as its carrier row holds it: led by the compressor's prefix."""
+    if summary.lstrip().startswith(("[CONTEXT", COMPACTION_MARKER)):
+        return summary
+    return f"{COMPACTION_MARKER}\n{summary}"
 
 
 @dataclass(slots=True)
@@ -54,6 +65,10 @@ class NewMessage:
     finish_reason: str | None = None
     token_count: int | None = None
     timestamp: float | None = None
+    # In-place compaction's flags (conventions): 1/0 live; 0/1 archived by a
+    # compaction (still shown and searched); 0/0 rewound.
+    active: int = 1
+    compacted: int = 0
 
     def row(self, session_id: str, now: float) -> tuple[Any, ...]:
         calls = self.tool_calls
@@ -62,7 +77,7 @@ class NewMessage:
         return (
             session_id, self.role, self.content, self.tool_call_id, calls, self.tool_name,
             self.timestamp if self.timestamp is not None else now, self.token_count,
-            self.finish_reason, self.reasoning,
+            self.finish_reason, self.reasoning, self.active, self.compacted,
         )  # fmt: skip
 
     def call_count(self) -> int:
@@ -430,11 +445,7 @@ class SessionStore:
         ``parent_session_id``, and its first message holds the summary.
         """
         when = time.time() if at is None else at
-        text = (
-            summary
-            if summary.lstrip().startswith(("[CONTEXT", COMPACTION_MARKER))
-            else (f"{COMPACTION_MARKER}\n{summary}")
-        )
+        text = carrier_text(summary)
         new_id = child_id or new_session_id(when)
 
         def split(conn: sqlite3.Connection) -> str:
@@ -471,6 +482,49 @@ class SessionStore:
             return new_id
 
         return self.core.write(split)
+
+    def compact_in_place(
+        self, session_id: str, summary: str, *, keep: int = 2, at: float | None = None
+    ) -> list[int]:
+        """Compact a session in place, as today's Hermes does (HERMES_FACTS, "Today's
+        Hermes"): in one write every live row becomes archived (``active=0,
+        compacted=1``: still shown and searched), and a summary carrier plus a copy of the
+        last ``keep`` live rows are inserted as fresh live rows. Returns the new ids.
+        """
+        when = time.time() if at is None else at
+        copied = ", ".join(c for c in _MESSAGE_COLUMNS if c not in _COPY_SET)
+
+        def compact(conn: sqlite3.Connection) -> list[int]:
+            row = conn.execute("SELECT ended_at FROM sessions WHERE id=?", (session_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"session {session_id!r} does not exist")
+            if row["ended_at"] is not None:
+                raise ConflictError(f"session {session_id!r} has already ended")
+            live = [r[0] for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id=? AND active=1 ORDER BY id", (session_id,)
+            )]  # fmt: skip
+            conn.execute(
+                "UPDATE messages SET active=0, compacted=1 WHERE session_id=? AND active=1",
+                (session_id,),
+            )
+            ids = [conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                " VALUES (?, 'user', ?, ?, 1, 0)", (session_id, carrier_text(summary), when),
+            ).lastrowid]  # fmt: skip
+            for n, source in enumerate(live[-keep:] if keep > 0 else [], start=1):
+                ids.append(conn.execute(
+                    f"INSERT INTO messages (session_id, {copied}, timestamp, active, compacted)"
+                    f" SELECT session_id, {copied}, ?, 1, 0 FROM messages WHERE id=?",
+                    (when + n / 1000, source),
+                ).lastrowid)  # fmt: skip
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, "
+                "last_activity_at = max(coalesce(last_activity_at, 0), ?) WHERE id=?",
+                (len(ids), when, session_id),
+            )
+            return [int(i) for i in ids if i is not None]
+
+        return self.core.write(compact)
 
     # -- bulk path --------------------------------------------------------------------
 
