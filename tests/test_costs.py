@@ -394,3 +394,32 @@ def test_the_total_counts_each_session_once(tmp_path: Path) -> None:
     # Item 4: a session on four days (and in two models) is one session in the total.
     found = facts_spend(tmp_path, period="day", by="model", end=date(2026, 11, 30))
     assert sum(c.sessions for c in found.rows) > found.totals.sessions == 1
+
+
+def test_a_row_derived_from_a_session_is_read_as_that_session(tmp_path: Path) -> None:
+    # The importer derives one usage row per session for a source without usage rows;
+    # it sums every call of the session, so a bill beside an estimate there is partly
+    # billed (bill + estimate), never a pair for drift. A real usage row pairs them.
+    db = tmp_path / "state.db"
+    at = datetime(2026, 11, 10, 12, tzinfo=ZoneInfo(TZ)).timestamp()
+    with SessionStore(db) as store:
+        ids = {name: store.create_session("cli", started_at=at) for name in ("derived", "usage")}
+    with closing(sqlite3.connect(db)) as conn, conn:
+        for name, sid in ids.items():
+            src = f"{DERIVED_USAGE_PREFIX}{sid}" if name == "derived" else f"{sid}/m"
+            conn.execute(
+                "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+                "estimated_cost_usd, actual_cost_usd, cost_status, first_seen, last_seen, "
+                "src_id) VALUES (?, 'm', ?, 0.2, 0.5, 'actual', ?, ?, ?)",
+                (sid, name, at, at, src),
+            )
+    _check(db, "month", "provider", date(2026, 11, 1), date(2026, 12, 1))
+    with closing(open_readonly(db)) as conn:
+        found = spend(conn, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1),
+                      timezone=TZ)  # fmt: skip
+    cells = {c.key: c for c in found.rows}
+    derived, usage = cells["derived"], cells["usage"]
+    assert derived.status_mix["partial"] == 1 and derived.drift is None
+    assert derived.effective_usd == pytest.approx(0.7)
+    assert usage.status_mix["actual"] == 1 and usage.drift == pytest.approx(2.5)
+    assert usage.effective_usd == pytest.approx(0.5)
