@@ -41,7 +41,6 @@ from dashboard.demo.build import build_demo_home  # noqa: E402
 from dashboard.repository.cost_rollup import CostRollup  # noqa: E402
 from dashboard.repository.costs import spend  # noqa: E402
 from dashboard.repository.home import HermesHome  # noqa: E402
-from dashboard.repository.layout import detect_layout  # noqa: E402
 from dashboard.repository.readonly import open_readonly  # noqa: E402
 from dashboard.repository.recalldb import RecallData  # noqa: E402
 from dashboard.repository.store import SessionStore, Usage  # noqa: E402
@@ -97,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Baseline 2: the same question summed from the raw rows, in process.
     raw_conn = open_readonly(db)
-    layout = detect_layout(raw_conn, db)
-    raw = timed(lambda: spend(raw_conn, layout, **question), 5)
+    raw = timed(lambda: spend(raw_conn, **question), 5)
 
     # Build the rollup the server will use (same data dir, same home key, same zone).
     data_dir = work / "data-costs"
@@ -106,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     recall = RecallData(data_dir / "recall.db")
     rollup = CostRollup(recall.core, str(HermesHome(args.home).state_db))
     t0 = time.perf_counter()
-    rollup.spend(raw_conn, layout, **question)
+    rollup.spend(raw_conn, **question)
     build_s = time.perf_counter() - t0
     print(f"rollup ready in {build_s:.1f} s ({rollup.last_refresh})")
     recall.close()

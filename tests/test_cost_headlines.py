@@ -14,6 +14,7 @@ from dashboard.repository.costs import Spend, spend
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
 from tests import hermes_shapes as shapes
+from tests.archived import archived_reader
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -32,8 +33,9 @@ class Recorder:
 
 @pytest.fixture
 def reader(tmp_path: Path) -> StateReader:
-    shapes.build_seed_inline(tmp_path / "state.db")
-    return StateReader(HermesHome(tmp_path))
+    """The seed form (no usage table), read through its archive as every page reads it."""
+    shapes.build_seed_inline(tmp_path / "home" / "state.db")
+    return archived_reader(tmp_path / "home")
 
 
 def test_ranges_follow_the_calendar(reader: StateReader) -> None:
@@ -54,7 +56,7 @@ def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
     found = headlines(reader.spend, now=now, timezone="Europe/Paris")
     with reader.snapshot() as snap:
         month = spend(
-            snap.conn, snap.layout, by="provider", start=date(2026, 7, 1), end=date(2026, 7, 26),
+            snap.conn, by="provider", start=date(2026, 7, 1), end=date(2026, 7, 26),
             timezone="Europe/Paris",
         )  # fmt: skip
     assert found.month == "2026-07" and found.day == 25

@@ -1,4 +1,8 @@
-"""The per-day cost rollup answers exactly what summing the raw rows answers."""
+"""The per-day cost rollup answers exactly what summing the raw rows answers.
+
+Hermes shapes are imported first (tests/archived.py) and the archive is what both
+read; homes written with Recall's own store are their own archive.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,12 @@ import pytest
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.costs import Spend, spend
-from dashboard.repository.layout import detect_layout
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.recalldb import RecallData
 from dashboard.repository.store import SessionStore, Usage
 from tests import hermes_shapes as shapes
+from tests.archived import archive_home
+from tests.test_costs import archived
 
 TZ = "Europe/Stockholm"
 ZONE = ZoneInfo(TZ)
@@ -40,9 +45,8 @@ def answers(db: Path, rollup: CostRollup, **options: object) -> tuple[Spend, Spe
     """(raw sums, rollup) for the same question over the file as it is now."""
     conn = open_readonly(db)
     try:
-        layout = detect_layout(conn, db)
-        raw = spend(conn, layout, **options)
-        rolled = rollup.spend(conn, layout, **options)
+        raw = spend(conn, **options)
+        rolled = rollup.spend(conn, **options)
     finally:
         conn.close()
     assert rolled is not None
@@ -50,7 +54,7 @@ def answers(db: Path, rollup: CostRollup, **options: object) -> tuple[Spend, Spe
 
 
 def assert_same(raw: Spend, rolled: Spend) -> None:
-    assert rolled.periods == raw.periods and rolled.source_table == raw.source_table
+    assert rolled.periods == raw.periods
     assert [(c.period, c.key) for c in rolled.rows] == [(c.period, c.key) for c in raw.rows]
     for want, got in zip([*raw.rows, raw.totals], [*rolled.rows, rolled.totals], strict=True):
         where = (want.period, want.key)
@@ -108,41 +112,31 @@ ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
 
 @pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
 def test_every_hermes_shape(tmp_path: Path, data: RecallData, shape: str) -> None:
-    db = ALL_SHAPES[shape](tmp_path / "state.db")
-    conn = open_readonly(db)
-    usage = detect_layout(conn, db).has_model_usage
-    conn.close()
+    # Every shape's archive has usage rows (derived ones for a source without them), so
+    # every shape is answered by the rollup, in every dimension.
+    db = archived(ALL_SHAPES[shape], tmp_path)
     rollup = CostRollup(data.core, str(db))
-    dims = ("provider", "model", "source", "task") if usage else ("provider", "model", "source")
-    for by in dims:
-        options = {"by": by, "start": date(2026, 1, 1), "end": date(2027, 1, 1), "timezone": TZ}
-        conn = open_readonly(db)
-        try:
-            rolled = rollup.spend(conn, detect_layout(conn, db), **options)
-        finally:
-            conn.close()
-        if not usage:
-            assert rolled is None  # sessions-only files are summed from the raw rows
-            continue
+    for by in ("provider", "model", "source", "task"):
         for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
                               ("day", date(2026, 7, 15))):  # fmt: skip
-            ask = {k: v for k, v in options.items() if k != "timezone"}
-            check(db, rollup, **{**ask, "period": period, "start": first})
+            check(db, rollup, by=by, period=period, start=first, end=date(2027, 1, 1))
 
 
 def test_a_new_reply_moves_a_row_over_its_days(tmp_path: Path, data: RecallData) -> None:
     # Item 8 in the rollup: a message alone (no usage change yet) re-weighs a row's days.
-    db = shapes.build_cost_facts(tmp_path / "state.db")
+    db = archived(shapes.build_cost_facts, tmp_path)
     rollup = CostRollup(data.core, str(db))
     ask = {"period": "day", "by": "model", "start": date(2026, 11, 1), "end": date(2026, 12, 1)}
     before = check(db, rollup, **ask)
-    with sqlite3.connect(db) as conn:  # a long reply on Nov 4, inside the main row's days
+    source = tmp_path / shapes.build_cost_facts.__name__
+    with sqlite3.connect(source / "state.db") as conn:  # a long reply on Nov 4, in the row's days
         conn.execute(
             "INSERT INTO messages (session_id, role, content, timestamp, token_count) "
             "VALUES (?, 'assistant', 'late', ?, 2000)",
             (shapes.S_WEEK, shapes._epoch(shapes.S_WEEK) + 2 * 86400),
         )
     conn.close()
+    archive_home(source)  # the syncer copies the reply into the archive
     after = check(db, rollup, **ask)
     # The session's two rows, plus any row at the watermark (read again: ties are kept).
     assert "rebuilt" not in rollup.last_refresh and 2 <= rollup.last_refresh["changed"] <= 3
@@ -284,18 +278,13 @@ def test_two_recall_processes_share_one_rollup(tmp_path: Path, demo: Path) -> No
 
 
 def test_background_build_answers_none_until_built(demo: Path, data: RecallData) -> None:
-    def connect() -> tuple[sqlite3.Connection, object]:
-        conn = open_readonly(demo)
-        return conn, detect_layout(conn, demo)
-
-    rollup = CostRollup(data.core, str(demo), connect=connect)
+    rollup = CostRollup(data.core, str(demo), connect=lambda: open_readonly(demo))
     conn = open_readonly(demo)
     try:
-        layout = detect_layout(conn, demo)
         ask = {"start": date(2026, 1, 1), "end": date(2026, 12, 1), "timezone": TZ}
-        assert rollup.spend(conn, layout, **ask) is None  # the caller sums the raw rows
+        assert rollup.spend(conn, **ask) is None  # the caller sums the raw rows
         rollup.wait_until_built(timeout=60)
-        assert_same(spend(conn, layout, **ask), rollup.spend(conn, layout, **ask))
+        assert_same(spend(conn, **ask), rollup.spend(conn, **ask))
     finally:
         conn.close()
 
@@ -333,13 +322,9 @@ class GatedConnection(sqlite3.Connection):
 
 
 def test_questions_never_wait_for_a_background_build(demo: Path, data: RecallData) -> None:
-    def connect() -> tuple[sqlite3.Connection, object]:
-        probe = open_readonly(demo)
-        layout = detect_layout(probe, demo)
-        probe.close()
-        conn = sqlite3.connect(f"file:{demo}?mode=ro", uri=True, factory=GatedConnection,
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{demo}?mode=ro", uri=True, factory=GatedConnection,
                                check_same_thread=False)  # fmt: skip
-        return conn, layout
 
     GatedConnection.gate.clear()
     GatedConnection.reached.clear()
@@ -347,17 +332,16 @@ def test_questions_never_wait_for_a_background_build(demo: Path, data: RecallDat
     ask = {"start": date(2026, 1, 1), "end": date(2026, 12, 1), "timezone": TZ}
     conn = open_readonly(demo)
     try:
-        layout = detect_layout(conn, demo)
-        assert rollup.spend(conn, layout, **ask) is None  # the build starts, then stalls
+        assert rollup.spend(conn, **ask) is None  # the build starts, then stalls
         assert GatedConnection.reached.wait(10)  # the builder is mid-way
         answers: list[object] = []
-        asker = threading.Thread(target=lambda: answers.append(rollup.spend(conn, layout, **ask)))
+        asker = threading.Thread(target=lambda: answers.append(rollup.spend(conn, **ask)))
         asker.start()
         asker.join(timeout=5)
         assert not asker.is_alive() and answers == [None]  # the raw sums answer meanwhile
         GatedConnection.gate.set()
         rollup.wait_until_built(timeout=60)
-        assert_same(spend(conn, layout, **ask), rollup.spend(conn, layout, **ask))
+        assert_same(spend(conn, **ask), rollup.spend(conn, **ask))
     finally:
         GatedConnection.gate.set()
         conn.close()

@@ -24,6 +24,7 @@ from dashboard.repository.readonly import open_readonly
 from dashboard.repository.recalldb import RecallData
 from dashboard.repository.store import SessionStore, Usage
 from tests import hermes_shapes as shapes
+from tests.test_costs import archived
 
 RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 
@@ -49,17 +50,15 @@ def every_session(
     """(costly sessions from raw rows or the rollup, the spend of the same question)."""
     conn = open_readonly(db)
     try:
-        layout = detect_layout(conn, db)
-        question = plan(layout, **{**RANGE, **options})
+        question = plan(**{**RANGE, **options})
         order = {"sort": sort, "descending": descending, "limit": limit}
-        found = rollup.session_sums(conn, layout, question, **order) if rollup else None
+        found = rollup.session_sums(conn, question, **order) if rollup else None
         if found is None:
-            sums = session_sums(range_rows(conn, layout, question).values(), question)
+            sums = session_sums(range_rows(conn, question).values(), question)
             found = len(sums), rank_sessions(sums, **order)
-        listed = costly_sessions(
-            conn, layout, load_lineage(conn, layout), *found, sort=sort, descending=descending
-        )
-        return listed, spend(conn, layout, **{**RANGE, **options})
+        lineage = load_lineage(conn, detect_layout(conn, db))
+        listed = costly_sessions(conn, lineage, *found, sort=sort, descending=descending)
+        return listed, spend(conn, **{**RANGE, **options})
     finally:
         conn.close()
 
@@ -130,8 +129,7 @@ def test_the_rollup_follows_a_new_call(tmp_path: Path, data: RecallData) -> None
 
 
 def test_unknown_price_sorts_last_and_stays_unknown(tmp_path: Path) -> None:
-    db = tmp_path / "state.db"
-    shapes.build_cost_facts(db)
+    db = archived(shapes.build_cost_facts, tmp_path)
     everything = {"start": date(2020, 1, 1), "end": date(2029, 12, 1)}
     found, _ = every_session(db, **everything)
     ascending, _ = every_session(db, descending=False, **everything)
@@ -150,3 +148,16 @@ def test_bad_sort_is_a_validation_error() -> None:
         check_sort("price", None)
     with pytest.raises(ValidationError):
         check_sort("cost", "up")
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.COST_SHAPES))
+def test_each_cost_shape_adds_up_after_its_import(tmp_path: Path, shape: str) -> None:
+    """With usage rows and without (the archive derives one row per session): the listed
+    sessions add up to the range's total, partly billed ones included."""
+    db = archived(shapes.COST_SHAPES[shape], tmp_path)
+    everything = {"start": date(2026, 1, 1), "end": date(2027, 1, 1)}
+    found, total = every_session(db, **everything)
+    assert found.total == total.totals.sessions == len(found.sessions) > 0
+    summed = sum(s.spend.effective_usd or 0.0 for s in found.sessions)
+    assert summed == pytest.approx(total.totals.effective_usd, abs=1e-9)
+    assert sum(s.spend.status_mix["partial"] for s in found.sessions) >= 1

@@ -1,4 +1,9 @@
-"""Spend figures checked against an independent computation over the raw rows."""
+"""Spend figures checked against an independent computation over the archive's raw rows.
+
+Every Hermes shape is imported first (tests/archived.py), as the pages read it; the
+cost facts of each shape (NULL-status auxiliary rows, partly billed rows, a source
+without ``session_model_usage``) are checked as figures after the import.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +19,11 @@ import pytest
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.costs import period_label, period_starts, spend
 from dashboard.repository.errors import ValidationError
-from dashboard.repository.layout import detect_layout
 from dashboard.repository.readonly import open_readonly
+from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 from dashboard.repository.store import SessionStore, Usage
 from tests import hermes_shapes as shapes
+from tests.archived import archive_home
 
 TZ = "Europe/Stockholm"
 
@@ -72,34 +78,28 @@ def spread(first: date | None, last: date | None, anchor: date | None,
     return sorted(weights.items())
 
 
+def archived(builder, tmp_path: Path) -> Path:
+    """A Hermes shape built as a home (once per test), then imported: the archive the
+    pages read."""
+    home = tmp_path / builder.__name__
+    if not home.exists():
+        builder(home / "state.db")
+    return archive_home(home)
+
+
 def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
                 sources: tuple[str, ...] = ()) -> tuple[dict, set]:  # fmt: skip
-    """Sums per (period, key) computed row by row in Python, and the sessions of the range."""
+    """Sums per (period, key) computed row by row in Python from an archive (or a home's
+    own Recall store), and the sessions of the range."""
     zone = ZoneInfo(tz)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        usage = conn.execute(
-            "SELECT name FROM sqlite_master WHERE name='session_model_usage'"
-        ).fetchone()
-        cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
-        calls_col = "s.api_call_count" if "api_call_count" in cols else "NULL"
-        status_col = "s.cost_status" if "cost_status" in cols else "NULL"
-        if usage:
-            rows = conn.execute(
-                "SELECT u.first_seen, coalesce(u.last_seen, u.first_seen), u.billing_provider,"
-                " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
-                " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count"
-                " FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
-            ).fetchall()
-        else:
-            ends = [c for c in ("ended_at", "last_activity_at") if c in cols]
-            rows = conn.execute(
-                "SELECT s.started_at, max(s.started_at"
-                + "".join(f", coalesce(s.{c}, s.started_at)" for c in ends) + "),"
-                " s.billing_provider, s.model, s.source, NULL,"
-                f" {status_col}, s.estimated_cost_usd, s.actual_cost_usd, s.input_tokens, s.id,"
-                f" {calls_col} FROM sessions s"
-            ).fetchall()
+        rows = conn.execute(
+            "SELECT u.first_seen, coalesce(u.last_seen, u.first_seen), u.billing_provider,"
+            " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
+            " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count, u.src_id"
+            " FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+        ).fetchall()
         replies: dict[str, list] = defaultdict(list)
         for sid, ts, tokens in conn.execute(
             "SELECT session_id, timestamp, token_count FROM messages WHERE role = 'assistant'"
@@ -111,14 +111,15 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
     out: dict = defaultdict(lambda: {"est": [], "act": [], "eff": [], "tokens": 0, "ids": set(),
                                      "calls": defaultdict(int)})  # fmt: skip
     everyone: set = set()
-    for first, last, provider, model, source, task, status, est, act, tokens, sid, n in rows:
+    for first, last, provider, model, source, task, status, est, act, tokens, sid, n, src in rows:
         if sources and source not in sources:
             continue
-        status, e, a, eff = read_row(status, est, act, bool(usage))
-        # A usage row stays on its last day without replies, a session row on its first.
-        anchor = last if usage else first
+        # A row the importer derived from a session row sums the whole session.
+        derived = (src or "").startswith(DERIVED_USAGE_PREFIX)
+        status, e, a, eff = read_row(status, est, act, usage=not derived)
+        # A row stays on its last day when no reply of it is found.
         days = spread(local_day(first if first is not None else last, zone),
-                      local_day(last, zone), local_day(anchor, zone), replies[sid])  # fmt: skip
+                      local_day(last, zone), local_day(last, zone), replies[sid])  # fmt: skip
         if not days:
             continue
         weights = [w for _, w in days]
@@ -145,8 +146,7 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
 def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
     conn = open_readonly(db)
     try:
-        result = spend(conn, detect_layout(conn, db), period=period, by=by, start=start,
-                       end=end, timezone=TZ)  # fmt: skip
+        result = spend(conn, period=period, by=by, start=start, end=end, timezone=TZ)
     finally:
         conn.close()
     assert_matches(result, *independent(db, period, by, start, end, TZ))
@@ -192,10 +192,12 @@ ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
 
 @pytest.mark.parametrize("shape", sorted(ALL_SHAPES))
 def test_every_shape_matches_independent_sums(tmp_path: Path, shape: str) -> None:
-    db = ALL_SHAPES[shape](tmp_path / "state.db")
+    # Every dimension of every shape: the archive has usage rows (and tasks) whatever
+    # the source kept.
+    db = archived(ALL_SHAPES[shape], tmp_path)
     for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
                           ("day", date(2026, 7, 15))):  # fmt: skip
-        for by in ("provider", "model", "source"):
+        for by in ("provider", "model", "source", "task"):
             _check(db, period, by, first, date(2027, 1, 1))
 
 
@@ -242,13 +244,12 @@ def test_unknown_included_and_null_estimates(tmp_path: Path) -> None:
                                       cost_status="actual", at=at))  # fmt: skip
     conn = open_readonly(tmp_path / "state.db")
     try:
-        layout = detect_layout(conn, tmp_path / "state.db")
-        by_provider = spend(conn, layout, by="provider", start=date(2026, 11, 1),
+        by_provider = spend(conn, by="provider", start=date(2026, 11, 1),
                             end=date(2026, 12, 1), timezone=TZ)  # fmt: skip
         with pytest.raises(ValidationError):
-            spend(conn, layout, by="colour", start=date(2026, 1, 1), end=date(2026, 2, 1))
+            spend(conn, by="colour", start=date(2026, 1, 1), end=date(2026, 2, 1))
         with pytest.raises(ValidationError):
-            spend(conn, layout, start=date(2026, 2, 1), end=date(2026, 1, 1))
+            spend(conn, start=date(2026, 2, 1), end=date(2026, 1, 1))
     finally:
         conn.close()
     cells = {c.key: c for c in by_provider.rows}
@@ -275,10 +276,8 @@ def test_months_follow_the_timezone(tmp_path: Path) -> None:
                                       cost_status="estimated", at=at))  # fmt: skip
     conn = open_readonly(tmp_path / "state.db")
     try:
-        layout = detect_layout(conn, tmp_path / "state.db")
-        here = spend(conn, layout, start=date(2026, 10, 1), end=date(2026, 12, 1), timezone=TZ)
-        tokyo = spend(conn, layout, start=date(2026, 10, 1), end=date(2026, 12, 1),
-                      timezone="Asia/Tokyo")  # fmt: skip
+        here = spend(conn, start=date(2026, 10, 1), end=date(2026, 12, 1), timezone=TZ)
+        tokyo = spend(conn, start=date(2026, 10, 1), end=date(2026, 12, 1), timezone="Asia/Tokyo")
     finally:
         conn.close()
     assert [c.period for c in here.rows] == ["2026-10"]
@@ -324,8 +323,8 @@ def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
         _check(db, "month", by, date(2026, 11, 1), date(2026, 12, 1))
     conn = open_readonly(db)
     try:
-        by_source = spend(conn, detect_layout(conn, db), by="source", start=date(2026, 11, 1),
-                          end=date(2026, 12, 1), timezone=TZ)  # fmt: skip
+        by_source = spend(conn, by="source", start=date(2026, 11, 1), end=date(2026, 12, 1),
+                          timezone=TZ)  # fmt: skip
     finally:
         conn.close()
     assert {c.key: c.estimated_usd for c in by_source.rows} == {"cli": 1.0, "unknown": 2.0}
@@ -335,11 +334,12 @@ def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
 
 
 def facts_spend(tmp_path: Path, builder=shapes.build_cost_facts, **options: object):
-    db = builder(tmp_path / "state.db")
+    """Spend over the archive of a cost-facts home (imported first, as the pages read it)."""
+    db = archived(builder, tmp_path)
     conn = open_readonly(db)
     try:
         ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
-        return spend(conn, detect_layout(conn, db), **{**ask, **options})
+        return spend(conn, **{**ask, **options})
     finally:
         conn.close()
 
@@ -394,3 +394,32 @@ def test_the_total_counts_each_session_once(tmp_path: Path) -> None:
     # Item 4: a session on four days (and in two models) is one session in the total.
     found = facts_spend(tmp_path, period="day", by="model", end=date(2026, 11, 30))
     assert sum(c.sessions for c in found.rows) > found.totals.sessions == 1
+
+
+def test_a_row_derived_from_a_session_is_read_as_that_session(tmp_path: Path) -> None:
+    # The importer derives one usage row per session for a source without usage rows;
+    # it sums every call of the session, so a bill beside an estimate there is partly
+    # billed (bill + estimate), never a pair for drift. A real usage row pairs them.
+    db = tmp_path / "state.db"
+    at = datetime(2026, 11, 10, 12, tzinfo=ZoneInfo(TZ)).timestamp()
+    with SessionStore(db) as store:
+        ids = {name: store.create_session("cli", started_at=at) for name in ("derived", "usage")}
+    with closing(sqlite3.connect(db)) as conn, conn:
+        for name, sid in ids.items():
+            src = f"{DERIVED_USAGE_PREFIX}{sid}" if name == "derived" else f"{sid}/m"
+            conn.execute(
+                "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+                "estimated_cost_usd, actual_cost_usd, cost_status, first_seen, last_seen, "
+                "src_id) VALUES (?, 'm', ?, 0.2, 0.5, 'actual', ?, ?, ?)",
+                (sid, name, at, at, src),
+            )
+    _check(db, "month", "provider", date(2026, 11, 1), date(2026, 12, 1))
+    with closing(open_readonly(db)) as conn:
+        found = spend(conn, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1),
+                      timezone=TZ)  # fmt: skip
+    cells = {c.key: c for c in found.rows}
+    derived, usage = cells["derived"], cells["usage"]
+    assert derived.status_mix["partial"] == 1 and derived.drift is None
+    assert derived.effective_usd == pytest.approx(0.7)
+    assert usage.status_mix["actual"] == 1 and usage.drift == pytest.approx(2.5)
+    assert usage.effective_usd == pytest.approx(0.5)

@@ -91,7 +91,7 @@ def chain_index(
         "JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    costs = session_costs(conn, layout, membership)
+    costs = session_costs(conn, membership)
     found = [
         (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
         for row in sums

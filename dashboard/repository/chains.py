@@ -189,7 +189,7 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
         rows = _session_rows(conn, layout, [session_id])
         if not rows:
             raise NotFoundError(f"session {session_id!r} does not exist")
-        cost = session_costs(conn, layout, [session_id]).get(session_id, NO_COST)
+        cost = session_costs(conn, [session_id]).get(session_id, NO_COST)
         segment = _segment(rows[session_id], None, "root", 0, None, cost)
         return Chain(session_id, session_id, session_id, (segment,), (session_id,))
     warnings: list[str] = []
@@ -202,7 +202,7 @@ def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Cha
     if session_id not in rows:
         raise NotFoundError(f"session {session_id!r} does not exist")
     summaries = _first_messages(conn, layout, [sid for sid, parent, _ in family if parent])
-    costs = session_costs(conn, layout, rows)
+    costs = session_costs(conn, rows)
     segments = []
     for sid, parent, depth in family:
         row = rows.get(sid)

@@ -6,12 +6,11 @@ per model reply, archived and rewound rows included: each was a call) tell on wh
 local days the calls happened. The rule (README, "Costs"):
 
 * a row's days are the local days of its session's assistant messages that fall
-  between the local day of its ``first_seen`` and that of its ``last_seen``
-  (a session row, on older files: between its start and its last activity);
+  between the local day of its ``first_seen`` and that of its ``last_seen`` (a row
+  the importer derived from a session: its start and its last activity);
 * each day weighs the ``token_count`` of those messages when every one of them has
   a positive count, else the number of messages;
-* a row with no such message stays on the day of its ``last_seen`` (a session row:
-  the day it started);
+* a row with no such message stays on the day of its ``last_seen``;
 * money is split in proportion (a float share per day); tokens and calls are whole
   numbers split by largest remainder, so each day's counts are integers that add
   up to the row's.

@@ -69,7 +69,7 @@ def headlines(
 ) -> Headlines:  # fmt: skip
     """This month's figures as of ``now`` (an aware datetime in the user's timezone).
 
-    ``spend`` is called like :func:`costs.spend` without the connection and layout.
+    ``spend`` is called like :func:`costs.spend` without the connection.
     Days are whole: "so far" runs to the end of today, and last month is cut at the end
     of the same day of the month (or its last day, when it is shorter).
     """

@@ -19,8 +19,8 @@ Hermes upserts one usage row per (session, model, provider, task) and moves its
 last ``last_seen`` it saw, with a new rowid, or of a session with a new message (its
 days may have moved), and applies the difference in one transaction. It rebuilds
 from scratch when rows disappeared, the file was replaced, or the timezone changed.
-Files without ``session_model_usage`` are summed directly (:func:`costs.spend`):
-their rows are sessions, whose figures change without a moving timestamp.
+The archive always has usage rows: for a source without them the importer derived
+one per session, and those are summed here like any other.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from dashboard.repository.costs import (
     Plan,
     Row,
     Spend,
+    SpendMark,
     add_vector,
     cell_from_sums,
     fingerprint,
@@ -51,7 +52,6 @@ from dashboard.repository.costs import (
     read_rows,
 )
 from dashboard.repository.errors import StoreUnavailableError
-from dashboard.repository.layout import Layout
 from dashboard.repository.readonly import read_snapshot
 from dashboard.repository.writecore import WriteCore
 
@@ -168,10 +168,11 @@ class CostRollup:
     """Spend answered from per-day sums in ``core`` (Recall's file) for one home."""
 
     def __init__(
-        self, core: WriteCore, home: str, *, connect: Callable[[], tuple] | None = None
-    ) -> None:
-        """``connect`` returns ``(conn, layout)`` of the home's state.db for a background
-        build; without it the first question builds in the caller's thread."""
+        self, core: WriteCore, home: str, *,
+        connect: Callable[[], sqlite3.Connection] | None = None,
+    ) -> None:  # fmt: skip
+        """``connect`` opens the archive read-only for a background build; without it the
+        first question builds in the caller's thread."""
         self.core = core
         self.path = home
         self._connect = connect
@@ -192,29 +193,26 @@ class CostRollup:
     # -- answering ----------------------------------------------------------------
 
     def spend(
-        self, conn: sqlite3.Connection, layout: Layout, *, mark: tuple | None = None,
-        **options: object,
-    ) -> Spend | None:  # fmt: skip
+        self, conn: sqlite3.Connection, *, mark: SpendMark | None = None, **options: object
+    ) -> Spend | None:
         """Like :func:`costs.spend`; None while a first build runs in the background.
 
         ``mark``: the file's :func:`costs.fingerprint`, when the caller has read it in
         the read transaction ``conn`` is in.
         """
-        question = plan(layout, **options)  # type: ignore[arg-type]
-        if not layout.has_model_usage:
+        question = plan(**options)  # type: ignore[arg-type]
+        if not self.refresh(conn, question.zone, mark):
             return None
-        if not self.refresh(conn, layout, question.zone, mark):
-            return None
-        return self._answer(layout, question)
+        return self._answer(question)
 
     def session_sums(
-        self, conn: sqlite3.Connection, layout: Layout, question: Plan, *, sort: str,
-        descending: bool, limit: int, mark: tuple | None = None,
+        self, conn: sqlite3.Connection, question: Plan, *, sort: str, descending: bool,
+        limit: int, mark: SpendMark | None = None,
     ) -> tuple[int, list[tuple[str, list[float]]]] | None:  # fmt: skip
         """``(sessions that spent in the range, [(session, SUM_COLUMNS sums)])`` of the
         first ``limit`` by ``sort`` (see :mod:`cost_sessions`), from ``cost_session_day``;
-        None while a first build runs in the background, or for files summed directly."""
-        if not layout.has_model_usage or not self.refresh(conn, layout, question.zone, mark):
+        None while a first build runs in the background."""
+        if not self.refresh(conn, question.zone, mark):
             return None
         where = "home = ? AND day >= ? AND day < ?"
         params: list[object] = [self.home, question.days[0], question.days[-1]]
@@ -246,7 +244,7 @@ class CostRollup:
         return int(total or 0), [(sid, found[sid]) for sid in picked]
 
     def refresh(
-        self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo, mark: tuple | None = None
+        self, conn: sqlite3.Connection, zone: ZoneInfo, mark: SpendMark | None = None
     ) -> bool:
         """Bring the sums up to date with the file; False when a background build started."""
         with self._lock:
@@ -254,33 +252,33 @@ class CostRollup:
                 return False  # answered from the raw rows meanwhile; never wait for a build
             state = self._state()
             if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
-                return self._rebuild_soon(conn, layout, zone)
+                return self._rebuild_soon(conn, zone)
             with read_snapshot(conn):  # one state of the file: the fingerprint and the rows
-                mark = mark if mark is not None else fingerprint(conn, layout)
+                mark = mark if mark is not None else fingerprint(conn)
                 if repr(mark) == state.fingerprint:
                     self.last_refresh = {"changed": 0}
                     return True
                 newest = conn.execute(
                     "SELECT session_id FROM session_model_usage WHERE rowid = ?", (state.max_rid,)
                 ).fetchone()
-                changed = self._read_rows(conn, layout, zone, state)
+                changed = self._read_rows(conn, zone, state)
             t0 = time.perf_counter()
             if not self._apply(changed, state, mark, newest[0] if newest else None):
-                return self._rebuild_soon(conn, layout, zone)
+                return self._rebuild_soon(conn, zone)
             self.last_refresh = {
                 "changed": len(changed), "apply_ms": (time.perf_counter() - t0) * 1000
             }  # fmt: skip
             return True
 
-    def _rebuild_soon(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> bool:
+    def _rebuild_soon(self, conn: sqlite3.Connection, zone: ZoneInfo) -> bool:
         """Rebuild in the background when it can (False: not ready yet), else right now."""
         if self._connect is not None:
             self._start_build(zone)
             return False
-        self._rebuild(conn, layout, zone)
+        self._rebuild(conn, zone)
         return True
 
-    def _answer(self, layout: Layout, question: Plan) -> Spend:
+    def _answer(self, question: Plan) -> Spend:
         by = question.by
         ords = question.days[:-1]
         first, end = ords[0], question.end.toordinal()
@@ -330,7 +328,7 @@ class CostRollup:
             cell_from_sums(question.labels[b], key, sums, sessions.get((b, key), 0))
             for b, key, *sums in figures
         ]
-        return question.result(layout, cells, total)
+        return question.result(cells, total)
 
     # -- building -----------------------------------------------------------------
 
@@ -351,12 +349,10 @@ class CostRollup:
 
         def build() -> None:
             try:
-                conn, layout = connect()
+                conn = connect()
                 try:
-                    if not layout.has_model_usage:
-                        return  # sessions-only files are always summed directly
                     # No lock held: refresh() sees the builder alive and answers at once.
-                    self._rebuild(conn, layout, zone)
+                    self._rebuild(conn, zone)
                 finally:
                     conn.close()
             except StoreUnavailableError as exc:  # the pages explain a missing or broken file
@@ -372,23 +368,22 @@ class CostRollup:
             self._builder.join(timeout)
 
     def _read_rows(
-        self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo, since: _State | None
+        self, conn: sqlite3.Connection, zone: ZoneInfo, since: _State | None
     ) -> dict[int, Row]:
         if since is None:
-            return read_rows(conn, layout, DayClock(zone))
+            return read_rows(conn, DayClock(zone))
         where = (
             "u.last_seen >= ? OR u.rowid > ? "
             "OR u.session_id IN (SELECT session_id FROM messages WHERE rowid > ?)"
         )
         watermark = since.watermark if since.watermark is not None else 0.0
-        return read_rows(conn, layout, DayClock(zone), where,
-                         (watermark, since.max_rid, since.max_mid))  # fmt: skip
+        return read_rows(conn, DayClock(zone), where, (watermark, since.max_rid, since.max_mid))
 
-    def _rebuild(self, conn: sqlite3.Connection, layout: Layout, zone: ZoneInfo) -> None:
+    def _rebuild(self, conn: sqlite3.Connection, zone: ZoneInfo) -> None:
         t0 = time.perf_counter()
         with read_snapshot(conn):
-            mark = fingerprint(conn, layout)
-            rows = self._read_rows(conn, layout, zone, None)
+            mark = fingerprint(conn)
+            rows = self._read_rows(conn, zone, None)
         days: dict[tuple, list[float]] = {}
         session_days: dict[tuple, list[float]] = {}
         members: dict[tuple[str, str, str, int], int] = defaultdict(int)
@@ -406,8 +401,8 @@ class CostRollup:
             if len({cell[3] for cell in cells}) > 1:
                 multi.append(sid)
         state = (
-            self.home, ROLLUP_VERSION, zone.key, mark[1], max(rows, default=0), mark[5] or 0,
-            len(rows), repr(mark), time.time(),
+            self.home, ROLLUP_VERSION, zone.key, mark.last_seen, max(rows, default=0),
+            mark.newest_message or 0, len(rows), repr(mark), time.time(),
         )  # fmt: skip
 
         def write(w: sqlite3.Connection) -> None:
@@ -439,15 +434,14 @@ class CostRollup:
                  self.last_refresh["build_ms"])  # fmt: skip
 
     def _apply(
-        self, changed: dict[int, Row], seen: _State, mark: tuple, newest_sid: object
+        self, changed: dict[int, Row], seen: _State, mark: SpendMark, newest_sid: object
     ) -> bool:
         """Apply changed rows in one transaction; False when only a rebuild can be right.
 
-        ``mark`` is the file's fingerprint (table, newest last_seen, row count, …) read
-        in the same snapshot as ``changed``; ``newest_sid`` is the session of the usage
-        row at the rowid we last read as newest.
+        ``mark`` is the file's fingerprint read in the same snapshot as ``changed``;
+        ``newest_sid`` is the session of the usage row at the rowid we last read as newest.
         """
-        _, watermark, count, *_ = mark
+        watermark, count = mark.last_seen, mark.rows
 
         def write(w: sqlite3.Connection) -> bool:
             state = self._state(w)
@@ -492,8 +486,8 @@ class CostRollup:
             w.execute(
                 "UPDATE cost_rollup_state SET watermark = ?, max_rid = ?, max_mid = ?, "
                 "row_count = ?, fingerprint = ?, built_at = ? WHERE home = ?",
-                (watermark, max([state.max_rid, *changed]), mark[5] or 0, rows, repr(mark),
-                 time.time(), self.home),
+                (watermark, max([state.max_rid, *changed]), mark.newest_message or 0, rows,
+                 repr(mark), time.time(), self.home),
             )  # fmt: skip
             return True
 

@@ -20,8 +20,8 @@ page, the CSV and the JSON. The rules (README, "Costs"):
   a partial row); a row with neither is *unknown* and adds nothing to a sum. Unknown
   is never $0: a total of nothing known is ``None``.
 * **Drift** pairs only ``actual`` usage rows that carry both figures (for the same
-  calls). A ``sessions`` row (older files) sums all the session's calls: a bill beside
-  an estimate there is partial.
+  calls). A ``sessions`` row (or a usage row derived from one) sums all the session's
+  calls: a bill beside an estimate there is partial.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _HERMES_STATUSES = frozenset(("actual", "estimated", "included", "unknown"))
 
 @dataclass(frozen=True)
 class RowCost:
-    """One usage row (or one session row, on files without usage rows), read by the rules."""
+    """One usage row (or one session row), read by the rules."""
 
     status: str  # one of STATUSES
     estimated: float | None  # the local estimate; None: none was made

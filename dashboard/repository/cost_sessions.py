@@ -23,7 +23,6 @@ from dashboard.repository.costs import (
     cell_from_sums,
 )
 from dashboard.repository.gone import gone_sql
-from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.params import table_sort
 
@@ -102,12 +101,12 @@ def rank_sessions(
 
 
 def costly_sessions(
-    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, total: int,
+    conn: sqlite3.Connection, lineage: Lineage, total: int,
     ranked: list[tuple[str, list[float]]], *, sort: str = "cost", descending: bool = True,
 ) -> CostlySessions:  # fmt: skip
     """The ranked sessions (``(id, SUM_COLUMNS sums)``, from :func:`rank_sessions` or the
     rollup) with their titles and whether each is part of a chain."""
-    details = _details(conn, layout, [sid for sid, _ in ranked])
+    details = _details(conn, [sid for sid, _ in ranked])
     out = []
     for sid, vector in ranked:
         started, title, source, model, gone = details.get(sid, (None,) * 5)
@@ -118,18 +117,14 @@ def costly_sessions(
 
 
 def _details(
-    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
+    conn: sqlite3.Connection, ids: Iterable[str]
 ) -> dict[str, tuple[float | None, str | None, str | None, str | None, float | None]]:
     """``(started_at, title, source, model, gone_at)`` of each session (absent: row gone)."""
     wanted = sorted(ids)
     if not wanted:
         return {}
-    cols = layout.session_columns
-    pick = ", ".join(
-        f"s.{c}" if c in cols else "NULL" for c in ("started_at", "title", "source", "model")
-    )
     found = conn.execute(
-        f"SELECT s.id, {pick}, {gone_sql('s')} FROM sessions s "
+        f"SELECT s.id, s.started_at, s.title, s.source, s.model, {gone_sql('s')} FROM sessions s "
         "JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(wanted),),
     )

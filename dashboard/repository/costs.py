@@ -5,12 +5,15 @@ provider reports one (HERMES_FACTS, "Costs"). How a row's figures are read —
 status, partial bills, effective spend — is :mod:`cost_rules`; on which days a row
 spent is :mod:`cost_days`. This module reads the rows and sums them:
 
-* ``session_model_usage`` (newer files; one row per model/provider/task, with
-  auxiliary tasks) is used when present, else ``sessions``.
+* The rows are the archive's ``session_model_usage`` (one per session, model,
+  provider and task, auxiliary tasks included). For a source without that table the
+  importer derived one row per session (``src_id`` prefixed ``DERIVED_USAGE_PREFIX``);
+  such a row sums the whole session and is read as a session row
+  (:func:`cost_rules.read_cost` ``usage=False``).
 * **Drift** (actual ÷ estimated) uses only usage rows that carry both figures for
-  the same calls (status ``actual``); a ``sessions`` row mixes calls and is never
+  the same calls (status ``actual``); a derived row mixes calls and is never
   paired, and included (subscription) rows bill 0 by design.
-* Every session or usage row is counted once: a continued chain's segments
+* Every usage row is counted once: a continued chain's segments
   each carry their own calls, so summing segments never double counts. A cell's
   ``sessions`` and the total's are distinct sessions.
 * ``status_mix`` counts calls per status (a row's ``api_call_count``, at least one),
@@ -28,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
 from dashboard.repository.cost_days import DayClock, Parts, apportion, fractions, row_parts
@@ -42,7 +46,6 @@ from dashboard.repository.cost_rules import (
     total,
 )
 from dashboard.repository.errors import ValidationError
-from dashboard.repository.layout import Layout
 from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 
 PERIODS = ("month", "week", "day")
@@ -95,10 +98,10 @@ class Spend:
     start: date
     end: date  # exclusive
     timezone: str
-    source_table: str  # "session_model_usage" or "sessions"
     periods: list[str]
     rows: list[Cell]
     totals: Cell
+    source_table: ClassVar[str] = "session_model_usage"  # what the sums read (page, JSON)
 
     def period_ranges(self) -> list[tuple[str, date, date]]:
         """``(label, first day, end)`` of each period, clipped to the range (end exclusive)."""
@@ -175,19 +178,18 @@ class Plan:
             return None
         return bisect.bisect_right(days, day) - 1
 
-    def result(self, layout: Layout, cells: list[Cell], sessions: int) -> Spend:
+    def result(self, cells: list[Cell], sessions: int) -> Spend:
         """The answer: ``cells`` sorted, and a total of ``sessions`` distinct sessions."""
         rows = sorted(cells, key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
         return Spend(
             period=self.period, by=self.by, start=self.start, end=self.end,
-            timezone=_zone_label(self.zone),
-            source_table="session_model_usage" if layout.has_model_usage else "sessions",
-            periods=self.labels, rows=rows, totals=_sum_cells(rows, sessions),
+            timezone=_zone_label(self.zone), periods=self.labels, rows=rows,
+            totals=_sum_cells(rows, sessions),
         )  # fmt: skip
 
 
 def plan(
-    layout: Layout, *, period: str = "month", by: str = "provider", start: date, end: date,
+    *, period: str = "month", by: str = "provider", start: date, end: date,
     timezone: str | None = None, sources: tuple[str, ...] = (),
 ) -> Plan:  # fmt: skip
     """Check a spend question; :class:`ValidationError` names what is wrong."""
@@ -203,23 +205,21 @@ def plan(
     starts = period_starts(period, start, end)
     if len(starts) > 800:
         raise ValidationError("too many periods: choose a coarser period or a shorter range")
-    if by == "task" and not layout.has_model_usage:
-        raise ValidationError("this file has no per-task usage (no session_model_usage table)")
     labels = [period_label(period, d) for d in starts]
     return Plan(period, by, start, end, zone, starts, labels, tuple(sources))
 
 
-def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
+def spend(conn: sqlite3.Connection, **options: object) -> Spend:
     """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's).
 
     Options as :func:`plan`. This sums the raw rows; :mod:`cost_rollup` answers the
     same question from Recall's per-day sums.
     """
-    question = plan(layout, **options)  # type: ignore[arg-type]
+    question = plan(**options)  # type: ignore[arg-type]
     sums: dict[tuple[int, str], list[float]] = {}
     members: dict[tuple[int, str], set[str]] = defaultdict(set)
     everyone: set[str] = set()
-    for row in range_rows(conn, layout, question).values():
+    for row in range_rows(conn, question).values():
         key = row.key(question.by)
         for day, vector in row.vectors():
             index = question.bucket(day)
@@ -232,18 +232,17 @@ def spend(conn: sqlite3.Connection, layout: Layout, **options: object) -> Spend:
         cell_from_sums(question.labels[index], key, vector, len(members[(index, key)]))
         for (index, key), vector in sums.items()
     ]
-    return question.result(layout, cells, len(everyone))
+    return question.result(cells, len(everyone))
 
 
-def range_rows(conn: sqlite3.Connection, layout: Layout, question: Plan) -> dict[int, Row]:
-    """The raw spend rows (by rowid) that can fall in ``question``'s range and sources."""
-    r = row_sql(layout)
+def range_rows(conn: sqlite3.Connection, question: Plan) -> dict[int, Row]:
+    """The usage rows (by rowid) that can fall in ``question``'s range and sources."""
     edges = question.edges
-    where, params = f"{r.last} >= ? AND {r.first} < ?", [edges[0], edges[-1]]
+    where, params = f"{ROW_LAST} >= ? AND {ROW_FIRST} < ?", [edges[0], edges[-1]]
     if question.sources:
         where += f" AND s.source IN ({','.join('?' * len(question.sources))})"
         params.extend(question.sources)
-    return read_rows(conn, layout, DayClock(question.zone), where, params)
+    return read_rows(conn, DayClock(question.zone), where, params)
 
 
 def first_activity(conn: sqlite3.Connection) -> float | None:
@@ -254,30 +253,32 @@ def first_activity(conn: sqlite3.Connection) -> float | None:
     return conn.execute("SELECT min(started_at) FROM sessions").fetchone()[0]
 
 
-def fingerprint(conn: sqlite3.Connection, layout: Layout) -> tuple[object, ...]:
-    """Cheap values that change whenever spend could have: a cache key for :func:`spend`.
+class SpendMark(NamedTuple):
+    """Cheap values that change whenever spend could have (:func:`fingerprint`)."""
 
-    Every recorded call moves ``last_seen`` (usage rows) or a session's activity;
-    a new row moves the count; the newest row's session tells a file restored from
-    elsewhere with the same count apart; a new message can move a row's days
-    (:mod:`cost_days`). Separate statements: ``max()`` alone is one index seek where
-    an index exists.
+    last_seen: float | None  # the newest activity of any usage row
+    rows: int  # usage rows
+    newest_session: int | None  # the newest session's rowid
+    newest_owner: object  # the session of the newest usage row
+    newest_message: int | None  # the newest message's rowid
 
-    Returns ``(table, newest activity, row count, newest session rowid, newest row's
-    session, newest message rowid)``.
+
+def fingerprint(conn: sqlite3.Connection) -> SpendMark:
+    """A cache key for :func:`spend`, and what Recall's rollup compares to its state.
+
+    Every recorded call moves ``last_seen``; a new row moves the count; the newest
+    row's session tells a file restored from elsewhere with the same count apart; a
+    new message can move a row's days (:mod:`cost_days`). Separate statements: each
+    ``max()`` alone is one index seek.
     """
-    if layout.has_model_usage:
-        table, moving, owner = "session_model_usage", "last_seen", "session_id"
-    else:
-        table, owner = "sessions", "id"
-        moving = "last_activity_at" if "last_activity_at" in layout.session_columns else "rowid"
-    latest = conn.execute(f"SELECT max({moving}) FROM {table}").fetchone()[0]
-    count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    latest = conn.execute("SELECT max(last_seen) FROM session_model_usage").fetchone()[0]
+    count = conn.execute("SELECT count(*) FROM session_model_usage").fetchone()[0]
     sessions = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0]
-    newest = conn.execute(f"SELECT {owner} FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
-    message = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0] if (
-        layout.message_columns) else None  # fmt: skip
-    return (table, latest, count, sessions, newest[0] if newest else None, message)
+    newest = conn.execute(
+        "SELECT session_id FROM session_model_usage ORDER BY rowid DESC LIMIT 1"
+    ).fetchone()
+    message = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0]
+    return SpendMark(latest, count, sessions, newest[0] if newest else None, message)
 
 
 def resolve_zone(name: str | None) -> ZoneInfo:
@@ -305,78 +306,33 @@ def _epoch(day: date, zone: ZoneInfo) -> float:
     return datetime(day.year, day.month, day.day, tzinfo=zone).timestamp()
 
 
-@dataclass(frozen=True)
-class RowSql:
-    """SQL expressions reading one spend row (a usage row, or a session on older files).
-
-    Both the direct sums here and Recall's per-day rollup read rows through these
-    (:func:`read_rows`), so keys, tokens and the row's time bounds live in one place.
-    """
-
-    table: str  # "u" (session_model_usage) or "s" (sessions)
-    anchor: str  # the row's day when no call of it is found (see cost_days)
-    first: str  # earliest and latest time of the row's calls
-    last: str
-    keys: dict[str, str]  # dimension -> expression; never NULL or ''
-    status: str
-    est: str
-    act: str
-    tokens: tuple[str, ...]  # one per TOKEN_KINDS
-    sid: str
-    calls: str
-    merged: str  # true for a row summing a whole session (cost_rules.read_cost usage=False)
-
-    def source_from(self) -> str:
-        if self.table == "s":
-            return "sessions s"
-        # LEFT JOIN: a usage row whose session row is gone still cost money.
-        return "session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
-
-
-def row_sql(layout: Layout) -> RowSql:
-    """How to read spend rows from this file's layout."""
-    cols = layout.session_columns
-    usage = layout.has_model_usage
-    t = "u" if usage else "s"
-
-    def column(name: str) -> str:
-        return f"{t}.{name}" if usage or name in cols else "NULL"
-
-    def label(expr: str) -> str:
-        return f"coalesce(nullif({expr}, ''), 'unknown')"
-
-    if usage:
-        keys = {
-            "provider": label("u.billing_provider"), "model": label("u.model"),
-            "source": label("s.source"), "task": "coalesce(nullif(u.task, ''), 'main')",
-        }  # fmt: skip
-        last = "coalesce(u.last_seen, u.first_seen)"
-        anchor, first = last, "coalesce(u.first_seen, u.last_seen)"
-        sid, calls = "u.session_id", "u.api_call_count"
-        merged = derived_usage_sql("u", layout)
-    else:
-        pairs = (("provider", "billing_provider"), ("model", "model"), ("source", "source"))
-        keys = {dim: label(column(col)) for dim, col in pairs}
-        keys["task"] = "'main'"
-        ends = [f"coalesce(s.{c}, s.started_at)" for c in ("ended_at", "last_activity_at")
-                if c in cols]  # fmt: skip
-        anchor = first = "s.started_at"
-        last = f"max(s.started_at, {', '.join(ends)})" if ends else "s.started_at"
-        sid, calls = "s.id", column("api_call_count")
-        merged = "1"
-    tokens = tuple(column(f"{k}_tokens") for k in TOKEN_KINDS)
-    return RowSql(
-        t, anchor, first, last, keys, column("cost_status"), column("estimated_cost_usd"),
-        column("actual_cost_usd"), tokens, sid, calls, merged,
-    )  # fmt: skip
-
-
-def derived_usage_sql(alias: str, layout: Layout) -> str:
-    """True for a usage row Recall's archive derived from a session row (it sums the
-    whole session, so it reads as that row did); false on a file without provenance."""
-    if "src_id" not in layout.session_columns:  # migration 3 gives every table provenance
-        return "0"
+def derived_usage_sql(alias: str) -> str:
+    """True for a usage row the importer derived from a session row (a source without
+    ``session_model_usage``): it sums the whole session, so it reads as that row did."""
     return f"coalesce({alias}.src_id LIKE '{DERIVED_USAGE_PREFIX}%', 0)"
+
+
+def _label(expr: str) -> str:
+    return f"coalesce(nullif({expr}, ''), 'unknown')"
+
+
+# The earliest and latest time of a usage row's calls.
+ROW_FIRST = "coalesce(u.first_seen, u.last_seen)"
+ROW_LAST = "coalesce(u.last_seen, u.first_seen)"
+#: How a usage row is read. The raw sums here and Recall's per-day rollup both read
+#: rows through :func:`read_rows`, so keys, tokens and time bounds live in one place:
+#: rowid, session, first, last, the DIMENSIONS keys (never NULL or ''), status,
+#: estimate, bill, TOKEN_KINDS, calls, and whether it sums a whole session.
+ROW_SQL = (
+    f"SELECT u.rowid, u.session_id, {ROW_FIRST}, {ROW_LAST}, "
+    f"{_label('u.billing_provider')}, {_label('u.model')}, {_label('s.source')}, "
+    "coalesce(nullif(u.task, ''), 'main'), "
+    "u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
+    f"{', '.join(f'u.{kind}_tokens' for kind in TOKEN_KINDS)}, u.api_call_count, "
+    f"{derived_usage_sql('u')} "
+    # LEFT JOIN: a usage row whose session row is gone still cost money.
+    "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+)
 
 
 @dataclass(frozen=True)
@@ -433,35 +389,27 @@ class Row:
 
 
 def read_rows(
-    conn: sqlite3.Connection, layout: Layout, clock: DayClock, where: str = "",
-    params: Iterable[object] = (),
-) -> dict[int, Row]:  # fmt: skip
-    """Spend rows (by rowid) matching ``where``, read by the rules and spread over days."""
-    r = row_sql(layout)
-    frm = r.source_from()
+    conn: sqlite3.Connection, clock: DayClock, where: str = "", params: Iterable[object] = ()
+) -> dict[int, Row]:
+    """Usage rows (by rowid) matching ``where``, read by the rules and spread over days."""
     condition = f" WHERE {where}" if where else ""
-    keys = ", ".join(r.keys[d] for d in DIMENSIONS)
-    sql = (
-        f"SELECT {r.table}.rowid, {r.sid}, {r.anchor}, {r.first}, {r.last}, {keys}, "
-        f"{r.status}, {r.est}, {r.act}, {', '.join(r.tokens)}, {r.calls}, {r.merged} "
-        f"FROM {frm}{condition}"
-    )
-    found = conn.execute(sql, list(params)).fetchall()
+    found = conn.execute(ROW_SQL + condition, list(params)).fetchall()
     day = clock.day
-    bounds = [(day(anchor), day(first), day(last)) for _, _, anchor, first, last, *_ in found]
+    # A row with no call found stays on the day of its last call (cost_days).
+    bounds = [(day(first), day(last)) for _, _, first, last, *_ in found]
     # Only a row whose calls span several days needs its session's messages.
-    spanning = {row[1] for row, (_, lo, hi) in zip(found, bounds, strict=True)
+    spanning = {row[1] for row, (lo, hi) in zip(found, bounds, strict=True)
                 if lo is not None and hi is not None and lo != hi}  # fmt: skip
-    replies = _replies(conn, layout, clock, spanning) if spanning else {}
+    replies = _replies(conn, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
-    for (rid, sid, _, _, _, provider, model, source, task, *rest), (anchor, lo, hi) in zip(
+    for (rid, sid, _, _, provider, model, source, task, *rest), (lo, hi) in zip(
         found, bounds, strict=True
     ):
         status, est, act, *counts, merged = rest
         cost = read_cost(status, est, act, usage=not merged)
         calls = counts[-1]
-        parts = row_parts(anchor, lo, hi, replies.get(sid, ())) if lo != hi else (
-            () if anchor is None else ((anchor, 1),))  # fmt: skip
+        parts = row_parts(hi, lo, hi, replies.get(sid, ())) if lo != hi else (
+            () if hi is None else ((hi, 1),))  # fmt: skip
         rows[rid] = Row(
             str(sid), provider, model, source, task, cost.status, cost.estimated, cost.billed,
             tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
@@ -470,28 +418,22 @@ def read_rows(
     return rows
 
 
-def session_costs(
-    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
-) -> dict[str, CostSummary]:
+def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, CostSummary]:
     """What each session cost, by the rules: its usage rows where it has any, else its
-    ``sessions`` row (older files, or a session recorded before the usage table)."""
+    ``sessions`` row (a session recorded before Hermes kept usage rows)."""
     wanted = json.dumps(sorted(set(ids)))
     found: dict[str, list[RowCost]] = defaultdict(list)
-    if layout.has_model_usage:
-        for sid, status, est, act, merged in conn.execute(
-            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-            f"{derived_usage_sql('u', layout)} "
-            "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
-            (wanted,),
-        ):
-            found[sid].append(read_cost(status, est, act, usage=not merged))
-    cols = layout.session_columns
-    pick = ", ".join(
-        f"s.{c}" if c in cols else "NULL"
-        for c in ("cost_status", "estimated_cost_usd", "actual_cost_usd")
-    )
+    for sid, status, est, act, merged in conn.execute(
+        "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
+        f"{derived_usage_sql('u')} "
+        "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
+        (wanted,),
+    ):
+        found[sid].append(read_cost(status, est, act, usage=not merged))
     for sid, status, est, act in conn.execute(
-        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value", (wanted,)
+        "SELECT s.id, s.cost_status, s.estimated_cost_usd, s.actual_cost_usd "
+        "FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+        (wanted,),
     ):
         if sid not in found:
             found[sid].append(read_cost(status, est, act, usage=False))
@@ -499,16 +441,13 @@ def session_costs(
 
 
 def _replies(
-    conn: sqlite3.Connection, layout: Layout, clock: DayClock, sessions: set[str]
+    conn: sqlite3.Connection, clock: DayClock, sessions: set[str]
 ) -> dict[str, list[tuple[int, int | None]]]:
     """``(day, token_count)`` of every assistant message of ``sessions``."""
-    if not layout.message_columns:
-        return {}
-    tokens = "token_count" if "token_count" in layout.message_columns else "NULL"
     out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
     day = clock.day
     for sid, ts, count in conn.execute(
-        f"SELECT m.session_id, m.timestamp, {tokens} FROM messages m "
+        "SELECT m.session_id, m.timestamp, m.token_count FROM messages m "
         "JOIN json_each(?) j ON m.session_id = j.value WHERE m.role = 'assistant'",
         (json.dumps(sorted(sessions)),),
     ):

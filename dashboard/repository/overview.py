@@ -141,7 +141,7 @@ def recent_activity(
     by_model = reader.spend(rollup, period="month", by="model", start=start, end=end,
                             timezone=timezone)  # fmt: skip
     with reader.snapshot() as snap:
-        question = plan(snap.layout, period="day", start=start, end=end, timezone=timezone)
+        question = plan(period="day", start=start, end=end, timezone=timezone)
         edges = question.edges
         started, models, tools = _started_sessions(snap.conn, snap.layout, edges[0], edges[-1])
     counts = [0] * len(question.labels)

@@ -109,16 +109,17 @@ class StateReader:
     def path(self) -> Path:
         return self._path
 
-    def open_for_rollup(self) -> tuple[sqlite3.Connection, Layout]:
-        """A read-only connection and layout a background cost-rollup build can own."""
+    def open_for_rollup(self) -> sqlite3.Connection:
+        """A read-only connection to the archive a background cost-rollup build can own."""
         if self._before_read is not None:
             self._before_read()
         conn = open_readonly(self.path)
         try:
-            return conn, detect_layout(conn, self.path)
+            read_state(conn, self.path)  # the archive at the current schema, or why not
         except BaseException:
             conn.close()
             raise
+        return conn
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
@@ -298,25 +299,22 @@ class StateReader:
         :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
         the spend fingerprint is unchanged."""
         with self.snapshot() as snap, read_snapshot(snap.conn):
-            mark = fingerprint(snap.conn, snap.layout)
+            mark = fingerprint(snap.conn)
             key = ("sessions", sort, descending, repr(sorted(options.items())), mark)
             with self._spend_lock:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            question = plan(snap.layout, **options)
+            question = plan(**options)
             order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
             found = None
             if rollup is not None:
-                found = rollup.session_sums(snap.conn, snap.layout, question, mark=mark, **order)
+                found = rollup.session_sums(snap.conn, question, mark=mark, **order)
             if found is None:  # no rollup (yet): sum the raw rows by the same rules
-                sums = session_sums(range_rows(snap.conn, snap.layout, question).values(),
-                                    question)  # fmt: skip
+                sums = session_sums(range_rows(snap.conn, question).values(), question)
                 found = len(sums), rank_sessions(sums, **order)
             lineage = self._lineage.get(snap.conn, snap.layout)
-            result = costly_sessions(
-                snap.conn, snap.layout, lineage, *found, sort=sort, descending=descending
-            )
+            result = costly_sessions(snap.conn, lineage, *found, sort=sort, descending=descending)
         with self._spend_lock:
             self._spend_cache[key] = result
             while len(self._spend_cache) > SPEND_CACHE_SIZE:
@@ -337,15 +335,15 @@ class StateReader:
         question in a row.
         """
         with self.snapshot() as snap, read_snapshot(snap.conn):
-            mark = fingerprint(snap.conn, snap.layout)
+            mark = fingerprint(snap.conn)
             key = (repr(sorted(options.items())), mark)
             with self._spend_lock:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            result = rollup.spend(snap.conn, snap.layout, mark=mark, **options) if rollup else None
+            result = rollup.spend(snap.conn, mark=mark, **options) if rollup else None
             if result is None:
-                result = spend(snap.conn, snap.layout, **options)
+                result = spend(snap.conn, **options)
         with self._spend_lock:
             self._spend_cache[key] = result
             while len(self._spend_cache) > SPEND_CACHE_SIZE:

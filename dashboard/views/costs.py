@@ -189,8 +189,8 @@ def index():
             now.date(), None if first is None else datetime.fromtimestamp(first, now.tzinfo).date()
         ),
         "args": request.args, "sources": reader.search_facets().get("sources", []),
-        "has_usage": reader.layout().has_model_usage, "dimension_labels": DIMENSION_LABELS,
-        "periods": PERIODS, "drift_flag": DRIFT_FLAG, "budget": monthly_budget(), "error": None,
+        "dimension_labels": DIMENSION_LABELS, "periods": PERIODS, "drift_flag": DRIFT_FLAG,
+        "budget": monthly_budget(), "error": None,
     }  # fmt: skip
     try:
         costs = parse_costs_request(now.date())

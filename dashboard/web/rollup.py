@@ -34,7 +34,7 @@ def spend_function() -> Callable[..., Spend]:
 
 
 def prepare_cost_rollup() -> None:
-    """Start building the rollup for the configured timezone, if the home has usage rows."""
+    """Start building the rollup for the configured timezone (at server start)."""
     rollup = get_cost_rollup()
     if rollup is None:
         return
