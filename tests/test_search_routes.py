@@ -107,4 +107,3 @@ def test_while_the_trigram_index_is_pending_a_part_of_a_word_is_scanned(
         assert len(reader.matching_messages(shapes.S_ROOT, part)) == card.hit_count > 0
         answers[name] = result.route
     assert answers == {"pending": "scan", "ready": "trigram"}
-
