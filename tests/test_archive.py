@@ -15,7 +15,7 @@ import pytest
 from dashboard.repository import importer, schema
 from dashboard.repository.archive import ARCHIVE_FILE, archive_path, archive_status, open_archive
 from dashboard.repository.datadir import data_dir_for
-from dashboard.repository.errors import ValidationError
+from dashboard.repository.errors import StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import source_key, sync
 from dashboard.repository.store import NewMessage, SessionStore
@@ -179,3 +179,20 @@ def test_archive_commands_on_recalls_own_store_say_it_is_its_own_archive(tmp_pat
         assert "is Recall's own store: it is its own archive" in out.stdout, command
     assert not (folder / ARCHIVE_FILE).exists()  # nothing copied
     assert (root / "state.db").read_bytes() == before
+
+
+@pytest.mark.parametrize("shape", ["seed_inline", "current_views"])
+def test_a_hermes_file_named_as_the_archive_is_refused_untouched(
+    tmp_path: Path, shape: str
+) -> None:
+    db = hs.SHAPES[shape](tmp_path / "other" / "state.db")
+    wal = db.with_name("state.db-wal")
+    before = db.read_bytes(), wal.read_bytes() if wal.exists() else b""
+    with pytest.raises(StoreUnavailableError) as caught:
+        open_archive(db, to_sync=True)
+    assert caught.value.reason == "not-archive" and caught.value.path == str(db)
+    # Byte-identical (a read-only open of a WAL file may leave an empty -wal beside it).
+    assert (db.read_bytes(), wal.read_bytes() if wal.exists() else b"") == before
+    fresh = tmp_path / "new" / ARCHIVE_FILE
+    open_archive(fresh).close()  # a missing file is created, and is then Recall's
+    open_archive(fresh).close()

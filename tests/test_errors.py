@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from tests import hermes_shapes as shapes
@@ -45,3 +46,30 @@ def test_a_read_only_folder_after_the_import_leaves_the_archive_answering(
     # pages answer from the archive either way.
     assert response.status_code == 200 and search.json["results"]
     assert "(corrupt)" not in response.get_data(as_text=True)
+
+
+def test_an_archive_that_is_a_hermes_file_is_explained_and_never_written(
+    tmp_path: Path,
+) -> None:
+    # `recall serve --archive` given another home's state.db by mistake.
+    home = tmp_path / "home"
+    shapes.build_seed_inline(home / "state.db")
+    other = shapes.build_current_views(tmp_path / "other" / "state.db")
+    files = [other, other.with_name("state.db-wal")]
+    before = [_digest(f) for f in files]
+    client = make_app(home, tmp_path / "data", ARCHIVE=str(other)).test_client()
+    for path in ("/", "/?q=pool", "/overview", "/costs", f"/sessions/{shapes.S_ROOT}"):
+        response = client.get(path)
+        page = response.get_data(as_text=True)
+        # Not a server bug, and nothing that passes by retrying: 503 without Retry-After.
+        assert response.status_code == 503, path
+        assert "Retry-After" not in response.headers
+        assert "(not-archive)" in page and str(other) in page, path
+        assert "This file is not Recall&#39;s archive" in page and "(corrupt)" not in page
+    body = client.get("/api/search?q=pool").json
+    assert body["reason"] == "not-archive"
+    assert [_digest(f) for f in files] == before
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None

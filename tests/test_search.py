@@ -1,4 +1,5 @@
-"""Stage-1 search over every real state.db shape: routes, grouping, filters, bounds."""
+"""Stage-1 search over every real state.db shape, imported into Recall's archive first
+(as `recall serve` does): routes, grouping, filters, bounds."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import search as search_module
+from dashboard.repository import search_routes
 from dashboard.repository.errors import QuerySyntaxError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.lineage import Lineage
@@ -14,6 +15,7 @@ from dashboard.repository.reader import StateReader
 from dashboard.repository.search import SearchRequest
 from dashboard.repository.store import NewMessage, SessionStore
 from tests import hermes_shapes as shapes
+from tests.archived import archived_reader
 
 ALL_SOURCES = ("cli", "telegram", "cron", "subagent")
 
@@ -24,7 +26,7 @@ def readers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, StateReader]:
     out = {}
     for name, build in shapes.SHAPES.items():
         build(root / name / "state.db")
-        out[name] = StateReader(HermesHome(root / name))
+        out[name] = archived_reader(root / name)
     return out
 
 
@@ -43,7 +45,7 @@ def test_english_word_phrase_prefix_not_or(readers: dict[str, StateReader], shap
     assert found == {shapes.S_ROOT}
     hit = result.results[0].hits[0]
     assert f"<mark>{shapes.UNIQUE_WORD}</mark>" in hit.snippet
-    assert result.route == ("scan" if shapes.EXPECTED[shape].fts_stale else "unicode61")
+    assert result.route == "unicode61"  # the archive indexes every shape the same way
 
     found, _ = _sessions(reader, '"connection pool"')
     assert shapes.S_ROOT in found
@@ -62,9 +64,7 @@ def test_chinese_three_plus_and_two_characters(readers: dict[str, StateReader], 
     reader = readers[shape]
     found, result = _sessions(reader, shapes.CJK_PHRASE)
     assert shapes.S_TELEGRAM in found, result.notes
-    facts = shapes.EXPECTED[shape]
-    expected_route = "scan" if facts.fts_stale or not facts.has_trigram else "trigram"
-    assert result.route == expected_route
+    assert result.route == "trigram"  # whether or not the source had such an index
     found, result = _sessions(reader, shapes.CJK_SHORT)
     assert result.route == "scan"
     assert shapes.S_TELEGRAM in found
@@ -87,11 +87,13 @@ def test_visible_rows_only(readers: dict[str, StateReader], shape: str) -> None:
     assert _sessions(reader, shapes.HIDDEN_WORD)[0] == set()  # display_kind='hidden'
 
 
-def test_stale_index_falls_back_to_a_scan(readers: dict[str, StateReader]) -> None:
+def test_a_word_the_source_index_missed_is_found_by_words(
+    readers: dict[str, StateReader],
+) -> None:
+    # The source's stale index lacks this row; the archive indexes what it imports.
     found, result = _sessions(readers["stale_index"], shapes.STALE_WORD)
     assert found == {shapes.S_BRANCH}
-    assert result.route == "scan"
-    assert any("stale" in n for n in result.notes)
+    assert result.route == "unicode61" and result.notes == []
 
 
 def test_wal_only_rows_are_searchable(readers: dict[str, StateReader]) -> None:
@@ -221,7 +223,7 @@ def test_newest_and_oldest_sorts(many: StateReader) -> None:
 
 
 def test_common_terms_bound_the_ranking_work(many: StateReader, monkeypatch) -> None:
-    monkeypatch.setattr(search_module, "RANK_WINDOW", 100)
+    monkeypatch.setattr(search_routes, "RANK_WINDOW", 100)
     result = many.search(SearchRequest(query="haystack", per_page=50))
     # The count stops just past the window: counting every match of a very common
     # word would cost more than the search.
@@ -365,8 +367,8 @@ def test_a_sorted_count_is_the_same_or_says_why_and_offers_the_rest(tmp_path: Pa
 
 
 def test_a_bounded_search_offers_more_in_every_order(many: StateReader, monkeypatch) -> None:
-    monkeypatch.setattr(search_module, "RANK_WINDOW", 100)
-    monkeypatch.setattr(search_module, "SORT_WINDOW", 100)
+    monkeypatch.setattr(search_routes, "RANK_WINDOW", 100)
+    monkeypatch.setattr(search_routes, "SORT_WINDOW", 100)
     for sort in ("relevance", "newest", "oldest"):
         result = many.search(SearchRequest(query="haystack", sort=sort, per_page=50))
         assert result.bounded, sort
@@ -505,41 +507,3 @@ def test_terms_with_symbols_match_the_symbols(
     assert {r.session_id for r in result.results} == found
     assert result.route == route
     assert symbols.search(SearchRequest(query=q, sort="newest")).total_sessions == len(found)
-
-
-def spelled_home(tmp_path: Path) -> StateReader:
-    """Sessions of one model under two spellings (OpenRouter's and the provider's), and another."""
-    home = tmp_path / "spelled"
-    with SessionStore(home / "state.db") as store:
-        for i, model in enumerate(["anthropic/claude-sonnet-4.5", "claude-sonnet-4-5",
-                                   "claude-sonnet-4-5", "gpt-5-mini"]):  # fmt: skip
-            sid = store.create_session("cli", session_id=f"m{i}", model=model, started_at=1e9 + i)
-            store.append_messages(sid, [NewMessage("user", "spelling check", timestamp=1e9 + i)])
-    return StateReader(HermesHome(home))
-
-
-@pytest.mark.parametrize(
-    ("name", "family"),
-    [("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
-     ("claude-sonnet-4-5", "claude-sonnet-4-5"),
-     ("Claude-Sonnet-4-5-20250929", "claude-sonnet-4-5"), ("openai/gpt-5", "gpt-5"),
-     ("llama3.3:70b", "llama3-3:70b")],
-)  # fmt: skip
-def test_model_family_is_one_key_for_every_spelling(name: str, family: str) -> None:
-    assert search_module.model_family(name) == family
-
-
-def test_model_facet_groups_spellings_with_counts(tmp_path: Path) -> None:
-    reader = spelled_home(tmp_path)
-    facets = reader.search_facets()
-    (sonnet,) = [f for f in facets["models"] if "sonnet" in f.label]
-    assert sonnet.key == "claude-sonnet-4-5" and sonnet.count == 3
-    assert sonnet.label == "claude-sonnet-4-5"  # the spelling most sessions use
-    assert set(sonnet.spellings) == {"anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"}
-    assert facets["source_counts"] == {"cli": 4} and facets["sources"] == ["cli"]
-    # The filter matches every spelling, whichever one the URL names.
-    for spelled in ("claude-sonnet-4-5", "anthropic/claude-sonnet-4.5"):
-        found, _ = _sessions(reader, "spelling", model=spelled)
-        assert found == {"m0", "m1", "m2"}, spelled
-        recent = reader.search(SearchRequest.from_params({"model": spelled}.get, lambda _: []))
-        assert {r.session_id for r in recent.results} == {"m0", "m1", "m2"}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.repository import search as search_module
+from dashboard.repository import search_routes
 from dashboard.repository.store import NewMessage, SessionStore
 from tests.conftest import make_app
 
@@ -64,8 +64,8 @@ def test_an_empty_home_is_named(tmp_path: Path) -> None:
 def test_one_count_of_matching_messages_on_a_bounded_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "RANK_WINDOW", 10)
-    monkeypatch.setattr(search_module, "SORT_WINDOW", 10)
+    monkeypatch.setattr(search_routes, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search_routes, "SORT_WINDOW", 10)
     client = _client(tmp_path)
     html = _text(client, "/?q=redis&role=user&exclude=s11")
     counts = set(re.findall(r"(?i)more than ([\d,]+)", html))

@@ -61,8 +61,32 @@ def open_archive(path: Path, *, to_sync: bool = False) -> SessionStore:
     ``to_sync``: the caller syncs next, which resumes a killed first import and
     builds its deferred trigram index once at the end, so opening leaves it.
     """
+    if foreign_file(path):
+        raise StoreUnavailableError(
+            "not-archive", str(path), "a database that is not Recall's: Recall never writes to it"
+        )
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return SessionStore(path, finish_index=not to_sync)
+
+
+def foreign_file(path: Path) -> bool:
+    """Whether ``path`` holds someone else's database (tables, no Recall schema): a Hermes
+    ``state.db`` given as ``--archive``. Recall never migrates such a file into an archive
+    or syncs into it. A missing, empty or unreadable file is not foreign: opening it
+    creates or explains it."""
+    if not Path(path).is_file():
+        return False
+    try:
+        conn = open_readonly(path, timeout=0, io_retries=0)
+    except StoreUnavailableError:
+        return False
+    try:
+        tables = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+        return tables is not None and current_version(conn) == 0
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,7 @@ class StateReader:
             found = replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
             if parsed is None or found.paging is None:
                 return SessionPage(found, [], None, [])
-            ids = session_matches(snap.conn, snap.layout, session_id, parsed)
+            ids = session_matches(snap.conn, snap.state, session_id, parsed)
             matches = match_entries(snap.conn, found.paging, ids)
         count = sum(1 for i in ids if found.paging.index_of(i) is not None)
         return SessionPage(found, parsed.highlight_terms(), count, matches)
@@ -221,7 +221,7 @@ class StateReader:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
-                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.layout)
             )
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
@@ -229,7 +229,7 @@ class StateReader:
         in one snapshot: the agent's recalled memories."""
         with self.snapshot() as snap:
             found = search_sessions(
-                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.layout)
             )
             return said_only(snap.conn, found.results, terms)
 
@@ -237,7 +237,7 @@ class StateReader:
         """Ids of the session's messages that ``query`` matches (what a card counts)."""
         parsed = parse_query(query)
         with self.snapshot() as snap:
-            return session_matches(snap.conn, snap.layout, session_id, parsed)
+            return session_matches(snap.conn, snap.state, session_id, parsed)
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
@@ -248,7 +248,7 @@ class StateReader:
     def search_facets(self) -> dict[str, list[str]]:
         """Sources and models present, for the search filters."""
         with self.snapshot() as snap:
-            return session_facets(snap.conn, snap.layout)
+            return session_facets(snap.conn)
 
     def last_message_id(self, session_id: str) -> int:
         """The newest message id of a session (what a cached summary depends on)."""

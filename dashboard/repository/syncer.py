@@ -31,7 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dashboard.repository.archive import ReadChoice, migrate_own_store, open_archive, read_choice
+from dashboard.repository.archive import (
+    ReadChoice,
+    foreign_file,
+    migrate_own_store,
+    open_archive,
+    read_choice,
+)
 from dashboard.repository.errors import StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import BATCH_SESSIONS, Progress, read_watermark, source_key, sync
@@ -322,6 +328,10 @@ def reading_for(
     choice = read_choice(home, archive, folder=folder, will_create=will_create)
     if choice.archive is None:
         migrate_own_store(choice.path)
+        return HomeReading(choice, StateReader(home, choice.path), None)
+    if foreign_file(choice.archive):
+        # Someone else's database named as the archive: never synced into; reading it
+        # says what it is (StoreUnavailableError "not-archive", with its path).
         return HomeReading(choice, StateReader(home, choice.path), None)
     syncer = Syncer(choice.archive, choice.source, home.root, inline=inline,
                     on_progress=on_progress)  # fmt: skip

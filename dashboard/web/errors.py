@@ -39,10 +39,13 @@ STORE_ADVICE = {
 def init_app(app: Flask) -> None:
     @app.errorhandler(StoreUnavailableError)
     def store_unavailable(exc: StoreUnavailableError):
-        status = 503 if exc.reason in ("locked", "io", "readonly", "rollback") else 500
+        transient = exc.reason in ("locked", "io", "readonly", "rollback")
+        # A file that is not Recall's archive is a setting to change, not a server bug and
+        # nothing that passes by retrying: unavailable, without Retry-After.
+        status = 503 if transient or exc.reason == "not-archive" else 500
         advice = STORE_ADVICE.get(exc.reason, "")
         body = render_template("errors/store.html", error=exc, advice=advice)
-        return body, status, {"Retry-After": "2"} if status == 503 else {}
+        return body, status, {"Retry-After": "2"} if transient else {}
 
     @app.errorhandler(NotFoundError)
     def not_found(exc: NotFoundError):

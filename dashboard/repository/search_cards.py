@@ -1,0 +1,208 @@
+"""From matching rows to result cards: fold rows into groups (a chain or a session),
+then build one card per group on the page, with its best hits as escaped snippets.
+
+Each card is read in a few statements for the whole page (sessions, first user
+messages, the chains' latest activity, the hit messages), never one per card.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dashboard.repository.content import decode_content
+from dashboard.repository.conventions import visible_sql
+from dashboard.repository.gone import gone_sql
+from dashboard.repository.lineage import Lineage
+from dashboard.repository.query import ParsedQuery
+from dashboard.repository.search_request import Hit, SearchRequest, SessionResult
+from dashboard.repository.search_routes import Row
+from dashboard.repository.snippets import (
+    make_snippet,
+    markdown_plain,
+    preview,
+    readable,
+    readable_tool_calls,
+)
+
+HITS_SHOWN = 3
+HIT_CANDIDATES = 12  # hits read per card so that identical ones (compaction copies) can go
+
+
+@dataclass
+class Group:
+    """One future card: a chain root (or a session) and the hits that fell into it."""
+
+    key: str
+    best_session: str
+    hit_ids: list[tuple[int, str]] = field(default_factory=list)  # (message id, session id)
+    hit_count: int = 0
+    session_hits: dict[str, int] = field(default_factory=dict)  # hits per member session
+    title_match: bool = False
+    when: float | None = None  # newest (or oldest) time among its hits and matched names
+
+
+def group_rows(
+    rows: Iterable[Row],
+    lineage: Lineage,
+    request: SearchRequest,
+    titles: list[tuple[str, float]],
+) -> list[Group]:
+    """Fold rows into groups in the request's order.
+
+    Best match: by best row, name matches first. Newest and oldest: by the newest
+    (oldest) time of any hit or name-matched session start, name matches included.
+    """
+    groups: dict[str, Group] = {}
+    roots: dict[str, str] = {}
+    oldest = request.sort == "oldest"
+    chains = request.group == "chain"
+
+    def key_of(sid: str) -> str:
+        if not chains:
+            return sid
+        root = roots.get(sid)
+        if root is None:
+            root = roots[sid] = lineage.root(sid)
+        return root
+
+    def seen(group: Group, when: float) -> None:
+        if group.when is None or (when < group.when if oldest else when > group.when):
+            group.when = when
+
+    for sid, started in titles:
+        key = key_of(sid)
+        group = groups.setdefault(key, Group(key, sid))
+        group.title_match = True
+        seen(group, started)
+    timed = request.sort != "relevance"
+    for message_id, sid, _score, when in rows:
+        key = key_of(sid) if chains else sid
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = Group(key, sid)
+        if timed and not group.hit_count:
+            # Rows come newest (oldest) first: a group's first row is its newest (oldest).
+            seen(group, when)
+        group.hit_count += 1
+        hits = group.session_hits
+        hits[sid] = hits.get(sid, 0) + 1
+        if len(group.hit_ids) < HIT_CANDIDATES:
+            group.hit_ids.append((message_id, sid))
+    ordered = list(groups.values())
+    if request.sort != "relevance":
+        ordered.sort(key=lambda g: g.when or 0.0, reverse=not oldest)  # stable: ties keep order
+    return ordered
+
+
+def page_of(groups: list[Group], request: SearchRequest) -> list[Group]:
+    """The groups on the request's page."""
+    start = (request.page - 1) * request.per_page
+    return groups[start : start + request.per_page]
+
+
+def build_cards(
+    conn: sqlite3.Connection, page: list[Group], lineage: Lineage, parsed: ParsedQuery | None
+) -> list[SessionResult]:
+    """One card per group: its session, title, first user message, activity and hits."""
+    if not page:
+        return []
+    wanted = [g.best_session for g in page] + [g.key for g in page]
+    sessions = _session_rows(conn, wanted)
+    firsts = _first_user_messages(conn, list(dict.fromkeys(wanted)))
+    activity = _chain_activity(conn, {g.key: lineage.family(g.key) for g in page})
+    hit_ids = [mid for g in page for mid, _ in g.hit_ids]
+    messages = _message_rows(conn, hit_ids)
+    terms = parsed.highlight_terms() if parsed else []
+    cards = []
+    for g in page:
+        s = sessions.get(g.best_session) or sessions.get(g.key)
+        root = sessions.get(g.key) or s
+        if s is None:
+            continue
+        title = (root["title"] if root is not None else None) or s["title"]
+        hits: list[Hit] = []
+        shown: set[str] = set()
+        for mid, sid in g.hit_ids:
+            m = messages.get(mid)
+            if m is None or len(hits) == HITS_SHOWN:
+                continue
+            text = readable(decode_content(m["content"]))
+            extra = " ".join(x for x in (m["tool_name"], readable_tool_calls(m["tool_calls"])) if x)
+            snippet = make_snippet(text, terms, extra)
+            if snippet in shown:
+                continue  # the same text again (in-place compaction keeps a copy): once is enough
+            shown.add(snippet)
+            hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet))
+        cards.append(SessionResult(
+            session_id=s["id"], root_session_id=g.key, title=title,
+            preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
+            source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
+            last_activity=activity.get(g.key),
+            message_count=s["message_count"], hit_count=g.hit_count,
+            session_hit_count=g.session_hits.get(s["id"], 0), title_match=g.title_match,
+            hits=hits, chain_part=lineage.part_of(s["id"]), gone_at=s["gone_at"],
+        ))  # fmt: skip
+    return cards
+
+
+def _session_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, source, title, model, started_at, ended_at, message_count, "
+        f"last_activity_at, {gone_sql('sessions')} AS gone_at FROM sessions "
+        f"WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    ).fetchall()
+    return {r["id"]: r for r in rows}
+
+
+def _first_user_messages(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
+    """Each session's first visible user message, in one statement.
+
+    The inner lookup walks (session_id, timestamp) in index order and stops at
+    the first user row, so it reads a handful of rows per session.
+    """
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT m.session_id, m.content FROM messages m WHERE m.id IN ("
+        " SELECT (SELECT x.id FROM messages x WHERE x.session_id = j.value"
+        f"  AND x.role = 'user' AND {visible_sql('x')} ORDER BY x.timestamp, x.id LIMIT 1)"
+        " FROM json_each(?) j)",
+        (json.dumps(ids),),
+    ).fetchall()
+    return {sid: decode_content(content) for sid, content in rows}
+
+
+def _message_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, role, content, tool_name, tool_calls, timestamp FROM messages "
+        f"WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    ).fetchall()
+    return {r["id"]: r for r in rows}
+
+
+def _chain_activity(
+    conn: sqlite3.Connection, families: dict[str, list[str]]
+) -> dict[str, float | None]:
+    """Latest activity across each chain root and its descendants, in one statement."""
+    members = sorted({sid for family in families.values() for sid in family})
+    latest = dict(
+        conn.execute(
+            "SELECT s.id, max(coalesce(last_activity_at, 0), coalesce(ended_at, 0), "
+            "coalesce(started_at, 0)) FROM sessions s JOIN json_each(?) j ON s.id = j.value",
+            (json.dumps(members),),
+        ).fetchall()
+    )
+    return {
+        root: max((latest.get(sid) or 0 for sid in family), default=0) or None
+        for root, family in families.items()
+    }

@@ -1,0 +1,298 @@
+"""The query router: which index answers a query, and the bounded reads of each route.
+
+The router decides from the query and the archive's state only (every page reads one
+schema: store_state.py). Routes, tried in order until one finds something:
+
+* ``unicode61`` (:data:`WORD_INDEX`) for words, phrases, prefixes in any language but
+  runs of Chinese, Japanese and Korean;
+* ``trigram`` (:data:`TRIGRAM_INDEX`) for CJK runs of 3+ characters, for terms whose
+  symbols the word index drops (``C++``), and as the retry when the word index finds
+  nothing (a part of a word: ``config.ts`` inside ``app-config.ts``);
+* ``scan`` (``instr`` over ``messages``) for 1–2 character CJK terms, which no index
+  can find, and in place of the trigram index while a first import has not built it
+  yet (``StoreState.trigram_ready`` False).
+
+Ranking work is bounded (PERF_NOTES: bm25 costs ~1 µs per *matching* row, so ``the``
+over 1M messages takes ~1 s): one walk in rowid order finds how far a window of
+:data:`RANK_WINDOW` matches reaches, and only those are scored; a scan reads at most
+:data:`SCAN_ROWS` messages. Either way the caller gets the id to continue from.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from dashboard.repository.conventions import visible_sql
+from dashboard.repository.query import ParsedQuery
+from dashboard.repository.search_filters import Filters
+from dashboard.repository.search_request import SearchRequest
+from dashboard.repository.store_state import TRIGRAM_INDEX, WORD_INDEX, StoreState
+
+RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
+PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
+# Matches read for newest/oldest. Reading RANK_WINDOW there too (so the session count
+# never changed with the order) took newest-first from 16 to 35-70 ms at 1M messages;
+# instead a bounded sort says so and offers the next matches in its direction.
+SORT_WINDOW = 1_000
+SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
+SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "search older"
+# What a scan searches: the columns both FTS indexes cover.
+SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
+
+Row = tuple[int, str, float, float]  # message id, session id, score, timestamp
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str  # "unicode61", "trigram" or "scan"
+    table: str | None  # the FTS table, None for a scan
+    match: str | None
+    literal: bool = False  # also check the terms as literal text (their symbols count)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """What one route found: matching rows in the request's order, within its window."""
+
+    rows: list[Row]
+    total: int  # rows found; just past the window when it was cut (an exact count costs more)
+    bounded: bool  # the window cut the matches
+    cutoff: int | None  # the message id the window stops at (continue from there)
+
+
+def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[Route], list[str]]:
+    """The routes to try in order, and notes explaining the choice.
+
+    ``trigram_ready``: the archive's trigram index answers (StoreState.trigram_ready);
+    while a first import has not built it, a scan stands in for it.
+    """
+    notes: list[str] = []
+    terms = [*parsed.positive, *parsed.negative]
+    scan = Route("scan", None, None)
+    if any(t.short_cjk for t in terms):
+        notes.append(
+            "Chinese, Japanese and Korean terms of 1–2 characters are found by reading every "
+            "message."
+        )
+        return [scan], notes
+    tri_match = parsed.fts_match("trigram") if trigram_ready else None
+    tri = Route("trigram", TRIGRAM_INDEX, tri_match) if tri_match else None
+    if any(t.cjk for t in terms):
+        if tri:
+            return [tri], notes
+        notes.append(
+            (
+                "A term of 1–2 characters is too short for the index of word parts"
+                if trigram_ready
+                else "The index of word parts is still being built (the import is finishing)"
+            )
+            + ", so Chinese, Japanese and Korean terms were found by searching every message."
+        )
+        return [scan], notes
+    symbolic = [t.text for t in terms if t.has_symbols]
+    shown = ", ".join(symbolic[:3]) + (", …" if len(symbolic) > 3 else "")
+    if any(t.symbols_at_edge for t in terms):
+        # The word index keeps letters and digits only: "C++" there is the word "c".
+        how = "searching for parts of words" if tri else "searching every message"
+        notes.append(f"Matched {shown} with their symbols, by {how}.")
+        return ([tri, scan] if tri else [scan]), notes
+    if symbolic:
+        notes.append(f"Matched {shown} with their symbols, not just their words.")
+    word = Route("unicode61", WORD_INDEX, parsed.fts_match("unicode61"), literal=bool(symbolic))
+    if tri:
+        return [word, tri], notes
+    if not trigram_ready:
+        # Until the index of word parts is built, a part of a word is found by scanning,
+        # as it will be by that index once built.
+        return [word, scan], notes
+    return [word], notes
+
+
+def find_rows(
+    conn: sqlite3.Connection, route: Route, parsed: ParsedQuery, request: SearchRequest,
+    filters: Filters,
+) -> Rows:  # fmt: skip
+    """The rows ``route`` finds for the request, best (or newest/oldest) first."""
+    if route.table is None:
+        return _scan(conn, parsed, request, filters)
+    return _fts(conn, route, parsed, request, filters)
+
+
+def _fts(
+    conn: sqlite3.Connection, route: Route, parsed: ParsedQuery, request: SearchRequest,
+    filters: Filters,
+) -> Rows:  # fmt: skip
+    """Matching rows (id, session, score, timestamp), best first, within a bounded window.
+
+    The count is capped just above the window: an exact count of a word in most
+    messages costs more than the search; below it, it is the rows that pass the filters.
+    """
+    t = route.table
+    older = continuation_sql(request, "rowid")
+    window = rank_window(request, route)
+    direction = "ASC" if request.sort == "oldest" else "DESC"
+    # One walk in rowid order (no bm25 scoring) finds the window's far edge and
+    # whether anything lies beyond it.
+    edge = conn.execute(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid {direction} "
+        f"LIMIT 2 OFFSET ?",
+        (route.match, window - 1),
+    ).fetchall()
+    bounded = len(edge) == 2
+    cutoff = edge[0][0] if bounded else None
+    bound = "" if cutoff is None else f" AND rowid {'<=' if direction == 'ASC' else '>='} {cutoff}"
+    score = "rank" if request.sort == "relevance" else "0"
+    literal, literal_params = literal_sql(parsed, route)
+    # Score inside the FTS table alone, then join, then sort here: ordering the
+    # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
+    rows = conn.execute(
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0) FROM "
+        f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
+        f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE 1{filters.sql}{literal}",
+        (route.match, *filters.params, *literal_params),
+    ).fetchall()
+    if request.sort == "relevance":
+        rows.sort(key=lambda r: (r[2], -r[0]))
+    else:
+        rows.sort(key=lambda r: r[0], reverse=direction == "DESC")
+    total = window + 1 if bounded else len(rows)
+    return Rows([tuple(r) for r in rows], total, bounded, cutoff)
+
+
+def _scan(
+    conn: sqlite3.Connection, parsed: ParsedQuery, request: SearchRequest, filters: Filters
+) -> Rows:
+    """Rows found by instr() over the newest SCAN_ROWS messages, newest first.
+
+    No index can answer these queries, so the work is bounded by rows read, not
+    by hits: the result offers to continue below the window ("search older").
+    """
+    where, params = parsed.scan_sql(SCAN_COLUMNS)
+    # Two statements: min() and max() together defeat SQLite's one-seek optimisation.
+    low_id = conn.execute("SELECT min(id) FROM messages").fetchone()[0]
+    high_id = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+    if low_id is None:
+        return Rows([], 0, False, None)
+    upper = min(request.older_than, high_id + 1) if request.older_than else high_id + 1
+    lower = max(low_id, upper - SCAN_ROWS)
+    if request.sort == "oldest":
+        lower = max(low_id, (request.newer_than or 0) + 1)
+        upper = min(upper, lower + SCAN_ROWS)
+    direction = "ASC" if request.sort == "oldest" else "DESC"
+    rows = conn.execute(
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0) FROM messages m "
+        f"JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
+        f"LIMIT ?",
+        (lower, upper, *params, *filters.params, SCAN_WINDOW + 1),
+    ).fetchall()
+    full = len(rows) > SCAN_WINDOW
+    rows = rows[:SCAN_WINDOW]
+    if full:
+        cutoff: int | None = rows[-1][0]
+    elif direction == "DESC" and lower > low_id:
+        cutoff = lower  # older rows were not read
+    elif direction == "ASC" and upper <= high_id:
+        cutoff = upper - 1  # newer rows were not read
+    else:
+        cutoff = None
+    return Rows([tuple(r) for r in rows], len(rows), cutoff is not None, cutoff)
+
+
+def any_row(
+    conn: sqlite3.Connection, routes: list[Route], parsed: ParsedQuery, request: SearchRequest,
+    filters: Filters,
+) -> bool:  # fmt: skip
+    """Whether any route finds a row within the same window the search reads."""
+    for route in routes:
+        if route.table is None:
+            if _scan(conn, parsed, request, filters).rows:
+                return True
+            continue
+        t = route.table
+        direction = "ASC" if request.sort == "oldest" else "DESC"
+        literal, literal_params = literal_sql(parsed, route)
+        row = conn.execute(
+            f"SELECT 1 FROM (SELECT rowid FROM {t} WHERE {t} MATCH ?"
+            f"{continuation_sql(request, 'rowid')} ORDER BY rowid {direction} LIMIT ?) r "
+            f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE 1{filters.sql}{literal} LIMIT 1",
+            (route.match, rank_window(request, route), *filters.params, *literal_params),
+        ).fetchone()
+        if row is not None:
+            return True
+    return False
+
+
+def literal_sql(parsed: ParsedQuery, route: Route) -> tuple[str, list[str]]:
+    """An ``AND`` condition: the query as literal text, for a route whose symbols count.
+
+    The index finds the words (``node js``); this keeps only rows holding the text
+    (``node.js``). Words without symbols pass it whenever the index matched them.
+    """
+    if not route.literal:
+        return "", []
+    where, params = parsed.scan_sql(SCAN_COLUMNS)
+    return f" AND {where}", params
+
+
+def continuation_sql(request: SearchRequest, column: str) -> str:
+    """The bound a "search older/newer" page puts on message ids (trusted integers)."""
+    sql = ""
+    if request.older_than is not None:
+        sql += f" AND {column} < {int(request.older_than)}"
+    if request.newer_than is not None:
+        sql += f" AND {column} > {int(request.newer_than)}"
+    return sql
+
+
+def rank_window(request: SearchRequest, route: Route) -> int:
+    """How many matches one request reads: fewer when each costs more to score."""
+    if request.sort != "relevance":
+        return SORT_WINDOW
+    if route.match and '"*' in route.match.replace(" ", ""):  # a prefix term: "deploy"*
+        window = PREFIX_RANK_WINDOW
+    else:
+        window = RANK_WINDOW
+    return min(window, request.rank_window) if request.rank_window else window
+
+
+def session_matches(
+    conn: sqlite3.Connection, state: StoreState, session_id: str, parsed: ParsedQuery
+) -> list[int]:
+    """Ids of the messages of one session that match ``parsed``, in id order.
+
+    The same definition as a result card's hit count: the same router and index,
+    visible rows only, no other filter. The first route that finds anything in
+    this session answers (the word index, then trigram, then a scan).
+    """
+    if parsed.empty:
+        return []
+    routes, _ = plan_routes(parsed, state.trigram_ready)
+    visible = visible_sql("m")
+    low, high = conn.execute(
+        "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if low is None:
+        return []
+    for route in routes:
+        if route.table is None:
+            where, params = parsed.scan_sql(SCAN_COLUMNS)
+            sql = f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {visible} AND {where}"
+            args: tuple[object, ...] = (session_id, *params)
+        else:
+            t = route.table
+            # The session's id range bounds the index walk: a common word costs no more
+            # than the session holds.
+            literal, literal_params = literal_sql(parsed, route)
+            sql = (
+                f"SELECT m.id FROM {t} r JOIN messages m ON m.id = r.rowid WHERE {t} MATCH ? "
+                f"AND r.rowid BETWEEN ? AND ? AND m.session_id = ? AND {visible}{literal}"
+            )
+            args = (route.match, low, high, session_id, *literal_params)
+        ids = sorted(r[0] for r in conn.execute(sql, args))
+        if ids:
+            return ids
+    return []
