@@ -63,7 +63,7 @@ def reader(tmp_path: Path) -> StateReader:
 
 def test_lineage_kinds_and_parts(reader: StateReader) -> None:
     with reader.snapshot() as snap:
-        lineage = reader._lineage.get(snap.conn, snap.layout)
+        lineage = reader._lineage.get(snap.conn, snap.state)
     assert lineage.kinds == {
         "long1": "continuation",
         "long2": "continuation",

@@ -57,7 +57,7 @@ def every_session(
             sums = session_sums(range_rows(conn, layout, question).values(), question)
             found = len(sums), rank_sessions(sums, **order)
         listed = costly_sessions(
-            conn, layout, load_lineage(conn, layout), *found, sort=sort, descending=descending
+            conn, layout, load_lineage(conn), *found, sort=sort, descending=descending
         )
         return listed, spend(conn, layout, **{**RANGE, **options})
     finally:

@@ -14,7 +14,6 @@ from dashboard.repository.chains import conversation_title
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
 from dashboard.repository.costs import session_costs
 from dashboard.repository.gone import gone_sql
-from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.params import table_sort
 
@@ -70,28 +69,23 @@ def chain_lines(lineage: Lineage) -> list[list[str]]:
 
 
 def chain_index(
-    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, *, sort: str = "last",
-    descending: bool = True, limit: int = INDEX_LIMIT,
+    conn: sqlite3.Connection, lineage: Lineage, *, sort: str = "last", descending: bool = True,
+    limit: int = INDEX_LIMIT,
 ) -> ChainIndex:  # fmt: skip
     """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
     messages or effective spend. A chain with no price sorts after every priced one, and
     a tie goes to the first segment's id."""
     lines = chain_lines(lineage)
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
-    cols = layout.session_columns
-
-    def col(name: str) -> str:
-        return f"s.{name}" if name in cols else "NULL"
-
-    activity = ", ".join(col(c) for c in ("last_activity_at", "ended_at", "started_at"))
     # One pass in SQL sums every line: json_each maps each member to its line.
     sums = conn.execute(
-        f"SELECT j.value, min({col('started_at')}), max(coalesce({activity})), "
-        f"sum(coalesce({col('message_count')}, 0)) FROM sessions s "
-        "JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
+        "SELECT j.value, min(s.started_at),"
+        " max(coalesce(s.last_activity_at, s.ended_at, s.started_at)),"
+        " sum(coalesce(s.message_count, 0)) FROM sessions s"
+        " JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    costs = session_costs(conn, layout, membership)
+    costs = session_costs(conn, membership)
     found = [
         (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
         for row in sums
@@ -107,16 +101,14 @@ def chain_index(
         return (value is None, sign * (value or 0), line[0])
 
     picked = sorted(found, key=order)[:limit]
-    details = _details(conn, layout, picked)
+    details = _details(conn, picked)
     return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in picked])
 
 
-def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> dict[str, tuple]:
+def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
     """``(title, source, model)`` per line's first segment; the title is the conversation's
     (the first titled segment of the line, as on the chain page)."""
-    cols = layout.session_columns
-    pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
-    pick += f", {gone_sql('s')}"
+    pick = f"s.title, s.source, s.model, {gone_sql('s')}"
     ids = sorted({sid for line, _ in items for sid in line})
     rows = {
         r[0]: r[1:]

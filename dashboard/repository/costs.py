@@ -376,6 +376,11 @@ def derived_usage_sql(alias: str, layout: Layout) -> str:
     whole session, so it reads as that row did); false on a file without provenance."""
     if "src_id" not in layout.session_columns:  # migration 3 gives every table provenance
         return "0"
+    return derived_row_sql(alias)
+
+
+def derived_row_sql(alias: str) -> str:
+    """:func:`derived_usage_sql` over the archive, which always has provenance."""
     return f"coalesce({alias}.src_id LIKE '{DERIVED_USAGE_PREFIX}%', 0)"
 
 
@@ -470,28 +475,21 @@ def read_rows(
     return rows
 
 
-def session_costs(
-    conn: sqlite3.Connection, layout: Layout, ids: Iterable[str]
-) -> dict[str, CostSummary]:
-    """What each session cost, by the rules: its usage rows where it has any, else its
-    ``sessions`` row (older files, or a session recorded before the usage table)."""
+def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, CostSummary]:
+    """What each archived session cost, by the rules: its usage rows where it has any,
+    else its ``sessions`` row (a session of Recall's own store recorded without any)."""
     wanted = json.dumps(sorted(set(ids)))
     found: dict[str, list[RowCost]] = defaultdict(list)
-    if layout.has_model_usage:
-        for sid, status, est, act, merged in conn.execute(
-            "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-            f"{derived_usage_sql('u', layout)} "
-            "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
-            (wanted,),
-        ):
-            found[sid].append(read_cost(status, est, act, usage=not merged))
-    cols = layout.session_columns
-    pick = ", ".join(
-        f"s.{c}" if c in cols else "NULL"
-        for c in ("cost_status", "estimated_cost_usd", "actual_cost_usd")
-    )
+    for sid, status, est, act, merged in conn.execute(
+        "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
+        f"{derived_row_sql('u')} "
+        "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
+        (wanted,),
+    ):
+        found[sid].append(read_cost(status, est, act, usage=not merged))
     for sid, status, est, act in conn.execute(
-        f"SELECT s.id, {pick} FROM sessions s JOIN json_each(?) j ON s.id = j.value", (wanted,)
+        "SELECT s.id, s.cost_status, s.estimated_cost_usd, s.actual_cost_usd "
+        "FROM sessions s JOIN json_each(?) j ON s.id = j.value", (wanted,)
     ):
         if sid not in found:
             found[sid].append(read_cost(status, est, act, usage=False))

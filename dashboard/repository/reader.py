@@ -184,20 +184,18 @@ class StateReader:
     def transcript(self, session_id: str, include_inactive: bool = False) -> Transcript:
         """One session's messages, with its compaction-chain neighbours attached."""
         with self.snapshot() as snap:
-            found = load_transcript(
-                snap.conn, snap.layout, session_id, include_inactive=include_inactive
-            )
-            return replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+            found = load_transcript(snap.conn, session_id, include_inactive=include_inactive)
+            return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
 
     def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
         """One page of a session's transcript, its chain neighbours and the query's matches."""
         parsed = usable_query(request.query)
         with self.snapshot() as snap:
             found = load_transcript(
-                snap.conn, snap.layout, session_id, include_inactive=request.include_inactive,
+                snap.conn, session_id, include_inactive=request.include_inactive,
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
-            found = replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+            found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:
                 return SessionPage(found, [], None, [])
             ids = session_matches(snap.conn, snap.layout, session_id, parsed)
@@ -220,7 +218,7 @@ class StateReader:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
-                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.state)
             )
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
@@ -228,7 +226,7 @@ class StateReader:
         in one snapshot: the agent's recalled memories."""
         with self.snapshot() as snap:
             found = search_sessions(
-                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.layout, request, self._lineage.get(snap.conn, snap.state)
             )
             return said_only(snap.conn, found.results, terms)
 
@@ -241,7 +239,7 @@ class StateReader:
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.layout)
+            lineage = self._lineage.get(snap.conn, snap.state)
         return lineage.family(lineage.root(session_id))
 
     def search_facets(self) -> dict[str, list[str]]:
@@ -257,25 +255,23 @@ class StateReader:
     def chain(self, session_id: str) -> Chain:
         """The lineage of a session: every segment, classified, with its figures."""
         with self.snapshot() as snap:
-            return load_chain(snap.conn, snap.layout, session_id)
+            return load_chain(snap.conn, session_id)
 
     def chain_index(
         self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
     ) -> ChainIndex:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.layout)
-            return chain_index(
-                snap.conn, snap.layout, lineage, sort=sort, descending=descending, limit=limit
-            )
+            lineage = self._lineage.get(snap.conn, snap.state)
+            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit)
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
     ) -> tuple[Chain, list[StitchedPart]]:
         """The continuation line through a session as one conversation, with its chain."""
         with self.snapshot() as snap:
-            chain = load_chain(snap.conn, snap.layout, session_id)
-            parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
+            chain = load_chain(snap.conn, session_id)
+            parts = load_stitched(snap.conn, chain, include_inactive=include_inactive)
             return chain, parts
 
     def stitched_page(
@@ -283,9 +279,9 @@ class StateReader:
     ) -> tuple[Chain, StitchedPage]:
         """One page of the continuation line through a session, as one conversation."""
         with self.snapshot() as snap:
-            chain = load_chain(snap.conn, snap.layout, session_id)
+            chain = load_chain(snap.conn, session_id)
             page = load_stitched_page(
-                snap.conn, snap.layout, chain, include_inactive=request.include_inactive,
+                snap.conn, chain, include_inactive=request.include_inactive,
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
             return chain, page
@@ -313,7 +309,7 @@ class StateReader:
                 sums = session_sums(range_rows(snap.conn, snap.layout, question).values(),
                                     question)  # fmt: skip
                 found = len(sums), rank_sessions(sums, **order)
-            lineage = self._lineage.get(snap.conn, snap.layout)
+            lineage = self._lineage.get(snap.conn, snap.state)
             result = costly_sessions(
                 snap.conn, snap.layout, lineage, *found, sort=sort, descending=descending
             )

@@ -261,7 +261,7 @@ def search_sessions(
     began = time.perf_counter()
     parsed = parse_query(request.query)
     if lineage is None:
-        lineage = load_lineage(conn, layout)
+        lineage = load_lineage(conn)
     if request.model:
         request = replace(request, model_spellings=_spellings(conn, layout, request.model))
     if parsed.empty:
