@@ -12,6 +12,8 @@ import pytest
 
 from dashboard.repository.content import JSON_PREFIX
 from dashboard.repository.errors import NotFoundError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.repository.transcript import (
@@ -205,6 +207,27 @@ def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
         "started_at": shapes.SESSIONS[0].started_at,
     }
     assert missing == {"previous": None, "next": []}
+
+
+def test_the_session_page_and_the_chain_agree_on_what_continues(tmp_path: Path) -> None:
+    """A child stamped a moment before its parent's end is recorded still continues it
+    (chains.TIMING_SLACK_S), and a marker key names a branch whatever its value: the
+    neighbours ask the chain's rule, so no page says "part 2 of 2" without a link back."""
+    with SessionStore(tmp_path / "state.db") as store:
+        store.create_session("cli", session_id="a", started_at=100.0)
+        store.append_messages("a", [NewMessage("user", "hello", timestamp=101.0)])
+        store.end_session("a", "compression", ended_at=200.0)
+        store.create_session("cli", session_id="b", started_at=198.0, parent_session_id="a")
+        store.create_session("cli", session_id="c", started_at=300.0, parent_session_id="a",
+                             model_config={"_branched_from": None})  # fmt: skip
+    reader = StateReader(HermesHome(tmp_path))
+    chain = reader.chain("b")
+    assert {s.session_id: s.kind for s in chain.segments} == {
+        "a": "root", "b": "continuation", "c": "branch"}  # fmt: skip
+    assert chain.part_of("b") == (2, 2)
+    assert reader.transcript("b").neighbours["previous"]["id"] == "a"
+    assert [n["id"] for n in reader.transcript("a").neighbours["next"]] == ["b"]
+    assert reader.transcript("c").neighbours["previous"] is None
 
 
 def bare_db(path: Path) -> Path:

@@ -14,16 +14,9 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dashboard.repository.chains import Chain, Segment
+from dashboard.repository.chains import Chain, Segment, classify
 from dashboard.repository.content import decode_content, is_structured
-from dashboard.repository.conventions import (
-    BRANCHED_FROM,
-    DELEGATE_FROM,
-    RESET_FROM,
-    is_summary,
-    lineage_markers,
-    visible_sql,
-)
+from dashboard.repository.conventions import is_summary, visible_sql
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
 from dashboard.repository.params import whole_number
@@ -677,18 +670,8 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    """Whether ``child`` continues ``parent`` after a context compression."""
-    if parent.get("end_reason") != "compression":
-        return False
-    if child.get("source") == "subagent" and parent.get("source") != "subagent":
-        return False
-    markers = lineage_markers(child.get("model_config"))
-    if any(markers.get(k) for k in (BRANCHED_FROM, DELEGATE_FROM, RESET_FROM)):
-        return False
-    ended, started = parent.get("ended_at"), child.get("started_at")
-    # A continuation starts when its parent ends; a child started earlier was spawned
-    # while the parent was still running (a delegation without markers).
-    return ended is None or started is None or started >= ended
+    """Whether ``child`` continues ``parent``: the chain's rule (:func:`chains.classify`)."""
+    return classify(child, parent) == "continuation"
 
 
 def _segment(row: dict[str, Any]) -> dict[str, Any]:
