@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dashboard.repository.chains import conversation_title
@@ -85,24 +86,34 @@ def chain_index(
         " JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    costs = session_costs(conn, membership)
-    found = [
-        (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
-        for row in sums
-    ]
+    found = {row[0]: tuple(row[1:]) for row in sums}  # line -> (started, last, messages)
+    # Pricing a chain combines every usage row of every segment: at 10k chains that is
+    # most of the page (bench/chains.py), so only the cost sort prices them all.
+    priced = line_costs(conn, lines, found) if sort == "cost" else {}
     sign = -1 if descending else 1
 
-    def order(item: tuple) -> tuple:
-        line, (started, last, messages, cost) = item
+    def order(n: int) -> tuple:
+        started, last, messages = found[n]
         value: float | None = {
-            "last": last, "started": started, "segments": len(line),
-            "messages": messages, "cost": cost.effective,
+            "last": last, "started": started, "segments": len(lines[n]),
+            "messages": messages, "cost": priced[n].effective if sort == "cost" else None,
         }[sort]  # fmt: skip
-        return (value is None, sign * (value or 0), line[0])
+        return (value is None, sign * (value or 0), lines[n][0])
 
     picked = sorted(found, key=order)[:limit]
-    details = _details(conn, picked)
-    return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in picked])
+    costs = priced if sort == "cost" else line_costs(conn, lines, picked)
+    items = [(lines[n], (*found[n], costs[n])) for n in picked]
+    details = _details(conn, items)
+    return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in items])
+
+
+def line_costs(
+    conn: sqlite3.Connection, lines: list[list[str]], wanted: Iterable[int]
+) -> dict[int, CostSummary]:
+    """What each of the ``wanted`` lines cost: its segments' costs by the cost rules."""
+    wanted = list(wanted)
+    costs = session_costs(conn, (sid for n in wanted for sid in lines[n]))
+    return {n: combine(costs.get(sid, NO_COST) for sid in lines[n]) for n in wanted}
 
 
 def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
