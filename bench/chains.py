@@ -10,8 +10,15 @@ Baseline in the same run: the naive way to find a lineage, one query per hop
 (parent, then children of every segment), for the 500-segment chain; and the
 naive index, one children query per session.
 
+With ``--archive PATH`` it times a copy of that archive instead (one imported from
+a Hermes home, e.g. ``bench/out/arch/hermes-1m.db``): the copy is served as a home's
+own Recall store, so no syncer runs and the archive itself is never opened for
+writing; the pages are the middle segment of its longest continuation line, a line
+of three (or the shortest it has) and ``/chains``. The cost rollup is off there: its
+background build over a million messages would share the cores with the timing.
+
 Targets: each page under 200 ms (p50/p95 reported).
-Usage: python bench/chains.py [--chains 10000] [--long 500] [--rounds 15]
+Usage: python bench/chains.py [--chains 10000] [--long 500] [--rounds 15] [--archive PATH]
 """
 
 from __future__ import annotations
@@ -64,6 +71,51 @@ def build_home(folder: Path, chains: int, long: int) -> tuple[str, str]:
     return f"long-{long // 2:03d}", "c00042-000"
 
 
+def copy_archive(archive: Path, folder: Path) -> Path:
+    """A consistent copy of ``archive`` (WAL included) as ``folder``'s own state.db."""
+    folder.mkdir(parents=True)
+    target = folder / "state.db"
+    source = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
+    try:
+        out = sqlite3.connect(target)
+        try:
+            source.backup(out)
+        finally:
+            out.close()
+    finally:
+        source.close()
+    return target
+
+
+def pick_chains(db: Path) -> tuple[str, int, str, int]:
+    """(the middle segment of the longest continuation line, its length, a segment of a
+    line of three or the shortest line, its length), walking parents that ended by
+    compression (bench-side SQL: the same pick for any version of the code)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            """
+            WITH RECURSIVE line(id, depth, path) AS (
+                SELECT id, 0, id FROM sessions WHERE parent_session_id IS NULL
+                UNION ALL
+                SELECT s.id, line.depth + 1, line.path || ' ' || s.id
+                FROM line JOIN sessions p ON p.id = line.id
+                JOIN sessions s ON s.parent_session_id = p.id
+                WHERE p.end_reason = 'compression' AND coalesce(s.source, '') <> 'subagent'
+                  AND line.depth < 1000
+            )
+            SELECT depth, path FROM line WHERE depth > 0 ORDER BY depth DESC, id
+            """
+        ).fetchall()
+    finally:
+        conn.close()
+    if not rows:
+        raise SystemExit(f"{db} holds no continuation line to time")
+    longest = rows[0][1].split()
+    short = next((r for r in rows if r[0] == 2), rows[-1])[1].split()
+    return longest[len(longest) // 2], len(longest), short[-1], len(short)
+
+
 def naive_lineage(db: Path, session_id: str) -> int:
     """One query per hop: up to the root, then children of each segment."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -86,6 +138,24 @@ def naive_lineage(db: Path, session_id: str) -> int:
         conn.close()
 
 
+def chain_count(db: Path) -> int:
+    """Continuation lines of 2+ segments: parents that ended by compression and have a
+    (non-subagent) child, counted at the line's first segment."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            """
+            SELECT count(DISTINCT p.id) FROM sessions p JOIN sessions c
+              ON c.parent_session_id = p.id AND coalesce(c.source, '') <> 'subagent'
+            WHERE p.end_reason = 'compression' AND NOT EXISTS (
+                SELECT 1 FROM sessions g WHERE g.id = p.parent_session_id
+                AND g.end_reason = 'compression')
+            """
+        ).fetchone()[0]
+    finally:
+        conn.close()
+
+
 def report(name: str, samples: list[float]) -> tuple[float, float]:
     p50, p95 = statistics.median(samples), pct(samples, 0.95)
     print(f"{name:<34} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
@@ -97,17 +167,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=10_000)
     parser.add_argument("--long", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--archive", type=Path, help="time a copy of this archive instead")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="recall-chains-bench-") as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        middle, short = build_home(work / "home", args.chains, args.long)
-        print(
-            f"built {args.chains:,} chains + one of {args.long} in {time.perf_counter() - t0:.0f} s"
-        )
-        db = work / "home" / "state.db"
+        env: dict[str, str] = {}
+        short_len = 3
+        if args.archive:
+            db = copy_archive(args.archive, work / "home")
+            middle, args.long, short, short_len = pick_chains(db)
+            args.chains = chain_count(db)
+            env["RECALL_COST_ROLLUP"] = "off"
+            print(f"copied {args.archive} in {time.perf_counter() - t0:.0f} s: {args.chains:,} "
+                  f"chains, the longest of {args.long} segments")  # fmt: skip
+        else:
+            middle, short = build_home(work / "home", args.chains, args.long)
+            print(f"built {args.chains:,} chains + one of {args.long} in "
+                  f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
+            db = work / "home" / "state.db"
         serve_args = ["--home", str(work / "home"), "--data-dir", str(work / "data")]
-        with running_server(serve_args, work) as srv:
+        with running_server(serve_args, work, env) as srv:
             with httpx.Client(base_url=srv.url, timeout=60) as client:
                 for path in (f"/chains/{middle}", f"/chains/{short}", "/chains"):
                     client.get(path).raise_for_status()  # warm the page cache and lineage
@@ -120,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 index_ms = timed(lambda: client.get("/chains").raise_for_status(), args.rounds)
         naive_ms = timed(lambda: naive_lineage(db, middle), max(3, args.rounds // 3))
     long50, long95 = report(f"/chains/<{args.long}-segment chain>", long_ms)
-    report("/chains/<3-segment chain>", short_ms)
+    report(f"/chains/<{short_len}-segment chain>", short_ms)
     idx50, idx95 = report(f"/chains (index of {args.chains:,})", index_ms)
     naive50, _ = report("naive per-hop lineage (no page)", naive_ms)
     ok = max(long95, idx95) < 200

@@ -1823,6 +1823,15 @@ def rewind(path: Path, session_id: str, count: int, at: float) -> int:
     return len(ids)
 
 
+def set_parent(path: Path, session_id: str, parent_id: str | None) -> None:
+    """Change a session's parent link in place (a restored copy or a repair tool can do
+    it; the row count and ids stay the same)."""
+    with closing(_live(path)) as conn:
+        conn.execute(
+            "UPDATE sessions SET parent_session_id = ? WHERE id = ?", (parent_id, session_id)
+        )
+
+
 def compress_into_child(
     path: Path, session_id: str, child_id: str, summary: str, at: float
 ) -> None:

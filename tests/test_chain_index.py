@@ -63,7 +63,7 @@ def reader(tmp_path: Path) -> StateReader:
 
 def test_lineage_kinds_and_parts(reader: StateReader) -> None:
     with reader.snapshot() as snap:
-        lineage = reader._lineage.get(snap.conn, snap.layout)
+        lineage = reader._lineage.get(snap.conn, snap.state)
     assert lineage.kinds == {
         "long1": "continuation",
         "long2": "continuation",
@@ -97,6 +97,10 @@ def test_index_orders(reader: StateReader) -> None:
     assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
     assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
     assert reader.chain_index("segments", limit=1).chains[0].root == "long0"
+    # Every sort shows the same figures, the cost included (priced only when listed).
+    for sort in ("last", "started", "segments", "messages"):
+        by_root = {c.root: c for c in reader.chain_index(sort).chains}
+        assert by_root["pricey0"] == pricey and by_root["long0"] == long, sort
 
 
 def test_index_names_chains_by_the_conversations_title(tmp_path: Path) -> None:

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from dashboard.repository.chains import Chain, load_chain
+from dashboard.repository.conventions import visible_sql
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.home import HermesHome
-from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.store import NewMessage, SessionStore, Usage
 from dashboard.repository.transcript import load_stitched
 from tests import hermes_shapes as shapes
+from tests.archived import archive_home
 from tests.conftest import make_app
 
 T0 = datetime(2026, 7, 1, 9, 0, tzinfo=UTC).timestamp()
@@ -101,14 +102,20 @@ def build_chain_home(home: Path, *, title: str = "Long refactor") -> ChainHome:
 
 
 @contextmanager
-def opened(db: Path) -> Iterator[tuple[sqlite3.Connection, Layout]]:
+def opened(db: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a Recall store (an archive, or a home's own store)."""
     with closing(open_readonly(db)) as conn:
-        yield conn, detect_layout(conn, db)
+        yield conn
+
+
+def imported(db: Path) -> Path:
+    """The archive of the Hermes home ``db`` belongs to, imported as the syncer does."""
+    return archive_home(db.parent, db.parent / "archive.db")
 
 
 def chain_of(db: Path, session_id: str) -> Chain:
-    with opened(db) as (conn, layout):
-        return load_chain(conn, layout, session_id)
+    with opened(db) as conn:
+        return load_chain(conn, session_id)
 
 
 @pytest.fixture
@@ -215,7 +222,7 @@ def test_a_parent_cycle_and_a_missing_parent_give_a_warning_not_a_hang(tmp_path:
 
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
 def test_hermes_chain_in_every_shape(tmp_path: Path, shape: str) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    db = imported(shapes.SHAPES[shape](tmp_path / "state.db"))
     line = (shapes.S_ROOT, shapes.S_CONT1, shapes.S_CONT2)
     for focus in (*line, shapes.S_SUBAGENT):
         chain = chain_of(db, focus)
@@ -252,8 +259,8 @@ def test_unknown_session_is_not_found(chain_home: ChainHome) -> None:
 
 
 def visible_ids(db: Path, session_ids: list[str], *, everything: bool = False) -> list[int]:
-    with opened(db) as (conn, layout):
-        where = "1" if everything else layout.visible_messages_sql("m")
+    with opened(db) as conn:
+        where = "1" if everything else visible_sql("m")
         marks = ",".join("?" for _ in session_ids)
         rows = conn.execute(
             f"SELECT m.id FROM messages m WHERE m.session_id IN ({marks}) AND {where}",
@@ -299,13 +306,13 @@ def test_stitched_transcript_has_every_message_once_with_summaries_as_dividers(
 def test_stitched_hermes_chain_shows_inactive_rows_only_when_asked(
     tmp_path: Path, shape: str
 ) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    db = imported(shapes.SHAPES[shape](tmp_path / "state.db"))
     line = [shapes.S_ROOT, shapes.S_CONT1, shapes.S_CONT2]
-    with opened(db) as (conn, layout):
-        chain = load_chain(conn, layout, shapes.S_CONT2)
-        shown = load_stitched(conn, layout, chain)
-        everything = load_stitched(conn, layout, chain, include_inactive=True)
-        telegram = load_stitched(conn, layout, load_chain(conn, layout, shapes.S_TELEGRAM))
+    with opened(db) as conn:
+        chain = load_chain(conn, shapes.S_CONT2)
+        shown = load_stitched(conn, chain)
+        everything = load_stitched(conn, chain, include_inactive=True)
+        telegram = load_stitched(conn, load_chain(conn, shapes.S_TELEGRAM))
     assert sorted(stitched_ids(shown)) == visible_ids(db, line)
     assert sorted(stitched_ids(everything)) == visible_ids(db, line, everything=True)
     assert [p.divider is not None for p in shown] == [False, True, True]

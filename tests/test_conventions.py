@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo import corpus
-from dashboard.repository import chains, content, conventions, store
+from dashboard.repository import chains, content, conventions, store, transcript
 from dashboard.repository.cost_rules import read_cost
 
 PACKAGE = Path(conventions.__file__).resolve().parents[1]
@@ -22,11 +22,7 @@ def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
     assert corpus.LEGACY_SUMMARY_MARKER is conventions.LEGACY_SUMMARY_MARKER
     assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES
     assert chains.SUMMARY_END_MARKER is conventions.SUMMARY_END_MARKER
-
-
-# transcript.py (not this step's module) still keeps its own lineage-marker tuple and a
-# shorter summary prefix; step 5 of issue 15 moves it onto the archive and this module.
-NOT_YET_MOVED = {"repository/transcript.py"}
+    assert transcript.is_summary is conventions.is_summary
 
 
 @pytest.mark.parametrize(
@@ -36,11 +32,9 @@ NOT_YET_MOVED = {"repository/transcript.py"}
 )  # fmt: skip
 def test_no_other_module_spells_a_convention(pattern: str) -> None:
     spelled = [
-        name
+        str(p.relative_to(PACKAGE))
         for p in PACKAGE.rglob("*.py")
-        if (name := str(p.relative_to(PACKAGE))) not in NOT_YET_MOVED
-        and p.name != "conventions.py"
-        and re.search(pattern, p.read_text(encoding="utf-8"))
+        if p.name != "conventions.py" and re.search(pattern, p.read_text(encoding="utf-8"))
     ]
     assert spelled == []
 

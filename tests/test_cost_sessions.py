@@ -18,7 +18,6 @@ from dashboard.repository.cost_sessions import (
 )
 from dashboard.repository.costs import plan, range_rows, spend
 from dashboard.repository.errors import ValidationError
-from dashboard.repository.layout import detect_layout
 from dashboard.repository.lineage import load_lineage
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.recalldb import RecallData
@@ -56,8 +55,7 @@ def every_session(
         if found is None:
             sums = session_sums(range_rows(conn, question).values(), question)
             found = len(sums), rank_sessions(sums, **order)
-        lineage = load_lineage(conn, detect_layout(conn, db))
-        listed = costly_sessions(conn, lineage, *found, sort=sort, descending=descending)
+        listed = costly_sessions(conn, load_lineage(conn), *found, sort=sort, descending=descending)
         return listed, spend(conn, **{**RANGE, **options})
     finally:
         conn.close()

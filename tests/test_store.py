@@ -443,3 +443,22 @@ def test_compact_in_place_archives_the_live_rows_and_repeats_the_tail(
     store.end_session(sid, "user_exit", ended_at=1020.0)
     with pytest.raises(ConflictError):
         store.compact_in_place(sid, "x")
+
+
+def test_every_write_moves_the_write_counter(store: SessionStore) -> None:
+    """What a reader's cache keys on (lineage.py): an in-place update moves it too."""
+
+    def writes() -> int:
+        row = store.core.conn.execute(
+            "SELECT value FROM state_meta WHERE key = ?", (schema.WRITES_KEY,)
+        ).fetchone()
+        return int(row[0])
+
+    start = writes()
+    sid = store.create_session("cli", started_at=100.0)
+    store.end_session(sid, "compression", ended_at=200.0)
+    store.set_title(sid, "renamed")
+    assert writes() == start + 3
+    with pytest.raises(NotFoundError):
+        store.end_session("no-such-session", "done")
+    assert writes() == start + 3  # a refused write commits nothing, the counter included

@@ -1,4 +1,4 @@
-"""Transcripts and chain neighbours, read from every real state.db shape."""
+"""Transcripts and chain neighbours, read from the archive of every real state.db shape."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from dashboard.repository.content import JSON_PREFIX
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.home import HermesHome
-from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
+from dashboard.repository.store import NewMessage, SessionStore
 from dashboard.repository.transcript import (
     chain_neighbours,
     format_tool_output,
@@ -23,12 +23,19 @@ from dashboard.repository.transcript import (
     parse_tool_calls,
 )
 from tests import hermes_shapes as shapes
+from tests.archived import archive_home, archived_reader
+
+
+def imported(db: Path) -> Path:
+    """The archive of the Hermes home ``db`` belongs to, imported as the syncer does."""
+    return archive_home(db.parent, db.parent / "archive.db")
 
 
 @contextmanager
-def opened(db: Path) -> Iterator[tuple[sqlite3.Connection, Layout]]:
+def opened(db: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a Recall store (an archive, or a home's own store)."""
     with closing(open_readonly(db)) as conn:
-        yield conn, detect_layout(conn, db)
+        yield conn
 
 
 def expected_rows(shape: str, session_id: str, *, visible: bool) -> list[shapes.Message]:
@@ -45,12 +52,12 @@ def expected_rows(shape: str, session_id: str, *, visible: bool) -> list[shapes.
 
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
 def test_every_shape_reads_every_session(tmp_path: Path, shape: str) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    db = imported(shapes.SHAPES[shape](tmp_path / "state.db"))
     facts = shapes.EXPECTED[shape]
-    with opened(db) as (conn, layout):
-        shown = {sid: load_transcript(conn, layout, sid) for sid in shapes.SESSION_IDS}
+    with opened(db) as conn:
+        shown = {sid: load_transcript(conn, sid) for sid in shapes.SESSION_IDS}
         everything = {
-            sid: load_transcript(conn, layout, sid, include_inactive=True)
+            sid: load_transcript(conn, sid, include_inactive=True)
             for sid in shapes.SESSION_IDS
         }
     assert sum(len(t.messages) for t in shown.values()) == facts.visible_messages
@@ -92,13 +99,13 @@ def test_every_shape_reads_every_session(tmp_path: Path, shape: str) -> None:
 def test_inactive_rows_are_hidden_by_default_and_flagged_when_asked(
     tmp_path: Path, shape: str
 ) -> None:
-    db = shapes.SHAPES[shape](tmp_path / "state.db")
+    db = imported(shapes.SHAPES[shape](tmp_path / "state.db"))
     modern = shapes.EXPECTED[shape].modern
-    with opened(db) as (conn, layout):
-        root = load_transcript(conn, layout, shapes.S_ROOT)
-        root_all = load_transcript(conn, layout, shapes.S_ROOT, include_inactive=True)
-        telegram = load_transcript(conn, layout, shapes.S_TELEGRAM)
-        telegram_all = load_transcript(conn, layout, shapes.S_TELEGRAM, include_inactive=True)
+    with opened(db) as conn:
+        root = load_transcript(conn, shapes.S_ROOT)
+        root_all = load_transcript(conn, shapes.S_ROOT, include_inactive=True)
+        telegram = load_transcript(conn, shapes.S_TELEGRAM)
+        telegram_all = load_transcript(conn, shapes.S_TELEGRAM, include_inactive=True)
 
     assert not any(shapes.REWOUND_WORD in m.text for m in root.messages)
     assert not any(shapes.HIDDEN_WORD in m.text for m in telegram.messages)
@@ -106,8 +113,8 @@ def test_inactive_rows_are_hidden_by_default_and_flagged_when_asked(
     compacted = [m for m in telegram.messages if shapes.COMPACTED_WORD in m.text]
     assert len(compacted) == 1
     assert compacted[0].compacted is modern and compacted[0].inactive is modern
-    if not modern:
-        assert root.left_out is None and root_all.messages == root.messages
+    if not modern:  # the source had no flags: every row was imported live
+        assert root.left_out == 0 and root_all.messages == root.messages
         return
     assert root.left_out == 1 and telegram.left_out == 1
     rewound = [m for m in root_all.messages if shapes.REWOUND_WORD in m.text]
@@ -119,9 +126,9 @@ def test_inactive_rows_are_hidden_by_default_and_flagged_when_asked(
 
 
 def test_tool_calls_are_parsed_and_linked_to_their_results(tmp_path: Path) -> None:
-    db = shapes.build_current_views(tmp_path / "state.db")
-    with opened(db) as (conn, layout):
-        root = load_transcript(conn, layout, shapes.S_ROOT)
+    db = imported(shapes.build_current_views(tmp_path / "state.db"))
+    with opened(db) as conn:
+        root = load_transcript(conn, shapes.S_ROOT)
     caller = root.messages[1]
     assert caller.role == "assistant" and caller.reasoning == (
         "Check active connections before resizing."
@@ -174,16 +181,16 @@ def test_tool_output_is_unwrapped_for_reading() -> None:
 
 
 def test_unknown_session_raises_not_found(tmp_path: Path) -> None:
-    db = shapes.build_seed_inline(tmp_path / "state.db")
-    with opened(db) as (conn, layout), pytest.raises(NotFoundError):
-        load_transcript(conn, layout, "20990101_000000_ffffff")
+    db = imported(shapes.build_seed_inline(tmp_path / "state.db"))
+    with opened(db) as conn, pytest.raises(NotFoundError):
+        load_transcript(conn, "20990101_000000_ffffff")
 
 
 def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
-    db = shapes.build_current_views(tmp_path / "state.db")
-    with opened(db) as (conn, layout):
-        hood = {sid: chain_neighbours(conn, layout, sid) for sid in shapes.SESSION_IDS}
-        missing = chain_neighbours(conn, layout, "nope")
+    db = imported(shapes.build_current_views(tmp_path / "state.db"))
+    with opened(db) as conn:
+        hood = {sid: chain_neighbours(conn, sid) for sid in shapes.SESSION_IDS}
+        missing = chain_neighbours(conn, "nope")
 
     def ids(n: dict) -> tuple[str | None, list[str]]:
         return (n["previous"] or {}).get("id"), [s["id"] for s in n["next"]]
@@ -200,6 +207,27 @@ def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
         "started_at": shapes.SESSIONS[0].started_at,
     }
     assert missing == {"previous": None, "next": []}
+
+
+def test_the_session_page_and_the_chain_agree_on_what_continues(tmp_path: Path) -> None:
+    """A child stamped a moment before its parent's end is recorded still continues it
+    (chains.TIMING_SLACK_S), and a marker key names a branch whatever its value: the
+    neighbours ask the chain's rule, so no page says "part 2 of 2" without a link back."""
+    with SessionStore(tmp_path / "state.db") as store:
+        store.create_session("cli", session_id="a", started_at=100.0)
+        store.append_messages("a", [NewMessage("user", "hello", timestamp=101.0)])
+        store.end_session("a", "compression", ended_at=200.0)
+        store.create_session("cli", session_id="b", started_at=198.0, parent_session_id="a")
+        store.create_session("cli", session_id="c", started_at=300.0, parent_session_id="a",
+                             model_config={"_branched_from": None})  # fmt: skip
+    reader = StateReader(HermesHome(tmp_path))
+    chain = reader.chain("b")
+    assert {s.session_id: s.kind for s in chain.segments} == {
+        "a": "root", "b": "continuation", "c": "branch"}  # fmt: skip
+    assert chain.part_of("b") == (2, 2)
+    assert reader.transcript("b").neighbours["previous"]["id"] == "a"
+    assert [n["id"] for n in reader.transcript("a").neighbours["next"]] == ["b"]
+    assert reader.transcript("c").neighbours["previous"] is None
 
 
 def bare_db(path: Path) -> Path:
@@ -238,14 +266,16 @@ def bare_db(path: Path) -> Path:
 
 
 def test_old_files_without_newer_columns_are_read(tmp_path: Path) -> None:
-    db = bare_db(tmp_path / "state.db")
-    with opened(db) as (conn, layout):
-        a = load_transcript(conn, layout, "a")
-        b = load_transcript(conn, layout, "b", include_inactive=True)
-        hood = chain_neighbours(conn, layout, "a")
-        child = chain_neighbours(conn, layout, "b")
-    assert a.session.title is None and a.session.input_tokens is None
-    assert a.session.tokens == {} and a.left_out is None
+    source = bare_db(tmp_path / "state.db")
+    before = source.read_bytes()
+    with opened(imported(source)) as conn:
+        a = load_transcript(conn, "a")
+        b = load_transcript(conn, "b", include_inactive=True)
+        hood = chain_neighbours(conn, "a")
+        child = chain_neighbours(conn, "b")
+    assert source.read_bytes() == before
+    assert a.session.title is None and not a.session.input_tokens
+    assert a.session.tokens == {} and a.left_out == 0
     assert a.display_title == "hello there"
     assert [m.role for m in a.messages] == ["user", "assistant"]
     assert a.messages[1].tool_calls[0].malformed and a.messages[1].reasoning is None
@@ -258,14 +288,15 @@ def test_old_files_without_newer_columns_are_read(tmp_path: Path) -> None:
 def test_reader_attaches_neighbours_and_leaves_the_file_alone(tmp_path: Path) -> None:
     db = shapes.build_seed_external(tmp_path / "home" / "state.db")
     before = db.read_bytes()
-    transcript = StateReader(HermesHome(db.parent)).transcript(shapes.S_CONT1)
+    reader = archived_reader(db.parent)
+    transcript = reader.transcript(shapes.S_CONT1)
     assert transcript.neighbours["previous"]["id"] == shapes.S_ROOT
     assert [n["id"] for n in transcript.neighbours["next"]] == [shapes.S_CONT2]
     assert len(transcript.messages) == len(
         expected_rows("seed_external", shapes.S_CONT1, visible=True)
     )
     with pytest.raises(NotFoundError):
-        StateReader(HermesHome(db.parent)).transcript("missing")
+        reader.transcript("missing")
     assert db.read_bytes() == before
 
 
@@ -273,9 +304,8 @@ def test_reader_attaches_neighbours_and_leaves_the_file_alone(tmp_path: Path) ->
 
 
 def long_home(root: Path, count: int = 1_100) -> tuple[Path, list[int], list[int]]:
-    """A session of ``count`` messages continued by one that opens with a summary."""
-    from dashboard.repository.store import NewMessage, SessionStore
-
+    """A session of ``count`` messages continued by one that opens with a summary (a
+    home written by Recall's own store: its own archive, read as it is)."""
     home = root / "long-home"
     with SessionStore(home / "state.db") as store:
         first = store.create_session("cli", session_id="long-a", started_at=1e9)
@@ -296,12 +326,12 @@ def long_home(root: Path, count: int = 1_100) -> tuple[Path, list[int], list[int
 
 def test_a_long_transcript_is_read_one_page_at_a_time(tmp_path: Path) -> None:
     home, ids, _ = long_home(tmp_path)
-    with opened(home / "state.db") as (conn, layout):
-        pages = [load_transcript(conn, layout, "long-a", page=n, page_size=500) for n in (1, 2, 3)]
-        whole = load_transcript(conn, layout, "long-a")
-        held = load_transcript(conn, layout, "long-a", page=1, at=ids[1_050], page_size=500)
-        past = load_transcript(conn, layout, "long-a", page=9, page_size=500)
-        unknown = load_transcript(conn, layout, "long-a", page=2, at=10**9, page_size=500)
+    with opened(home / "state.db") as conn:
+        pages = [load_transcript(conn, "long-a", page=n, page_size=500) for n in (1, 2, 3)]
+        whole = load_transcript(conn, "long-a")
+        held = load_transcript(conn, "long-a", page=1, at=ids[1_050], page_size=500)
+        past = load_transcript(conn, "long-a", page=9, page_size=500)
+        unknown = load_transcript(conn, "long-a", page=2, at=10**9, page_size=500)
     assert [len(p.messages) for p in pages] == [500, 500, 100]
     assert [m.id for p in pages for m in p.messages] == [m.id for m in whole.messages] == ids
     assert pages[2].paging.pages == 3 and pages[2].paging.total == 1_100
@@ -317,11 +347,11 @@ def test_a_long_stitched_transcript_is_paged_with_every_message_once(tmp_path: P
     from dashboard.repository.transcript import load_stitched, load_stitched_page
 
     home, ids, more = long_home(tmp_path)
-    with opened(home / "state.db") as (conn, layout):
-        chain = load_chain(conn, layout, "long-b")
-        whole = load_stitched(conn, layout, chain)
-        pages = [load_stitched_page(conn, layout, chain, page=n, page_size=500) for n in (1, 2, 3)]
-        held = load_stitched_page(conn, layout, chain, at=more[5], page_size=500)
+    with opened(home / "state.db") as conn:
+        chain = load_chain(conn, "long-b")
+        whole = load_stitched(conn, chain)
+        pages = [load_stitched_page(conn, chain, page=n, page_size=500) for n in (1, 2, 3)]
+        held = load_stitched_page(conn, chain, at=more[5], page_size=500)
 
     def flat(parts):
         return [i for p in parts for i in ([p.divider.id] if p.divider else [])

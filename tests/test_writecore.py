@@ -211,3 +211,22 @@ def test_an_attached_file_is_read_only_and_detached_after(tmp_path: Path) -> Non
     finally:
         core.close()
     assert other.read_bytes() == before
+
+
+def test_the_stamp_runs_in_every_transaction_and_rolls_back_with_it(tmp_path: Path) -> None:
+    stamps: list[int] = []
+
+    def stamp(conn: sqlite3.Connection) -> None:
+        assert conn.in_transaction  # inside the write, before its COMMIT
+        conn.execute("INSERT INTO t VALUES ('stamp')")
+        stamps.append(1)
+
+    with WriteCore(tmp_path / "a.db", stamp=stamp) as core:
+        core.write(lambda c: c.execute("CREATE TABLE t(x TEXT)"))
+        core.write(lambda c: c.execute("INSERT INTO t VALUES ('one')"))
+        core.write(lambda _: core.write(lambda c: c.execute("INSERT INTO t VALUES ('two')")))
+        with pytest.raises(ValueError):
+            core.write(lambda c: (c.execute("INSERT INTO t VALUES ('three')"), int("x")))
+        rows = [r[0] for r in core.conn.execute("SELECT x FROM t ORDER BY rowid")]
+    # Once per transaction (a nested write joins its outer one); none for a failed one.
+    assert rows == ["stamp", "one", "stamp", "two", "stamp"] and len(stamps) == 3

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dashboard.repository.chains import conversation_title
 from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
 from dashboard.repository.costs import session_costs
 from dashboard.repository.gone import gone_sql
-from dashboard.repository.layout import Layout
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.params import table_sort
 
@@ -70,53 +70,56 @@ def chain_lines(lineage: Lineage) -> list[list[str]]:
 
 
 def chain_index(
-    conn: sqlite3.Connection, layout: Layout, lineage: Lineage, *, sort: str = "last",
-    descending: bool = True, limit: int = INDEX_LIMIT,
+    conn: sqlite3.Connection, lineage: Lineage, *, sort: str = "last", descending: bool = True,
+    limit: int = INDEX_LIMIT,
 ) -> ChainIndex:  # fmt: skip
     """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
     messages or effective spend. A chain with no price sorts after every priced one, and
     a tie goes to the first segment's id."""
     lines = chain_lines(lineage)
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
-    cols = layout.session_columns
-
-    def col(name: str) -> str:
-        return f"s.{name}" if name in cols else "NULL"
-
-    activity = ", ".join(col(c) for c in ("last_activity_at", "ended_at", "started_at"))
     # One pass in SQL sums every line: json_each maps each member to its line.
     sums = conn.execute(
-        f"SELECT j.value, min({col('started_at')}), max(coalesce({activity})), "
-        f"sum(coalesce({col('message_count')}, 0)) FROM sessions s "
-        "JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
+        "SELECT j.value, min(s.started_at),"
+        " max(coalesce(s.last_activity_at, s.ended_at, s.started_at)),"
+        " sum(coalesce(s.message_count, 0)) FROM sessions s"
+        " JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    costs = session_costs(conn, membership)
-    found = [
-        (lines[row[0]], (*row[1:], combine(costs.get(sid, NO_COST) for sid in lines[row[0]])))
-        for row in sums
-    ]
+    found = {row[0]: tuple(row[1:]) for row in sums}  # line -> (started, last, messages)
+    # Pricing a chain combines every usage row of every segment: at 10k chains that is
+    # most of the page (bench/chains.py), so only the cost sort prices them all.
+    priced = line_costs(conn, lines, found) if sort == "cost" else {}
     sign = -1 if descending else 1
 
-    def order(item: tuple) -> tuple:
-        line, (started, last, messages, cost) = item
+    def order(n: int) -> tuple:
+        started, last, messages = found[n]
         value: float | None = {
-            "last": last, "started": started, "segments": len(line),
-            "messages": messages, "cost": cost.effective,
+            "last": last, "started": started, "segments": len(lines[n]),
+            "messages": messages, "cost": priced[n].effective if sort == "cost" else None,
         }[sort]  # fmt: skip
-        return (value is None, sign * (value or 0), line[0])
+        return (value is None, sign * (value or 0), lines[n][0])
 
     picked = sorted(found, key=order)[:limit]
-    details = _details(conn, layout, picked)
-    return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in picked])
+    costs = priced if sort == "cost" else line_costs(conn, lines, picked)
+    items = [(lines[n], (*found[n], costs[n])) for n in picked]
+    details = _details(conn, items)
+    return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in items])
 
 
-def _details(conn: sqlite3.Connection, layout: Layout, items: list[tuple]) -> dict[str, tuple]:
+def line_costs(
+    conn: sqlite3.Connection, lines: list[list[str]], wanted: Iterable[int]
+) -> dict[int, CostSummary]:
+    """What each of the ``wanted`` lines cost: its segments' costs by the cost rules."""
+    wanted = list(wanted)
+    costs = session_costs(conn, (sid for n in wanted for sid in lines[n]))
+    return {n: combine(costs.get(sid, NO_COST) for sid in lines[n]) for n in wanted}
+
+
+def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
     """``(title, source, model)`` per line's first segment; the title is the conversation's
     (the first titled segment of the line, as on the chain page)."""
-    cols = layout.session_columns
-    pick = ", ".join(f"s.{c}" if c in cols else "NULL" for c in ("title", "source", "model"))
-    pick += f", {gone_sql('s')}"
+    pick = f"s.title, s.source, s.model, {gone_sql('s')}"
     ids = sorted({sid for line, _ in items for sid in line})
     rows = {
         r[0]: r[1:]

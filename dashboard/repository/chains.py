@@ -31,7 +31,6 @@ from dashboard.repository.cost_rules import NO_COST, CostSummary, combine, cover
 from dashboard.repository.costs import session_costs
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
-from dashboard.repository.layout import Layout
 
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
@@ -183,25 +182,18 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
 # -- loading ------------------------------------------------------------------------------
 
 
-def load_chain(conn: sqlite3.Connection, layout: Layout, session_id: str) -> Chain:
+def load_chain(conn: sqlite3.Connection, session_id: str) -> Chain:
     """The lineage of ``session_id``; NotFoundError when the session does not exist."""
-    if "parent_session_id" not in layout.session_columns:
-        rows = _session_rows(conn, layout, [session_id])
-        if not rows:
-            raise NotFoundError(f"session {session_id!r} does not exist")
-        cost = session_costs(conn, [session_id]).get(session_id, NO_COST)
-        segment = _segment(rows[session_id], None, "root", 0, None, cost)
-        return Chain(session_id, session_id, session_id, (segment,), (session_id,))
     warnings: list[str] = []
     root = _find_root(conn, session_id, warnings)
     family = _descendants(conn, root, warnings)  # [(id, parent, depth)] in walk order
     if session_id not in {sid for sid, _, _ in family}:
         # The focus sits in a cycle the downward walk could not enter from the root.
         family.append((session_id, None, 0))
-    rows = _session_rows(conn, layout, [sid for sid, _, _ in family])
+    rows = _session_rows(conn, [sid for sid, _, _ in family])
     if session_id not in rows:
         raise NotFoundError(f"session {session_id!r} does not exist")
-    summaries = _first_messages(conn, layout, [sid for sid, parent, _ in family if parent])
+    summaries = _first_messages(conn, [sid for sid, parent, _ in family if parent])
     costs = session_costs(conn, rows)
     segments = []
     for sid, parent, depth in family:
@@ -310,12 +302,10 @@ _SESSION_COLUMNS = (
 )  # fmt: skip
 
 
-def _session_rows(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> dict[str, dict]:
+def _session_rows(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     if not ids:
         return {}
-    cols = ["s.id"] + [
-        f"s.{c}" if c in layout.session_columns else f"NULL AS {c}" for c in _SESSION_COLUMNS
-    ] + [gone_sql("s")]
+    cols = ["s.id", *(f"s.{c}" for c in _SESSION_COLUMNS), gone_sql("s")]
     rows = conn.execute(
         f"SELECT {', '.join(cols)} FROM sessions s JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(ids),),
@@ -324,7 +314,7 @@ def _session_rows(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> d
     return {r[0]: dict(zip(names, r, strict=True)) for r in rows}
 
 
-def _first_messages(conn: sqlite3.Connection, layout: Layout, ids: list[str]) -> dict[str, str]:
+def _first_messages(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
     """Opening of each session's first message (the compaction summary of a continuation)."""
     if not ids:
         return {}

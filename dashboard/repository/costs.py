@@ -419,8 +419,8 @@ def read_rows(
 
 
 def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, CostSummary]:
-    """What each session cost, by the rules: its usage rows where it has any, else its
-    ``sessions`` row (a session recorded before Hermes kept usage rows)."""
+    """What each archived session cost, by the rules: its usage rows where it has any,
+    else its ``sessions`` row (a session of Recall's own store recorded without any)."""
     wanted = json.dumps(sorted(set(ids)))
     found: dict[str, list[RowCost]] = defaultdict(list)
     for sid, status, est, act, merged in conn.execute(

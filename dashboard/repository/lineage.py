@@ -1,9 +1,9 @@
-"""Parent/child links between sessions, loaded once and kept while the file is unchanged.
+"""Parent/child links between sessions, loaded once and kept while the archive is unchanged.
 
 Search groups hits by chain root and cards show a chain's latest activity; both
 need the ``parent_session_id`` graph. Loading it costs a few milliseconds at 10k
-sessions, so :class:`LineageCache` keeps the last graph and reloads it only when
-the sessions table changed (its max rowid or row count moved).
+sessions, so :class:`LineageCache` keeps the last graph and reloads it only after
+the archive got a write (its write counter, ``schema.WRITES_KEY``, moved).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from dashboard.repository.chains import classify, line_part
-from dashboard.repository.layout import Layout
+from dashboard.repository.schema import WRITES_KEY
+from dashboard.repository.store_state import StoreState
 
 DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop walking
 
@@ -114,14 +115,11 @@ EMPTY = Lineage({}, {})
 _EDGE_COLUMNS = ("source", "model_config", "started_at", "end_reason", "ended_at")
 
 
-def load_lineage(conn: sqlite3.Connection, layout: Layout) -> Lineage:
+def load_lineage(conn: sqlite3.Connection) -> Lineage:
     """Every parent link, each classified as :func:`chains.classify` does."""
-    if "parent_session_id" not in layout.session_columns:
-        return EMPTY
-    cols = layout.session_columns
 
     def pick(alias: str) -> str:
-        return ", ".join(f"{alias}.{c}" if c in cols else "NULL" for c in _EDGE_COLUMNS)
+        return ", ".join(f"{alias}.{c}" for c in _EDGE_COLUMNS)
 
     rows = conn.execute(
         f"SELECT c.id, c.parent_session_id, {pick('c')}, p.id, {pick('p')} "
@@ -143,23 +141,27 @@ def load_lineage(conn: sqlite3.Connection, layout: Layout) -> Lineage:
 
 
 class LineageCache:
-    """The last loaded :class:`Lineage` of one file, reused while sessions are unchanged."""
+    """The last loaded :class:`Lineage` of one archive, reused until the archive is written."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key: tuple[object, ...] | None = None
         self._value: Lineage = EMPTY
 
-    def get(self, conn: sqlite3.Connection, layout: Layout) -> Lineage:
-        # count(*) walks the smallest index; max(rowid) is one seek. A new, deleted
-        # or re-parented session moves one of them (re-parenting is not done in place
-        # by Hermes: children are created with their parent).
-        key = (layout.path, *conn.execute("SELECT max(rowid), count(*) FROM sessions").fetchone())
+    def get(self, conn: sqlite3.Connection, state: StoreState) -> Lineage:
+        """The lineage of the archive behind ``conn`` (``state`` names it)."""
+        # The write counter moves with every transaction a Recall store commits, in
+        # place or not (a sync re-linking a session, a gone mark); max(rowid) and
+        # count(*) also catch rows added or removed by anything else. Read before
+        # the load: a write in between reloads next time, never hides.
+        key = (state.path, *conn.execute(
+            "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
+            " FROM sessions", (WRITES_KEY,),
+        ).fetchone())  # fmt: skip
         with self._lock:
             if key == self._key:
                 return self._value
-        value = load_lineage(conn, layout)
+        value = load_lineage(conn)
         with self._lock:
             self._key, self._value = key, value
         return value
-

@@ -1,4 +1,5 @@
-"""What a state.db holds, at a glance: counts, date range, size, layout, recent activity."""
+"""What the archive holds at a glance (counts, date range, size, recent activity), and
+its source's state and layout (the one page where a Hermes layout is shown)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dashboard.repository.conventions import visible_sql
 from dashboard.repository.cost_days import DayClock
 from dashboard.repository.cost_rules import known_spend, total
 from dashboard.repository.costs import Cell, plan
@@ -21,34 +23,47 @@ if TYPE_CHECKING:  # the reader imports this module for store_overview
     from dashboard.repository.reader import StateReader
 
 
-def store_overview(conn: sqlite3.Connection, layout: Layout) -> dict[str, Any]:
-    """Counts of sessions and visible messages, first and last activity, file sizes."""
-    out: dict[str, Any] = {"layout": layout.summary()}
-    if "sessions" in layout.tables:
-        row = conn.execute(
-            "SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)) FROM sessions"
-        ).fetchone()
-        out.update(sessions=row[0], first_activity=row[1], last_activity=row[2])
-        out["sources"] = {
-            r[0]: r[1]
-            for r in conn.execute(
-                "SELECT source, count(*) FROM sessions GROUP BY source ORDER BY 2 DESC"
-            )
-        }
-    if "messages" in layout.tables:
-        visible = layout.visible_messages_sql("m")
-        out["messages"] = conn.execute(
-            f"SELECT count(*) FROM messages m WHERE {visible}"
-        ).fetchone()[0]
-        last = conn.execute("SELECT max(timestamp) FROM messages").fetchone()[0]
-        if last and (out.get("last_activity") or 0) < last:
-            out["last_activity"] = last
-    path = Path(layout.path)
-    out["files"] = {
+def archive_overview(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
+    """What the archive holds: counts of sessions and visible messages, first and last
+    activity, file sizes, and its own indexes' state (its layout, as the overview shows)."""
+    out: dict[str, Any] = {"layout": detect_layout(conn, path).summary()}
+    out.update(_counts(conn, visible_sql("m")))
+    out["files"] = _files(Path(path))
+    return out
+
+
+def _counts(conn: sqlite3.Connection, visible: str) -> dict[str, Any]:
+    row = conn.execute(
+        "SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)) FROM sessions"
+    ).fetchone()
+    out: dict[str, Any] = {"sessions": row[0], "first_activity": row[1], "last_activity": row[2]}
+    out["sources"] = {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT source, count(*) FROM sessions GROUP BY source ORDER BY 2 DESC"
+        )
+    }
+    out["messages"] = conn.execute(f"SELECT count(*) FROM messages m WHERE {visible}").fetchone()[0]
+    last = conn.execute("SELECT max(timestamp) FROM messages").fetchone()[0]
+    if last and (out.get("last_activity") or 0) < last:
+        out["last_activity"] = last
+    return out
+
+
+def _files(path: Path) -> dict[str, int]:
+    return {
         suffix or "db": Path(f"{path}{suffix}").stat().st_size
         for suffix in ("", "-wal")
         if Path(f"{path}{suffix}").is_file()
     }
+
+
+def store_overview(conn: sqlite3.Connection, layout: Layout) -> dict[str, Any]:
+    """A source file's counts and layout (any shape Hermes wrote: :mod:`layout`)."""
+    out: dict[str, Any] = {"layout": layout.summary()}
+    if {"sessions", "messages"} <= layout.tables:
+        out.update(_counts(conn, layout.visible_messages_sql("m")))
+    out["files"] = _files(Path(layout.path))
     return out
 
 
@@ -143,7 +158,7 @@ def recent_activity(
     with reader.snapshot() as snap:
         question = plan(period="day", start=start, end=end, timezone=timezone)
         edges = question.edges
-        started, models, tools = _started_sessions(snap.conn, snap.layout, edges[0], edges[-1])
+        started, models, tools = _started_sessions(snap.conn, edges[0], edges[-1])
     counts = [0] * len(question.labels)
     clock = DayClock(question.zone)
     for when in started:
@@ -183,37 +198,30 @@ def recent_activity(
 
 
 def _started_sessions(
-    conn: sqlite3.Connection, layout: Layout, since: float, until: float
+    conn: sqlite3.Connection, since: float, until: float
 ) -> tuple[list[float], list[tuple[str, int]], list[tuple[str, int]]]:
     """Start times of the sessions started in [since, until), their top models and the
     tools called most in them (visible rows only: a compacted copy is not a second call)."""
-    if "sessions" not in layout.tables:
-        return [], [], []
     window = "s.started_at >= ? AND s.started_at < ?"
     started = [
         r[0] for r in conn.execute(f"SELECT s.started_at FROM sessions s WHERE {window}",
                                    (since, until))
     ]  # fmt: skip
-    models: list[tuple[str, int]] = []
-    if "model" in layout.session_columns:
-        models = [
-            (r[0], r[1]) for r in conn.execute(
-                # Every model of the range (a few dozen at most): spellings are grouped after.
-                f"SELECT s.model, count(*) FROM sessions s WHERE {window} AND s.model IS NOT NULL"
-                " AND s.model != '' GROUP BY s.model ORDER BY 2 DESC, 1",
-                (since, until),
-            )
-        ]  # fmt: skip
-    tools: list[tuple[str, int]] = []
-    if "messages" in layout.tables and "tool_name" in layout.message_columns:
-        visible = layout.visible_messages_sql("m")
-        tools = [
-            (r[0], r[1]) for r in conn.execute(
-                f"SELECT m.tool_name, count(*) FROM sessions s JOIN messages m"
-                f" ON m.session_id = s.id WHERE {window} AND m.tool_name IS NOT NULL"
-                f" AND m.tool_name != '' AND {visible}"
-                " GROUP BY m.tool_name ORDER BY 2 DESC, 1 LIMIT ?",
-                (since, until, TOP_TOOLS),
-            )
-        ]  # fmt: skip
+    models = [
+        (r[0], r[1]) for r in conn.execute(
+            # Every model of the range (a few dozen at most): spellings are grouped after.
+            f"SELECT s.model, count(*) FROM sessions s WHERE {window} AND s.model IS NOT NULL"
+            " AND s.model != '' GROUP BY s.model ORDER BY 2 DESC, 1",
+            (since, until),
+        )
+    ]  # fmt: skip
+    tools = [
+        (r[0], r[1]) for r in conn.execute(
+            f"SELECT m.tool_name, count(*) FROM sessions s JOIN messages m"
+            f" ON m.session_id = s.id WHERE {window} AND m.tool_name IS NOT NULL"
+            f" AND m.tool_name != '' AND {visible_sql('m')}"
+            " GROUP BY m.tool_name ORDER BY 2 DESC, 1 LIMIT ?",
+            (since, until, TOP_TOOLS),
+        )
+    ]  # fmt: skip
     return started, models, tools

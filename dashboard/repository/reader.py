@@ -30,9 +30,8 @@ from dashboard.repository.costs import (
 )
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
-from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.lineage import LineageCache
-from dashboard.repository.overview import archive_counts, source_overview, store_overview
+from dashboard.repository.overview import archive_counts, archive_overview, source_overview
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
 from dashboard.repository.said import said_only
@@ -78,7 +77,6 @@ class Snapshot:
 
     conn: sqlite3.Connection
     state: StoreState
-    layout: Layout  # being retired: the archive has one schema (issue 15, step 5)
 
 
 class StateReader:
@@ -123,14 +121,14 @@ class StateReader:
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
-        """A read-only connection with its layout; errors become StoreUnavailableError."""
+        """A read-only connection and the archive's state; errors become StoreUnavailableError."""
         if self._before_read is not None:
             self._before_read()
         conn = open_readonly(self.path)
         try:
             try:
                 state = read_state(conn, self.path)
-                yield Snapshot(conn, state, detect_layout(conn, self.path))
+                yield Snapshot(conn, state)
             except sqlite3.DatabaseError as exc:
                 # "database disk image is malformed" surfaces on the first page read.
                 raise classify(exc, self.path) from exc
@@ -159,16 +157,12 @@ class StateReader:
                 conn.close()
         return self._demo
 
-    def layout(self) -> Layout:
-        with self.snapshot() as snap:
-            return snap.layout
-
     def overview(self) -> dict[str, Any]:
         """What the store read holds: layout, counts, activity range, file sizes; reading
         an archive, also what it keeps (``archive``) and the source's state (``source``)."""
         with self.snapshot() as snap:
-            info = store_overview(snap.conn, snap.layout)
-            info["is_demo"] = snap.layout.is_demo
+            info = archive_overview(snap.conn, self.path)
+            info["is_demo"] = snap.state.is_demo
             if self.reads_archive:
                 info["archive"] = archive_counts(snap.conn)
         if self.reads_archive:
@@ -185,20 +179,18 @@ class StateReader:
     def transcript(self, session_id: str, include_inactive: bool = False) -> Transcript:
         """One session's messages, with its compaction-chain neighbours attached."""
         with self.snapshot() as snap:
-            found = load_transcript(
-                snap.conn, snap.layout, session_id, include_inactive=include_inactive
-            )
-            return replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+            found = load_transcript(snap.conn, session_id, include_inactive=include_inactive)
+            return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
 
     def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
         """One page of a session's transcript, its chain neighbours and the query's matches."""
         parsed = usable_query(request.query)
         with self.snapshot() as snap:
             found = load_transcript(
-                snap.conn, snap.layout, session_id, include_inactive=request.include_inactive,
+                snap.conn, session_id, include_inactive=request.include_inactive,
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
-            found = replace(found, neighbours=chain_neighbours(snap.conn, snap.layout, session_id))
+            found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:
                 return SessionPage(found, [], None, [])
             ids = session_matches(snap.conn, snap.state, session_id, parsed)
@@ -221,7 +213,7 @@ class StateReader:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state)
             )
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
@@ -229,7 +221,7 @@ class StateReader:
         in one snapshot: the agent's recalled memories."""
         with self.snapshot() as snap:
             found = search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.layout)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state)
             )
             return said_only(snap.conn, found.results, terms)
 
@@ -242,7 +234,7 @@ class StateReader:
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.layout)
+            lineage = self._lineage.get(snap.conn, snap.state)
         return lineage.family(lineage.root(session_id))
 
     def search_facets(self) -> dict[str, list[str]]:
@@ -258,25 +250,23 @@ class StateReader:
     def chain(self, session_id: str) -> Chain:
         """The lineage of a session: every segment, classified, with its figures."""
         with self.snapshot() as snap:
-            return load_chain(snap.conn, snap.layout, session_id)
+            return load_chain(snap.conn, session_id)
 
     def chain_index(
         self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
     ) -> ChainIndex:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.layout)
-            return chain_index(
-                snap.conn, snap.layout, lineage, sort=sort, descending=descending, limit=limit
-            )
+            lineage = self._lineage.get(snap.conn, snap.state)
+            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit)
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
     ) -> tuple[Chain, list[StitchedPart]]:
         """The continuation line through a session as one conversation, with its chain."""
         with self.snapshot() as snap:
-            chain = load_chain(snap.conn, snap.layout, session_id)
-            parts = load_stitched(snap.conn, snap.layout, chain, include_inactive=include_inactive)
+            chain = load_chain(snap.conn, session_id)
+            parts = load_stitched(snap.conn, chain, include_inactive=include_inactive)
             return chain, parts
 
     def stitched_page(
@@ -284,9 +274,9 @@ class StateReader:
     ) -> tuple[Chain, StitchedPage]:
         """One page of the continuation line through a session, as one conversation."""
         with self.snapshot() as snap:
-            chain = load_chain(snap.conn, snap.layout, session_id)
+            chain = load_chain(snap.conn, session_id)
             page = load_stitched_page(
-                snap.conn, snap.layout, chain, include_inactive=request.include_inactive,
+                snap.conn, chain, include_inactive=request.include_inactive,
                 page=request.page, at=request.at, page_size=PAGE_SIZE,
             )  # fmt: skip
             return chain, page
@@ -313,7 +303,7 @@ class StateReader:
             if found is None:  # no rollup (yet): sum the raw rows by the same rules
                 sums = session_sums(range_rows(snap.conn, question).values(), question)
                 found = len(sums), rank_sessions(sums, **order)
-            lineage = self._lineage.get(snap.conn, snap.layout)
+            lineage = self._lineage.get(snap.conn, snap.state)
             result = costly_sessions(snap.conn, lineage, *found, sort=sort, descending=descending)
         with self._spend_lock:
             self._spend_cache[key] = result

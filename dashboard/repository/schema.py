@@ -29,6 +29,11 @@ VERSION_KEY = "recall_schema_version"
 #: state_meta keys: the trigram index is still to be built (a first import); a demo home.
 TRIGRAM_PENDING_KEY = "fts_trigram_pending"
 DEMO_KEY = "recall_demo_seed"
+#: state_meta key: how many write transactions the store has committed. Every write of
+#: a SessionStore bumps it in the same transaction, so a reader's cache (lineage.py)
+#: sees any change, in place or not, from one row read in its own snapshot (PRAGMA
+#: data_version answers only on one long-lived connection; pages open one per request).
+WRITES_KEY = "recall_writes"
 FTS_TABLES = ("messages_fts", "messages_fts_trigram")
 FTS_COLUMNS = ("content", "tool_name", "tool_calls")
 

@@ -168,7 +168,7 @@ class SessionStore:
         the writer about to resume it (the importer), which builds it once at its end.
         """
         self.path = Path(path)
-        self.core = WriteCore(self.path, **core_options)
+        self.core = WriteCore(self.path, stamp=count_write, **core_options)
         try:
             schema.migrate(self.core)
             if self.index_is_stale():
@@ -616,6 +616,19 @@ class SessionStore:
             "SELECT value FROM state_meta WHERE key='fts_stale'"
         ).fetchone()
         return bool(row and row[0] == "1")
+
+
+def count_write(conn: sqlite3.Connection) -> None:
+    """Bump the store's write counter (:data:`schema.WRITES_KEY`) inside a write.
+
+    Every transaction of the store's write core runs this (its ``stamp``); the first
+    one, migration 1, creates ``state_meta`` before it runs.
+    """
+    conn.execute(
+        "INSERT INTO state_meta(key, value) VALUES (?, '1') "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        (schema.WRITES_KEY,),
+    )
 
 
 def _put_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:

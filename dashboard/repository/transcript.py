@@ -1,8 +1,8 @@
 """One session's transcript as a person reads it, and its compaction-chain neighbours.
 
-Every ``state.db`` shape is read through the columns it actually has: SELECT lists
-are built from :class:`Layout`, so a file last written by old code (no cost
-columns, no ``active``/``compacted``) reads as well as a current one.
+It reads Recall's archive (store_state.py): every column exists, so a session of a
+source written by old Hermes code reads as its import left it (the importer gave its
+rows the conventions' flags: live, not compacted, not hidden).
 """
 
 from __future__ import annotations
@@ -14,18 +14,14 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dashboard.repository.chains import Chain, Segment
+from dashboard.repository.chains import Chain, Segment, classify
 from dashboard.repository.content import decode_content, is_structured
+from dashboard.repository.conventions import is_summary, visible_sql
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
-from dashboard.repository.layout import Layout
 from dashboard.repository.params import whole_number
 from dashboard.repository.snippets import markdown_plain
 
-SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:")
-# Children carrying one of these markers are branches, delegations or resets:
-# they hang off a session without continuing it.
-LINEAGE_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
 TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
 # page taking 6.5 s; a page of 500 is a few hundred KB (bench/long_transcript.py).
@@ -33,6 +29,9 @@ PAGE_SIZE = 500
 MATCHES_LISTED = 200  # matches a session page lists (all are counted)
 # Tool output fields shown as the body of a result; the rest become short facts.
 _OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stderr")
+# Conversation order. The archive keeps no display_order: Hermes stamps every row
+# with its time, and the id breaks a tie.
+_ORDER = "m.timestamp, m.id"
 
 _SESSION_COLUMNS = (
     "id", "title", "source", "model", "started_at", "ended_at", "end_reason",
@@ -46,6 +45,7 @@ _MESSAGE_COLUMNS = (
     "reasoning_content", "timestamp", "finish_reason", "token_count", "active", "compacted",
     "display_kind",
 )  # fmt: skip
+_MESSAGE_SELECT = ", ".join(f"m.{c}" for c in _MESSAGE_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class MatchEntry:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """A ``sessions`` row; fields the file has no column for are None."""
+    """A ``sessions`` row of the archive (a figure the source never recorded is None)."""
 
     id: str
     source: str | None = None
@@ -159,7 +159,7 @@ class SessionInfo:
 
     @property
     def tokens(self) -> dict[str, int]:
-        """Token counts by kind, only the kinds this file records and that are non-zero."""
+        """Token counts by kind, only the non-zero ones."""
         kinds = {
             "input": self.input_tokens,
             "output": self.output_tokens,
@@ -229,9 +229,7 @@ class Transcript:
     session: SessionInfo
     messages: tuple[TranscriptMessage, ...]
     include_inactive: bool = False
-    # Rows left out by the visibility filter (rewound, hidden); None when the file
-    # has no visibility columns, so every row is always shown.
-    left_out: int | None = None
+    left_out: int = 0  # rows the visibility filter left out (rewound, hidden)
     neighbours: dict[str, Any] = field(default_factory=dict)
     paging: Paging | None = None  # None: every message is in ``messages``
     first_user_text: str | None = None  # when paged: the session's first user message
@@ -282,14 +280,13 @@ class Transcript:
 
 
 def load_transcript(
-    conn: sqlite3.Connection, layout: Layout, session_id: str, *, include_inactive: bool = False,
+    conn: sqlite3.Connection, session_id: str, *, include_inactive: bool = False,
     page: int = 1, at: int | None = None, page_size: int | None = None,
 ) -> Transcript:  # fmt: skip
     """Read one session and its messages (one page of them when ``page_size`` is set).
 
     Args:
-        conn: a connection to the state.db (read-only is enough).
-        layout: what the file holds (decides the SELECT lists and visibility filter).
+        conn: a connection to the archive (read-only is enough).
         session_id: the session to read.
         include_inactive: also return rows a person normally does not see (rewound,
             hidden), each flagged.
@@ -299,54 +296,38 @@ def load_transcript(
     Raises:
         NotFoundError: no such session.
     """
-    session = _session(conn, layout, session_id)
+    session = _session(conn, session_id)
     if session is None:
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
-    if "messages" not in layout.tables:
-        return Transcript(session, (), include_inactive)
     where = "m.session_id = ?"
     if not include_inactive:
-        where += f" AND {layout.visible_messages_sql('m')}"
-    order = _message_order(layout)
+        where += f" AND {visible_sql('m')}"
     paging = None
     first_user = None
     if page_size:
-        sql = f"SELECT m.id FROM messages m WHERE {where} ORDER BY {order}"
+        sql = f"SELECT m.id FROM messages m WHERE {where} ORDER BY {_ORDER}"
         ids = [r[0] for r in conn.execute(sql, (session_id,))]
         paging = paging_for(ids, page_size, page, at)
-        messages = _messages_by_id(conn, layout, paging.ids)
-        first_user = _first_user_text(conn, where, order, session_id)
+        messages = _messages_by_id(conn, paging.ids)
+        first_user = _first_user_text(conn, where, session_id)
     else:
-        cols = [c for c in _MESSAGE_COLUMNS if c in layout.message_columns]
         cur = conn.execute(
-            f"SELECT {', '.join('m.' + c for c in cols)} FROM messages m "
-            f"WHERE {where} ORDER BY {order}",
+            f"SELECT {_MESSAGE_SELECT} FROM messages m WHERE {where} ORDER BY {_ORDER}",
             (session_id,),
         )
         messages = tuple(_message(row) for row in _dicts(cur))
     return Transcript(
-        session, messages, include_inactive,
-        _left_out(conn, layout, session_id, include_inactive),
+        session, messages, include_inactive, _left_out(conn, session_id, include_inactive),
         paging=paging, first_user_text=first_user,
     )  # fmt: skip
 
 
-def _message_order(layout: Layout) -> str:
-    """Conversation order: Hermes's display order where the file has one, else time."""
-    if "display_order" in layout.message_columns:
-        return "coalesce(m.display_order, m.id), m.id"
-    return "m.timestamp, m.id"
-
-
-def _messages_by_id(
-    conn: sqlite3.Connection, layout: Layout, ids: Sequence[int]
-) -> tuple[TranscriptMessage, ...]:
+def _messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[TranscriptMessage, ...]:
     """Full rows for ``ids``, in the order given."""
     if not ids:
         return ()
-    cols = [c for c in _MESSAGE_COLUMNS if c in layout.message_columns]
     cur = conn.execute(
-        f"SELECT {', '.join('m.' + c for c in cols)} FROM messages m "
+        f"SELECT {_MESSAGE_SELECT} FROM messages m "
         f"WHERE m.id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(ids)),),
     )
@@ -354,33 +335,26 @@ def _messages_by_id(
     return tuple(found[i] for i in ids if i in found)
 
 
-def _first_user_text(
-    conn: sqlite3.Connection, where: str, order: str, session_id: str
-) -> str | None:
+def _first_user_text(conn: sqlite3.Connection, where: str, session_id: str) -> str | None:
     rows = conn.execute(
         f"SELECT m.content FROM messages m WHERE {where} AND m.role = 'user' "
-        f"ORDER BY {order} LIMIT 5",
+        f"ORDER BY {_ORDER} LIMIT 5",
         (session_id,),
     ).fetchall()
     texts = [decode_content(r[0]) for r in rows if isinstance(r[0], str)]
-    return next((t for t in texts if t.strip() and not is_compaction_summary(t)), None)
+    return next((t for t in texts if t.strip() and not is_summary(t)), None)
 
 
 def _opens_conversation(m: TranscriptMessage) -> bool:
     return m.role == "user" and not m.is_compaction_summary and bool(m.text.strip())
 
 
-def _left_out(
-    conn: sqlite3.Connection, layout: Layout, session_id: str, include_inactive: bool
-) -> int | None:
-    """Rows the visibility filter leaves out (None when the file has no such columns)."""
-    visible = layout.visible_messages_sql("m")
-    if visible == "1":
-        return None
+def _left_out(conn: sqlite3.Connection, session_id: str, include_inactive: bool) -> int:
+    """Rows the visibility filter leaves out (none when every row is asked for)."""
     if include_inactive:
         return 0
     return conn.execute(
-        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND NOT ({visible})",
+        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND NOT ({visible_sql('m')})",
         (session_id,),
     ).fetchone()[0]
 
@@ -437,7 +411,7 @@ class StitchedPage:
 
 
 def load_stitched(
-    conn: sqlite3.Connection, layout: Layout, chain: Chain, *, include_inactive: bool = False
+    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False
 ) -> list[StitchedPart]:
     """The continuation line of ``chain`` as one conversation, segment after segment.
 
@@ -448,16 +422,15 @@ def load_stitched(
     ``include_inactive`` (flagged), as on the session page.
 
     Args:
-        conn: a connection to the state.db (read-only is enough).
-        layout: what the file holds.
+        conn: a connection to the archive (read-only is enough).
         chain: the lineage (from :func:`~dashboard.repository.chains.load_chain`).
         include_inactive: also return rewound and hidden rows, flagged.
     """
-    return load_stitched_page(conn, layout, chain, include_inactive=include_inactive).parts
+    return load_stitched_page(conn, chain, include_inactive=include_inactive).parts
 
 
 def load_stitched_page(
-    conn: sqlite3.Connection, layout: Layout, chain: Chain, *, include_inactive: bool = False,
+    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False,
     page: int = 1, at: int | None = None, page_size: int | None = None,
 ) -> StitchedPage:  # fmt: skip
     """:func:`load_stitched`, one page at a time when ``page_size`` is set.
@@ -466,12 +439,12 @@ def load_stitched_page(
     a part split by a page boundary appears on both pages. Only the rows of the
     page are read in full. ``at`` picks the page holding that message.
     """
-    plans = _stitch_plan(conn, layout, chain, include_inactive)
+    plans = _stitch_plan(conn, chain, include_inactive)
     order = [mid for plan in plans for mid in plan.ids]
     size = page_size or max(1, len(order))
     paging = paging_for(order, size, page, at)
     on_page = set(paging.ids)
-    rows = {m.id: m for m in _messages_by_id(conn, layout, paging.ids)}
+    rows = {m.id: m for m in _messages_by_id(conn, paging.ids)}
     last_page = paging.page == paging.pages
     parts: list[StitchedPart] = []
     for plan in plans:
@@ -487,7 +460,7 @@ def load_stitched_page(
         body = Transcript(plan.session, messages, include_inactive, plan.left_out)
         parts.append(StitchedPart(plan.part, plan.segment, body, divider))
     return StitchedPage(
-        parts, len(plans), len(order), sum(p.left_out or 0 for p in plans),
+        parts, len(plans), len(order), sum(p.left_out for p in plans),
         paging if page_size else None,
     )  # fmt: skip
 
@@ -499,29 +472,27 @@ class _PartPlan:
     session: SessionInfo
     ids: list[int]  # in conversation order, the divider first when there is one
     divider: int | None
-    left_out: int | None
+    left_out: int
     start: int  # index of the part's first message in the whole line
 
 
-def _stitch_plan(
-    conn: sqlite3.Connection, layout: Layout, chain: Chain, include_inactive: bool
-) -> list[_PartPlan]:
+def _stitch_plan(conn: sqlite3.Connection, chain: Chain, include_inactive: bool) -> list[_PartPlan]:
     """Which message ids each part of the line holds, read without their text."""
     plans: list[_PartPlan] = []
     seen: set[int] = set()
-    order = _message_order(layout)
-    hidden = "m.display_kind = 'hidden'" if "display_kind" in layout.message_columns else "0"
     where = "m.session_id = ?"
     if not include_inactive:
-        where += f" AND {layout.visible_messages_sql('m')}"
+        where += f" AND {visible_sql('m')}"
     start = 0
     for n, session_id in enumerate(chain.line, start=1):
         segment = chain.segment(session_id)
-        session = _session(conn, layout, session_id) if segment is not None else None
+        session = _session(conn, session_id) if segment is not None else None
         if segment is None or session is None:
             continue
         rows = conn.execute(
-            f"SELECT m.id, {hidden} FROM messages m WHERE {where} ORDER BY {order}", (session_id,)
+            f"SELECT m.id, m.display_kind = 'hidden' FROM messages m WHERE {where} "
+            f"ORDER BY {_ORDER}",
+            (session_id,),
         ).fetchall()
         rows = [r for r in rows if r[0] not in seen]
         seen.update(r[0] for r in rows)
@@ -533,17 +504,17 @@ def _stitch_plan(
             if isinstance(content, bytes):
                 content = content.decode("utf-8", errors="replace")
             text = decode_content(content) if isinstance(content, str) else ""
-            divider = first if is_compaction_summary(text) else None
+            divider = first if is_summary(text) else None
         ids = [r[0] for r in rows if r[0] != divider]
         if divider is not None:
             ids.insert(0, divider)
-        left_out = _left_out(conn, layout, session_id, include_inactive)
+        left_out = _left_out(conn, session_id, include_inactive)
         plans.append(_PartPlan(n, segment, session, ids, divider, left_out, start))
         start += len(ids)
     return plans
 
 
-def chain_neighbours(conn: sqlite3.Connection, layout: Layout, session_id: str) -> dict[str, Any]:
+def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     """The compaction-chain segments around a session.
 
     Returns ``{"previous": {...} | None, "next": [{...}, ...]}``, each segment as
@@ -553,11 +524,10 @@ def chain_neighbours(conn: sqlite3.Connection, layout: Layout, session_id: str) 
     neighbours; a parent id pointing nowhere gives no ``previous``.
     """
     out: dict[str, Any] = {"previous": None, "next": []}
-    if "sessions" not in layout.tables or "parent_session_id" not in layout.session_columns:
-        return out
-    cols = [c for c in ("id", "title", "started_at", "ended_at", "end_reason", "model_config",
-                        "source", "parent_session_id") if c in layout.session_columns]  # fmt: skip
-    select = f"SELECT {', '.join(cols)} FROM sessions"
+    select = (
+        "SELECT id, title, started_at, ended_at, end_reason, model_config, source,"
+        " parent_session_id FROM sessions"
+    )
     this = _one(conn, f"{select} WHERE id = ?", (session_id,))
     if this is None:
         return out
@@ -566,10 +536,10 @@ def chain_neighbours(conn: sqlite3.Connection, layout: Layout, session_id: str) 
     if parent is not None and _continues(parent, this):
         out["previous"] = _segment(parent)
     if this.get("end_reason") == "compression":
-        order = "started_at, id" if "started_at" in cols else "id"
         children = _dicts(
-            conn.execute(f"{select} WHERE parent_session_id = ? ORDER BY {order}", (session_id,))
-        )
+            conn.execute(f"{select} WHERE parent_session_id = ? ORDER BY started_at, id",
+                         (session_id,))
+        )  # fmt: skip
         out["next"] = [_segment(c) for c in children if _continues(this, c)]
     return out
 
@@ -616,10 +586,6 @@ def preview(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def is_compaction_summary(text: str) -> bool:
-    return text.lstrip().startswith(SUMMARY_PREFIXES)
-
-
 # -- rows ---------------------------------------------------------------------------
 
 
@@ -633,11 +599,8 @@ def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> dict[st
     return rows[0] if rows else None
 
 
-def _session(conn: sqlite3.Connection, layout: Layout, session_id: str) -> SessionInfo | None:
-    if "sessions" not in layout.tables:
-        return None
-    cols = [c for c in _SESSION_COLUMNS if c in layout.session_columns]
-    cols.append(f"{gone_sql('sessions')} AS gone_at")
+def _session(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
+    cols = [*_SESSION_COLUMNS, f"{gone_sql('sessions')} AS gone_at"]
     row = _one(conn, f"SELECT {', '.join(cols)} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         return None
@@ -663,7 +626,7 @@ def _message(row: dict[str, Any]) -> TranscriptMessage:
         timestamp=row.get("timestamp"),
         finish_reason=row.get("finish_reason"),
         token_count=row.get("token_count"),
-        is_compaction_summary=is_compaction_summary(text),
+        is_compaction_summary=is_summary(text),
         inactive=active is not None and not active,
         compacted=bool(row.get("compacted")),
         hidden=row.get("display_kind") == "hidden",
@@ -707,21 +670,8 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    """Whether ``child`` continues ``parent`` after a context compression."""
-    if parent.get("end_reason") != "compression":
-        return False
-    if child.get("source") == "subagent" and parent.get("source") != "subagent":
-        return False
-    try:
-        config = json.loads(child.get("model_config") or "{}")
-    except ValueError:
-        config = {}
-    if isinstance(config, dict) and any(config.get(k) for k in LINEAGE_MARKERS):
-        return False
-    ended, started = parent.get("ended_at"), child.get("started_at")
-    # A continuation starts when its parent ends; a child started earlier was spawned
-    # while the parent was still running (a delegation without markers).
-    return ended is None or started is None or started >= ended
+    """Whether ``child`` continues ``parent``: the chain's rule (:func:`chains.classify`)."""
+    return classify(child, parent) == "continuation"
 
 
 def _segment(row: dict[str, Any]) -> dict[str, Any]:

@@ -66,6 +66,8 @@ class WriteCore:
             attempt starts even if tries remain.
         rng: source of jitter (tests pass a seeded one).
         sleep: how to wait between tries (tests record the waits).
+        stamp: run inside every write transaction, after its callback and before
+            COMMIT (a store counts its writes with it, so readers can tell it changed).
     """
 
     def __init__(
@@ -77,8 +79,10 @@ class WriteCore:
         patience_s: float | None = None,
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        stamp: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         self.path = Path(path)
+        self._stamp = stamp
         self.max_tries = max_tries
         self.patience_s = patience_s
         self._rng = rng or random.Random()
@@ -138,6 +142,8 @@ class WriteCore:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(self.conn)
+            if self._stamp is not None:
+                self._stamp(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
