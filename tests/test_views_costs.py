@@ -330,6 +330,15 @@ def cards(html: str) -> dict[str, str]:
     return {re.sub(r"<[^>]+>", "", label): re.sub(r"<[^>]+>", "", value) for value, label in found}
 
 
+def _with_unknown(found: Spend) -> str:
+    """A card's figure: the known spend, and the calls of unknown price beside it."""
+    text = usd(found.totals.effective_usd)
+    unknown = found.totals.status_mix.get("unknown", 0)
+    if unknown:
+        text += f" + {unknown:,} call{'s' if unknown != 1 else ''} of unknown price"
+    return text
+
+
 def test_headline_cards(demo: FlaskClient) -> None:
     shown = cards(get(demo, "/costs"))
     so_far = repository_spend(
@@ -338,10 +347,12 @@ def test_headline_cards(demo: FlaskClient) -> None:
     last = repository_spend(
         read_path(demo), by="provider", start=date(2026, 10, 1), end=date(2026, 10, 31)
     )
-    assert shown["spent so far"] == usd(so_far.totals.effective_usd)
-    assert shown["last month by day 30"] == usd(last.totals.effective_usd)
+    assert shown["spent so far"] == _with_unknown(so_far)
+    assert shown["last month by day 30"] == _with_unknown(last)
     elapsed = 29.5 / 30  # noon on the 30th of a 30-day month
-    assert shown["projected for the month"] == usd((so_far.totals.effective_usd or 0) / elapsed)
+    projected = usd((so_far.totals.effective_usd or 0) / elapsed)
+    assert shown["projected for the month"] == _with_unknown(so_far).replace(
+        usd(so_far.totals.effective_usd), projected, 1)  # fmt: skip
     top = min(so_far.rows, key=lambda c: (-(c.effective_usd or 0), c.key))
     assert shown[f"top provider · {usd(top.effective_usd)}"] == top.key
     share = so_far.totals.actual_share
