@@ -12,15 +12,11 @@ import pytest
 from dashboard.repository import schema
 from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
 from dashboard.repository.store import (
-    BULK_AUTOMERGE,
     COMPACTION_MARKER,
-    FTS5_AUTOMERGE,
     ImportSession,
     NewMessage,
     SessionStore,
     Usage,
-    _insert_batch,
-    index_messages,
     new_session_id,
 )
 
@@ -386,32 +382,6 @@ def test_bulk_write_without_foreign_keys_leaves_them_on_for_other_threads(
     worker.join(timeout=30)
     assert len(outcome) == 1 and isinstance(outcome[0], sqlite3.IntegrityError)
     assert store.core.conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
-
-
-def _automerge(conn: sqlite3.Connection, table: str) -> int | None:
-    row = conn.execute(f"SELECT v FROM {table}_config WHERE k='automerge'").fetchone()
-    return None if row is None else int(row[0])
-
-
-@pytest.mark.parametrize("in_steps", [False, True])
-def test_a_bulk_build_merges_16_segments_at_a_time_and_leaves_the_default(
-    store: SessionStore, in_steps: bool
-) -> None:
-    seen: list[tuple[int | None, int | None]] = []
-
-    def step(conn: sqlite3.Connection) -> None:
-        seen.append(tuple(_automerge(conn, t) for t in schema.FTS_TABLES))  # type: ignore[arg-type]
-        _insert_batch(conn, _import_sessions(5))
-        if in_steps:
-            index_messages(conn, "1", ())
-
-    store.bulk_write([step], rebuild_index=not in_steps, index_in_steps=in_steps)
-    conn = store.core.conn
-    # During an index-as-you-go import the word index takes its rows in bulk.
-    assert seen == [(BULK_AUTOMERGE if in_steps else None, None)]
-    assert [_automerge(conn, t) for t in schema.FTS_TABLES] == [FTS5_AUTOMERGE] * 2
-    assert len(_hits(conn, "messages_fts_trigram", "lkword3")) == 1
-    _integrity_check(conn)
 
 
 def test_compact_in_place_archives_the_live_rows_and_repeats_the_tail(

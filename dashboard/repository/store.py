@@ -12,7 +12,6 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -592,8 +591,7 @@ class SessionStore:
 
         def rebuild(conn: sqlite3.Connection) -> None:
             for table in schema.FTS_TABLES:
-                with bulk_merging(conn, table):
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
             _restore_fts_triggers(conn)
             _put_meta(conn, "fts_stale", None)
 
@@ -603,9 +601,7 @@ class SessionStore:
         """Build the trigram index an index-as-you-go import deferred; triggers back on."""
 
         def finish(conn: sqlite3.Connection) -> None:
-            with bulk_merging(conn, TRIGRAM):
-                conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
-            _set_automerge(conn, WORDS, FTS5_AUTOMERGE)  # the import's steps are done
+            conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
             _restore_fts_triggers(conn)
             _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
 
@@ -642,10 +638,6 @@ def _put_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
         )
 
 
-BULK_AUTOMERGE = 16  # the largest value FTS5 accepts
-FTS5_AUTOMERGE = 4  # FTS5's default
-
-
 def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
     _put_meta(conn, "fts_stale", "1")
     for name in schema.FTS_TRIGGERS:
@@ -669,31 +661,8 @@ def _defer_fts(conn: sqlite3.Connection) -> None:
     trigram index waits for :meth:`SessionStore.finish_deferred_index`."""
     _put_meta(conn, "fts_triggers_off", "1")
     _put_meta(conn, schema.TRIGRAM_PENDING_KEY, "1")
-    _set_automerge(conn, WORDS, BULK_AUTOMERGE)  # the steps add to it in bulk
     for name in schema.FTS_TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
-
-
-@contextmanager
-def bulk_merging(conn: sqlite3.Connection, table: str) -> Iterator[None]:
-    """FTS5 merges 16 segments at a time (its most) while ``table`` is built in bulk.
-
-    FTS5 flushes pending terms as small level-0 segments and, by default, merges
-    every 4 of a level: each term is rewritten once per level. Merging 16 at a time
-    halves the levels. Measured on a 100k-message archive (CPU seconds of the trigram
-    ``rebuild``, two runs each): 16.2 and 16.9 s at the default, 9.2 and 11.1 s at 16,
-    with fewer data pages and the same query times. The default comes back after
-    (the setting is kept in the table's ``_config``), for the triggers' small writes.
-    """
-    _set_automerge(conn, table, BULK_AUTOMERGE)
-    try:
-        yield
-    finally:
-        _set_automerge(conn, table, FTS5_AUTOMERGE)
-
-
-def _set_automerge(conn: sqlite3.Connection, table: str, value: int) -> None:
-    conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (value,))
 
 
 def _restore_fts_triggers(conn: sqlite3.Connection) -> None:
