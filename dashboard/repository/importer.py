@@ -507,10 +507,8 @@ def _first_import(
         archive.bulk_write(steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True)
     archive.core.write(lambda c: c.execute(
         "DELETE FROM state_meta WHERE key=?", (WATERMARK_PREFIX + home,)))  # fmt: skip
-    # The trigram build left hundreds of MB in the WAL. Copied back now, while nothing
-    # else reads the archive, it is part of the import; left to SQLite's auto-checkpoint
-    # it lands on the first write after the cost rollup's long read ends: measured
-    # (bench/sync.py, 200k messages) a 5 s stall of the first syncs after the import.
+    # The trigram build left hundreds of MB in the WAL: copy them back now, as part of
+    # the import, rather than on whichever later write SQLite's auto-checkpoint picks.
     archive.core.checkpoint()
     return [sum(a[i] for a in added.values()) for i in range(3)]
 
