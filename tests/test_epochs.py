@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from dashboard.repository.epochs import EpochRow, derive_epochs, session_epochs
+from dashboard.repository.epochs import EpochRow, Epochs, derive_epochs, session_epochs
 from dashboard.repository.readonly import open_readonly
 from tests import hermes_shapes as hs
 from tests.archived import archive_home
@@ -21,18 +20,18 @@ def archived(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[hs.EpochFa
     return facts, archive_home(home)
 
 
-def _ids_by_source(conn: sqlite3.Connection) -> dict[int, int]:
-    """Archive id of each source message id (the archive keeps them when free)."""
-    return {int(r[1]): r[0] for r in conn.execute("SELECT id, src_id FROM messages")}
+def _epochs_of(path: Path, session_id: str) -> tuple[Epochs, dict[int, int]]:
+    """A session's epochs in the archive, and the archive id of each source message id."""
+    with closing(open_readonly(path)) as conn:
+        ids = {int(r[1]): r[0] for r in conn.execute("SELECT id, src_id FROM messages")}
+        return session_epochs(conn, session_id), ids
 
 
 def test_three_in_place_compactions_make_four_epochs_with_their_times(
     archived: tuple[hs.EpochFacts, Path],
 ) -> None:
     facts, path = archived
-    with closing(open_readonly(path)) as conn:
-        found = session_epochs(conn, hs.S_EPOCHS)
-        ids = _ids_by_source(conn)
+    found, ids = _epochs_of(path, hs.S_EPOCHS)
     made = facts.compactions[hs.S_EPOCHS]
     assert found.compactions == 3
     assert [e.compacted_at for e in found.epochs] == [at for at, _, _ in made] + [None]
@@ -55,9 +54,7 @@ def test_a_word_said_in_an_epoch_is_before_that_compaction(
     archived: tuple[hs.EpochFacts, Path],
 ) -> None:
     facts, path = archived
-    with closing(open_readonly(path)) as conn:
-        found = session_epochs(conn, hs.S_EPOCHS)
-        ids = _ids_by_source(conn)
+    found, ids = _epochs_of(path, hs.S_EPOCHS)
     words = (hs.EPOCH1_WORD, *hs.EPOCH_WORDS)
     assert [found.before_compaction(ids[facts.word_ids[w]]) for w in words] == [1, 2, 3, None]
 
