@@ -74,17 +74,24 @@ def foreign_file(path: Path) -> bool:
     ``state.db`` given as ``--archive``. Recall never migrates such a file into an archive
     or syncs into it. A missing, empty or unreadable file is not foreign: opening it
     creates or explains it."""
+    return _recall_schema(path) == (0, True)
+
+
+def _recall_schema(path: Path) -> tuple[int, bool] | None:
+    """Recall's schema version of the file at ``path`` (0: none) and whether it has any
+    table; None when there is no file or it cannot be read now. The one look that
+    :func:`foreign_file`, :func:`read_choice` and :func:`migrate_own_store` share."""
     if not Path(path).is_file():
-        return False
+        return None
     try:
         conn = open_readonly(path, timeout=0, io_retries=0)
     except StoreUnavailableError:
-        return False
+        return None
     try:
-        tables = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
-        return tables is not None and current_version(conn) == 0
+        tables = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
+        return current_version(conn), tables
     except sqlite3.Error:
-        return False
+        return None
     finally:
         conn.close()
 
@@ -196,16 +203,8 @@ def migrate_own_store(path: Path) -> None:
     pages read. Recall owns that file; one written by an older Recall is migrated
     (backed up first, schema.migrate). A file that cannot be opened for writing is left
     alone: reading it then says why (StoreUnavailableError "not-archive")."""
-    try:
-        conn = open_readonly(path, timeout=0, io_retries=0)
-    except StoreUnavailableError:
-        return
-    try:
-        behind = current_version(conn) < LATEST_VERSION
-    except sqlite3.Error:
-        return
-    finally:
-        conn.close()
+    found = _recall_schema(path)
+    behind = found is not None and 0 < found[0] < LATEST_VERSION
     if behind:
         try:
             SessionStore(path).close()
@@ -215,13 +214,5 @@ def migrate_own_store(path: Path) -> None:
 
 def _is_recall_store(path: Path) -> bool:
     """Whether ``path`` is a readable Recall store (the demo home, an agent embedding Recall)."""
-    try:
-        conn = open_readonly(path, timeout=0, io_retries=0)
-    except StoreUnavailableError:
-        return False
-    try:
-        return detect_layout(conn, path).is_recall_store
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
+    found = _recall_schema(path)
+    return found is not None and found[0] > 0
