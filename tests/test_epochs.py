@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.epochs import EpochRow, Epochs, derive_epochs, session_epochs
+from dashboard.repository.epochs import (
+    EpochRow,
+    Epochs,
+    derive_epochs,
+    epochs_of,
+    session_epochs,
+)
 from dashboard.repository.readonly import open_readonly
 from tests import hermes_shapes as hs
 from tests.archived import archive_home
@@ -86,3 +92,16 @@ def test_a_rotation_child_and_an_uncompacted_session_are_one_epoch(
     assert tip.compactions == 2 and tip.epochs[0].summary_id is None
     assert first.compactions == 0 and child.compactions == 0
     assert nothing.epochs == ()
+
+
+def test_many_sessions_read_at_once_equal_each_read_alone(
+    archived: tuple[hs.EpochFacts, Path],
+) -> None:
+    _, path = archived
+    ids = [hs.S_EPOCHS, hs.S_ROTATED, hs.S_ROTATED_TIP, hs.S_EARLY_CHILD, "no-such-session"]
+    with closing(open_readonly(path)) as conn:
+        together = epochs_of(conn, [*ids, hs.S_EPOCHS])
+        alone = {sid: session_epochs(conn, sid) for sid in ids}
+    assert set(together) == set(ids) - {"no-such-session"}
+    assert all(together[sid] == alone[sid] for sid in together)
+    assert together[hs.S_EPOCHS].compactions == 3

@@ -16,7 +16,7 @@ compacted=0``. So a session's rows, in id order, read as epochs:
 
 A carrier that is a session's first row is a rotation child's summary (chains.py),
 not an in-place compaction. :func:`derive_epochs` is the rule over rows
-(:class:`EpochRow`); :func:`session_epochs` reads them from the archive.
+(:class:`EpochRow`); :func:`session_epochs` and :func:`epochs_of` read them from the archive.
 """
 
 from __future__ import annotations
@@ -92,14 +92,31 @@ class Epochs:
         return number
 
 
+_ROW_SELECT = "SELECT session_id, id, role, content, timestamp, active, compacted, token_count"
+
+
 def session_epochs(conn: sqlite3.Connection, session_id: str) -> Epochs:
     """The epochs of one archived session (every row, rewound ones included)."""
-    rows = conn.execute(
-        "SELECT id, role, content, timestamp, active, compacted, token_count FROM messages"
-        " WHERE session_id = ? ORDER BY id",
-        (session_id,),
-    )
-    return derive_epochs([EpochRow(*r) for r in rows])
+    return epochs_of(conn, [session_id]).get(session_id, Epochs())
+
+
+def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, Epochs]:
+    """The epochs of each archived session named (absent ids are left out).
+
+    One query per 500 ids, not one per session: a chain of hundreds of segments and a
+    page of search cards both ask for many at once.
+    """
+    rows: dict[str, list[EpochRow]] = {}
+    unique = list(dict.fromkeys(session_ids))
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        marks = ",".join("?" for _ in part)
+        for sid, *row in conn.execute(
+            f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks}) ORDER BY session_id, id",
+            part,
+        ):
+            rows.setdefault(sid, []).append(EpochRow(*row))
+    return {sid: derive_epochs(found) for sid, found in rows.items()}
 
 
 def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
