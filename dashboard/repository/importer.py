@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository import conventions
+from dashboard.repository import conventions, trigram_build
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 from dashboard.repository.store import SessionStore, index_messages
+from dashboard.repository.trigram_build import TrigramBuild
 
 SOURCE_SCHEMA = "hermes_source"  # the source's name while attached to the archive
 BATCH_SESSIONS = 50  # sessions per transaction: ~5,000 messages on a typical home
@@ -466,6 +467,14 @@ def _first_import(
     done = total - len(todo)
 
     copy = adapter.messages_select(SOURCE_SCHEMA)
+    # The trigram index built on the second core as batches land (trigram_build.py),
+    # when every message the archive will hold comes through this pass.
+    any_message = archive.core.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone()
+    fresh = mark is None and not any_message
+    trigram = TrigramBuild(archive.core.path) if fresh else None
+    if trigram is None:
+        trigram_build.discard(archive.core.path)  # a killed import's, useless now
+    landed: dict[int, tuple[str, list[Any]]] = {}  # chunk -> what its transaction landed
 
     def steps() -> Iterator[Callable[[sqlite3.Connection], None]]:
         nonlocal done
@@ -485,10 +494,13 @@ def _first_import(
                 now = time.time()
                 added[at] = _insert(c, home, rows, now)
                 added[at][1] = _copy_messages(c, home, copy, [s.row["id"] for s in rows], now)
-                _index_landed(c, home, rows, now)
+                landed[at] = _landed(home, rows, now)
+                index_messages(c, *landed[at])
                 put_meta(c, WATERMARK_PREFIX + home, covered)
 
-            yield step
+            yield step  # resumed once the step committed
+            if trigram is not None:
+                trigram.add(*landed.pop(start))
             done += len(chunk)
             if on_progress:
                 on_progress(Progress(done, total, sum(a[1] for a in added.values())))
@@ -503,8 +515,15 @@ def _first_import(
     # The source's messages go straight from the file into the archive (attached
     # read-only): on a 1M-message home, reading them into Python and back cost more
     # than the whole copy in SQL.
-    with archive.core.attached_readonly(Path(adapter.layout.path), SOURCE_SCHEMA):
-        archive.bulk_write(steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True)
+    try:
+        with archive.core.attached_readonly(Path(adapter.layout.path), SOURCE_SCHEMA):
+            archive.bulk_write(
+                steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True,
+                trigram=trigram,
+            )  # fmt: skip
+    finally:
+        if trigram is not None:
+            trigram.close()  # taken, or the import stopped: either way the thread ends
     archive.core.write(lambda c: c.execute(
         "DELETE FROM state_meta WHERE key=?", (WATERMARK_PREFIX + home,)))  # fmt: skip
     # The trigram build left hundreds of MB in the WAL: copy them back now, as part of
@@ -578,13 +597,10 @@ def _copy_messages(
     ).rowcount, 0)  # fmt: skip
 
 
-def _index_landed(
-    conn: sqlite3.Connection, home: str, sessions: list[SourceSession], now: float
-) -> None:
-    """Index the messages this transaction landed (first seen ``now``) in both FTS indexes."""
+def _landed(home: str, sessions: list[SourceSession], now: float) -> tuple[str, list[Any]]:
+    """The messages one transaction landed (first seen ``now``), as a WHERE and its values."""
     marks = ",".join("?" for _ in sessions)
-    index_messages(
-        conn,
+    return (
         f"session_id IN ({marks}) AND src_home = ? AND archive_first_seen = ?",
         [*(s.row["id"] for s in sessions), home, now],
     )

@@ -7,6 +7,7 @@ their session counters and the FTS rows land together or not at all.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -17,12 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dashboard.repository import schema
+from dashboard.repository import schema, trigram_build
 from dashboard.repository.conventions import COMPACTION_MARKER
 from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.repository.trigram_build import TrigramBuild
 from dashboard.repository.writecore import WriteCore
 
 WORDS, TRIGRAM = schema.FTS_TABLES  # the unicode61 index, the trigram one
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 TITLE_MAX_CHARS = 100
@@ -549,6 +552,7 @@ class SessionStore:
         foreign_keys: bool = True,
         rebuild_index: bool = True,
         index_in_steps: bool = False,
+        trigram: TrigramBuild | None = None,
     ) -> list[T]:
         """The bulk path for any writer: each step one transaction, FTS triggers off.
 
@@ -562,7 +566,8 @@ class SessionStore:
         ``rebuild_index=False`` keeps the triggers on instead, for a few rows into
         a large store, where a rebuild would cost more than indexing them one by
         one. ``foreign_keys=False`` lets an importer land a child before its
-        parent, or keep a child whose parent the source lost.
+        parent, or keep a child whose parent the source lost. ``trigram``: a side
+        build the steps feed, taken at the end instead of the trigram rebuild.
         """
         triggers_off = rebuild_index or index_in_steps
         if triggers_off:
@@ -581,7 +586,7 @@ class SessionStore:
         finally:
             # Also after an error: this store stays open, and its writes need triggers.
             if index_in_steps:
-                self.finish_deferred_index()
+                self.finish_deferred_index(trigram)
             elif rebuild_index:
                 self.repair_index()
         return results
@@ -597,15 +602,37 @@ class SessionStore:
 
         self.core.write(rebuild)
 
-    def finish_deferred_index(self) -> None:
-        """Build the trigram index an index-as-you-go import deferred; triggers back on."""
+    def finish_deferred_index(self, built: TrigramBuild | None = None) -> None:
+        """Build the trigram index an index-as-you-go import deferred; triggers back on.
+
+        With ``built`` (a side build given every batch the import landed) its index is
+        taken instead of a rebuild, when it covers exactly the archive's messages.
+        """
+        if built is not None and self._adopt(built):
+            return
 
         def finish(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
-            _restore_fts_triggers(conn)
-            _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
+            _finish_trigram(conn)
 
         self.core.write(finish)
+
+    def _adopt(self, built: TrigramBuild) -> bool:
+        """Take a side build's index in one transaction; False (nothing written) if unfit."""
+        try:
+            built.finish()
+            # Another connection's commit, so this writer's FTS5 re-reads the index.
+            with (
+                WriteCore(self.core.path, stamp=count_write) as other,
+                other.attached_readonly(built.path, trigram_build.BUILT_SCHEMA),
+            ):
+                other.write(lambda c: (built.copy_into(c), _finish_trigram(c)))
+            return True
+        except (trigram_build.BuildFailed, sqlite3.Error) as exc:
+            log.warning("trigram side build not used, rebuilding instead: %s", exc)
+            return False
+        finally:
+            trigram_build.discard(self.core.path)
 
     def index_is_stale(self) -> bool:
         row = self.core.conn.execute(
@@ -665,6 +692,12 @@ def _defer_fts(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
 
 
+def _finish_trigram(conn: sqlite3.Connection) -> None:
+    """The trigram index is built: triggers back on, readers may ask it."""
+    _restore_fts_triggers(conn)
+    _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
+
+
 def _restore_fts_triggers(conn: sqlite3.Connection) -> None:
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
     for name, sql in zip(schema.FTS_TRIGGERS, schema.fts_trigger_sql(), strict=True):
@@ -680,8 +713,11 @@ def index_messages(conn: sqlite3.Connection, where: str, params: Sequence[Any]) 
     a row indexed twice would leave the external-content index inconsistent.
     """
     cols = ", ".join(schema.FTS_COLUMNS)
+    # In id order: FTS5 flushes its pending terms to a new segment whenever a rowid
+    # goes backwards, as it would between the sessions of a batch read by session.
     return conn.execute(
-        f"INSERT INTO {WORDS}(rowid, {cols}) SELECT id, {cols} FROM messages WHERE {where}",
+        f"INSERT INTO {WORDS}(rowid, {cols}) SELECT id, {cols} FROM messages WHERE {where} "
+        "ORDER BY id",
         tuple(params),
     ).rowcount
 
