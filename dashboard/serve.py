@@ -139,7 +139,7 @@ def serve(
     import waitress
 
     from dashboard import create_app
-    from dashboard.web.reader import get_syncer, start_syncer, stop_syncer
+    from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
     from dashboard.web.rollup import prepare_cost_rollup
 
     if not is_loopback(host):
@@ -178,6 +178,16 @@ def serve(
             **(settings or {}),
         }
     )
+    with app.app_context():
+        refused, syncer = refused_archive(), get_syncer()
+    if refused is not None:
+        print(
+            f"recall: {refused} is a database that is not Recall's (a Hermes "
+            "state.db?), so it cannot be the archive: Recall never writes to it.\n"
+            "        Name another file with --archive, or leave it out for the default.",
+            file=sys.stderr,
+        )
+        return 2
     try:
         server = waitress.create_server(app, host=host, port=port, threads=threads, ident="Recall")
     except OSError as exc:
@@ -187,7 +197,6 @@ def serve(
         print(message, file=sys.stderr)
         return 2
     with app.app_context():
-        syncer = get_syncer()
         if syncer is None:
             prepare_cost_rollup()  # in the background, so the first /costs is already fast
         else:

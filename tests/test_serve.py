@@ -148,6 +148,23 @@ def test_a_port_already_in_use_is_one_line_naming_port_and_exit_2(tmp_path: Path
     assert len(lines) == 1 and f"{port}" in lines[0] and "--port" in lines[0], out.stderr
 
 
+def test_a_hermes_file_named_as_the_archive_is_refused_before_serving(tmp_path: Path) -> None:
+    home, other = tmp_path / "home", tmp_path / "other"
+    shapes.build_current_views(home / "state.db")
+    foreign = shapes.build_current_views(other / "state.db")
+    before = foreign.read_bytes()
+    out = subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(home),
+         "--data-dir", str(tmp_path / "data"), "--port", "0", "--archive", str(foreign)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "Recall is serving" not in out.stdout
+    assert str(foreign) in out.stderr and "not Recall's" in out.stderr and "--archive" in out.stderr
+    assert foreign.read_bytes() == before
+
+
 def test_the_port_suggested_when_one_is_taken_is_a_port() -> None:
     taken = OSError(errno.EADDRINUSE, "Address already in use")
     assert port_taken("127.0.0.1", 8750, taken).endswith("--port 8751")

@@ -314,6 +314,11 @@ class HomeReading:
     reader: StateReader
     syncer: Syncer | None
 
+    @property
+    def refused_archive(self) -> Path | None:
+        """The archive named, when it is someone else's database (never synced into)."""
+        return self.choice.archive if self.syncer is None else None
+
 
 def reading_for(
     home: HermesHome, archive: str | os.PathLike[str] | None = None, *, inline: bool = False,

@@ -9,6 +9,8 @@ and then syncs on the request thread whenever the source changed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from flask import Flask, current_app
 
 from dashboard.repository.home import resolve_home
@@ -28,6 +30,7 @@ def init_app(app: Flask) -> None:
     reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline",
                           folder=app.config.get("DATA_DIR") or None)  # fmt: skip
     app.extensions["recall.reader"] = reading.reader
+    app.extensions["recall.refused_archive"] = reading.refused_archive
     app.extensions["recall.syncer"] = reading.syncer
     if reading.syncer is not None and app.config.get("SYNC_BATCH"):
         # Sessions per transaction (tests and benchmarks cut an import finer).
@@ -46,6 +49,11 @@ def init_app(app: Flask) -> None:
 
 def get_reader() -> StateReader:
     return current_app.extensions["recall.reader"]
+
+
+def refused_archive() -> Path | None:
+    """The archive named for this app when it is someone else's database, else None."""
+    return current_app.extensions.get("recall.refused_archive")
 
 
 def get_syncer() -> Syncer | None:
