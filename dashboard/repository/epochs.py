@@ -180,3 +180,37 @@ def _opening(content: str | None) -> str:
             text = text[len(prefix) :]
             break
     return next((line.strip() for line in text.splitlines() if line.strip()), "")[:OPENING_CHARS]
+
+
+def usage_epoch(epochs: Epochs, first_seen: float | None, last_seen: float | None) -> int | None:
+    """The epoch a usage row's calls all fall in, else None (the row cannot be split).
+
+    Hermes records cost per session, model and task (one row accumulating every call),
+    never per epoch. A row whose ``first_seen``..``last_seen`` lies inside one epoch
+    is that epoch's: epoch *k* runs from compaction *k-1* (epoch 1: from any time
+    before) up to and including compaction *k* (the summarizing call closes it); the
+    live epoch runs on. A row spanning a compaction, or without both times, is not
+    attributed.
+    """
+    if first_seen is None or last_seen is None or not epochs.epochs:
+        return None
+    opened = float("-inf")
+    for epoch in epochs.epochs:
+        closed = epoch.compacted_at if epoch.compacted_at is not None else float("inf")
+        if first_seen >= opened and last_seen <= closed:
+            return epoch.number
+        opened = closed
+    return None
+
+
+def in_place_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every archived session that compacted in place, with how many times.
+
+    Only a compaction flips rows to ``compacted=1``, so those sessions are found in
+    one pass over the flags; their count is :func:`derive_epochs`'s, the one rule.
+    This reads every message row (no index covers the flag): callers cache it until
+    the archive is written (``reader.py``).
+    """
+    flagged = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
+    found = [r[0] for r in conn.execute(flagged)]
+    return {sid: e.compactions for sid, e in epochs_of(conn, found).items() if e.compactions}
