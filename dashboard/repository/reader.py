@@ -247,10 +247,11 @@ class StateReader:
         with self.snapshot() as snap:
             return last_message_id(snap.conn, session_id)
 
-    def chain(self, session_id: str) -> Chain:
-        """The lineage of a session: every segment, classified, with its figures."""
+    def chain(self, session_id: str, *, epochs: bool = False) -> Chain:
+        """The lineage of a session: every segment, classified, with its figures
+        (``epochs=True``: each segment's in-place epochs too, see :func:`load_chain`)."""
         with self.snapshot() as snap:
-            return load_chain(snap.conn, session_id)
+            return load_chain(snap.conn, session_id, epochs=epochs)
 
     def chain_index(
         self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
