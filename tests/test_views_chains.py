@@ -388,3 +388,59 @@ def test_a_chain_whose_latest_segment_is_gone_carries_the_badge_in_the_index(
             "UPDATE sessions SET gone_from_source_at=? WHERE id=?",
             (shapes.GONE_AT, ids["child"])))  # fmt: skip
     assert page(client, "/chains").count(GONE_BADGE) == 1
+
+
+@pytest.fixture
+def epochs_client(tmp_path: Path) -> tuple[FlaskClient, shapes.EpochFacts, Path]:
+    facts = shapes.build_epochs_home(tmp_path / "home", "current_views")
+    shapes.add_epoch_usage(facts)
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    return client, facts, tmp_path / "data" / "archive.db"
+
+
+def archive_ids(archive: Path) -> dict[int, int]:
+    """The archive's id of each source message id."""
+    with closing(sqlite3.connect(f"file:{archive}?mode=ro", uri=True)) as conn:
+        return {int(src): aid for aid, src in conn.execute("SELECT id, src_id FROM messages")}
+
+
+def test_chain_api_lists_each_sessions_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, facts, archive = epochs_client
+    body = client.get(f"/api/chains/{shapes.S_EPOCHS}").get_json()
+    ids = archive_ids(archive)
+    (node,) = body["nodes"]
+    made = facts.compactions[shapes.S_EPOCHS]
+    assert node["compactions"] == 3 and body["compactions_in_place"] == 3
+    epochs = node["epochs"]
+    assert [e["number"] for e in epochs] == [1, 2, 3, 4]
+    assert [e["compacted_at"] for e in epochs] == [at for at, _, _ in made] + [None]
+    assert [e["live"] for e in epochs] == [False, False, False, True]
+    # Boundaries: epoch 1 opens at the first row, each later one at its carrier.
+    carriers = [ids[w[0]] for _, _, w in made]
+    assert [e["summary_message_id"] for e in epochs] == [None, *carriers]
+    assert [e["first_message_id"] for e in epochs[1:]] == carriers
+    assert [e["last_message_id"] for e in epochs[:3]] == [c - 1 for c in carriers]
+    assert [e["archived"] for e in epochs] == [len(a) for _, a, _ in made] + [0]
+    assert sum(e["rows"] for e in epochs) == len(facts.distinct)
+    assert [e["summary_opening"] for e in epochs] == [
+        None, "so far: part 1", "so far: part 2", "so far: part 3"]  # fmt: skip
+    assert epochs[1]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={carriers[0]}#m{carriers[0]}"
+    first = epochs[0]["first_message_id"]
+    assert epochs[0]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={first}#m{first}"
+    # Cost: only usage rows lying inside one epoch are its; the rest are counted apart.
+    assert [e["cost"]["usage_rows"] for e in epochs] == [1, 0, 0, 1]
+    assert epochs[0]["cost"]["estimated_cost_usd"] == pytest.approx(0.002)
+    assert epochs[1]["cost"]["effective_cost_usd"] is None
+    assert node["unattributed_usage_rows"] == 1
+
+
+def test_chain_api_of_a_rotated_chain_carries_the_tips_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, _, _ = epochs_client
+    body = client.get(f"/api/chains/{shapes.S_ROTATED}").get_json()
+    by_id = {n["session_id"]: n for n in body["nodes"]}
+    assert [len(by_id[s]["epochs"]) for s in body["line"]] == [1, 3]
+    assert by_id[shapes.S_ROTATED_TIP]["kind"] == "continuation"

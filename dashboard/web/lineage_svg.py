@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from dashboard.repository.chains import Chain, Segment
 from dashboard.repository.cost_rules import STATUS_LABELS
+from dashboard.repository.epochs import Epoch
 from dashboard.web.filters import duration, shortdate, usd
 
 WIDTH = 1120  # viewBox width; the stylesheet scales the picture to the column
@@ -91,6 +92,15 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         )
     out.append("</svg>")
     return Markup("\n".join(out))
+
+
+def epoch_url(session_id: str, epoch: Epoch) -> str:
+    """The transcript where an epoch begins: its summary carrier (the compaction that
+    opened it), epoch 1 its first message; the page holding it, scrolled to it."""
+    from flask import url_for
+
+    at = epoch.summary_id if epoch.summary_id is not None else epoch.first_id
+    return url_for("sessions.show", session_id=session_id, at=at, _anchor=f"m{at}")
 
 
 # -- geometry --------------------------------------------------------------------------
