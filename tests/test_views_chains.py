@@ -444,3 +444,38 @@ def test_chain_api_of_a_rotated_chain_carries_the_tips_epochs(
     by_id = {n["session_id"]: n for n in body["nodes"]}
     assert [len(by_id[s]["epochs"]) for s in body["line"]] == [1, 3]
     assert by_id[shapes.S_ROTATED_TIP]["kind"] == "continuation"
+
+
+def test_chain_page_splits_an_in_place_bar_at_each_compaction_and_links_each_epoch(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, facts, archive = epochs_client
+    html = page(client, f"/chains/{shapes.S_EPOCHS}")
+    ids = archive_ids(archive)
+    carriers = [ids[w[0]] for _, _, w in facts.compactions[shapes.S_EPOCHS]]
+    svg = svg_of(html)
+    epochs = [link for link in links_of(svg) if "epoch" in link["class"].split()]
+    assert [e["href"] for e in epochs[1:]] == [
+        f"/sessions/{shapes.S_EPOCHS}?at={c}#m{c}" for c in carriers]  # fmt: skip
+    assert epochs[0]["title"].startswith("Epoch 1 of 4")
+    assert "compaction 1 of 3" in epochs[0]["title"] and "live" in epochs[3]["title"]
+    assert svg.count('class="compaction-mark"') == 3
+    # The page says what it is and lists each epoch's figures, links included.
+    assert "compacted in place 3 times" in html
+    table = html[html.index('class="grid chain-epochs"') :]
+    assert all(f'href="/sessions/{shapes.S_EPOCHS}?at={c}#m{c}"' in table for c in carriers)
+    assert "so far: part 2" in table
+    assert "not attributable" in table  # no usage row lies inside epochs 2 and 3
+
+
+def test_an_untrusted_summary_stays_text_in_the_epoch_picture_and_table(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", session_id="inplace", title=EVIL)
+        store.append_messages(sid, [NewMessage("user", "hello"), NewMessage("assistant", "hi")])
+        store.compact_in_place(sid, EVIL)
+        store.append_messages(sid, [NewMessage("user", "more")])
+    html = page(make_app(home, tmp_path / "data").test_client(), f"/chains/{sid}")
+    assert "compacted in place once" in html
+    assert_inert(html)

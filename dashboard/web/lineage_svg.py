@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dashboard.repository.chains import Chain, Segment
-from dashboard.repository.cost_rules import STATUS_LABELS
+from dashboard.repository.cost_rules import STATUS_LABELS, CostSummary
 from dashboard.repository.epochs import Epoch
 from dashboard.web.filters import duration, shortdate, usd
 
@@ -306,6 +306,47 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
         out.append(f'<circle class="tip-ring" cx="{tx}" cy="{cy}" r="4.5"/>')
         out.append(f'<text class="tip-label" x="{tx + 8}" y="{cy + 4}">tip</text>')
     out.append("</a>")
+    if seg.compactions:
+        out += _epoch_bars(seg, i, scale)
+    return out
+
+
+def _epoch_spans(seg: Segment, scale: _Scale) -> list[tuple[float, float]]:
+    """``(x, width)`` of each epoch's piece of a segment's bar: from the compaction that
+    opened it (epoch 1: the segment's start) to the one closing it (the live epoch: the
+    segment's end)."""
+    x0, w0 = _bar(seg, scale)
+    epochs = seg.epochs.epochs if seg.epochs is not None else ()
+    edges = [x0] + [scale.x(e.compacted_at) for e in epochs if e.compacted_at is not None]
+    edges.append(max(x0 + w0, edges[-1]))
+    return [(a, max(MIN_BAR_W, b - a)) for a, b in zip(edges, edges[1:], strict=False)]
+
+
+def _epoch_bars(seg: Segment, i: int, scale: _Scale) -> list[str]:
+    """Each epoch as its own link over the segment's bar (to where it begins in the
+    transcript), split by a mark at each compaction."""
+    assert seg.epochs is not None
+    cy = _row_y(i)
+    out = []
+    spans = _epoch_spans(seg, scale)
+    for epoch, (x, w) in zip(seg.epochs.epochs, spans, strict=True):
+        classes = f"epoch{' epoch-live' if epoch.live else ''}"
+        out.append(
+            f'<a class="{classes}" href="{escape(epoch_url(seg.session_id, epoch))}" '
+            f'data-session-id="{escape(seg.session_id)}" data-epoch="{epoch.number}" '
+            f'aria-describedby="{epoch_panel_id(i, epoch.number)}">'
+            f"<title>{escape(epoch_tooltip(seg, epoch))}</title>"
+            f'<rect class="bar bar-{seg.kind} epoch-bar" x="{round(x, 1)}" '
+            f'y="{cy - BAR_H / 2}" width="{round(w, 1)}" height="{BAR_H}" rx="1"/></a>'
+        )
+    n = seg.compactions
+    for epoch, (x, _) in zip(seg.epochs.epochs[1:], spans[1:], strict=True):
+        when = shortdate(seg.epochs.epochs[epoch.number - 2].compacted_at)
+        out.append(
+            f'<line class="compaction-mark" x1="{round(x, 1)}" y1="{cy - BAR_H / 2 - 3}" '
+            f'x2="{round(x, 1)}" y2="{cy + BAR_H / 2 + 3}">'
+            f"<title>compaction {epoch.number - 1} of {n} · {escape(when)}</title></line>"
+        )
     return out
 
 
@@ -315,6 +356,11 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
 def panel_id(row: int) -> str:
     """The id of row ``row``'s details panel (the bar's ``aria-describedby``)."""
     return f"seg-panel-{row}"
+
+
+def epoch_panel_id(row: int, number: int) -> str:
+    """The id of the details panel of epoch ``number`` of row ``row``."""
+    return f"epoch-panel-{row}-{number}"
 
 
 def render_segment_panels(
@@ -339,6 +385,16 @@ def render_segment_panels(
             f'<p class="seg-panel-title">{escape(first)}</p><ul>{lines}</ul>'
             f'<a href="{escape(session_url(seg.session_id))}">Open session</a></div>'
         )
+        for epoch in seg.epochs.epochs if seg.compactions and seg.epochs else ():
+            first, *rest = epoch_tooltip(seg, epoch).split("\n")
+            lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
+            out.append(
+                f'<div class="seg-panel" id="{epoch_panel_id(i, epoch.number)}" role="tooltip" '
+                f'hidden data-session-id="{escape(seg.session_id)}" '
+                f'data-epoch="{epoch.number}"><p class="seg-panel-title">{escape(first)}</p>'
+                f'<ul>{lines}</ul><a href="{escape(epoch_url(seg.session_id, epoch))}">'
+                "Open the transcript here</a></div>"
+            )
     out.append("</div>")
     return Markup("".join(out))
 
@@ -371,6 +427,39 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
         lines.append(" · ".join(x for x in (seg.source, seg.model) if x))
     lines.append(seg.session_id)
     return "\n".join(lines)
+
+
+def epoch_tooltip(seg: Segment, epoch: Epoch) -> str:
+    """An epoch's figures, one per line (plain text, escaped by callers)."""
+    assert seg.epochs is not None
+    total, n = len(seg.epochs.epochs), seg.compactions
+    end = epoch.compacted_at if epoch.compacted_at is not None else epoch.ended_at
+    lines = [
+        f"Epoch {epoch.number} of {total} · {seg.label}",
+        f"{shortdate(epoch.started_at)} → {shortdate(end)} ({duration(end - epoch.started_at)})",
+        "live: what the agent sees now" if epoch.live else
+        f"closed by compaction {epoch.number} of {n} at {shortdate(epoch.compacted_at)}"
+        f" · {epoch.archived:,} turns archived",
+        f"messages {epoch.rows:,} · tokens "
+        + ("not recorded" if epoch.tokens is None else f"{epoch.tokens:,}"),
+        epoch_cost_text(seg.epoch_costs[epoch.number - 1]),
+    ]
+    if epoch.summary_opening:
+        lines.append(f"summary: {epoch.summary_opening}")
+    return "\n".join(lines)
+
+
+def epoch_cost_text(cost: CostSummary) -> str:
+    """An epoch's cost in words: its usage rows' figure, or plainly why there is none."""
+    rows = sum(cost.counts.values())
+    if not rows:
+        return (
+            "cost: not attributable (Hermes records cost per session and model, and no"
+            " usage row lies inside this epoch alone)"
+        )
+    if cost.effective is None:
+        return f"cost: unknown ({rows} usage row{'s' if rows > 1 else ''} inside it, no price)"
+    return f"cost: {usd(cost.effective)} (from {rows} usage row{'s' if rows > 1 else ''} inside it)"
 
 
 def _title(root: Segment | None, count: int) -> str:
