@@ -479,3 +479,14 @@ def test_an_untrusted_summary_stays_text_in_the_epoch_picture_and_table(tmp_path
     html = page(make_app(home, tmp_path / "data").test_client(), f"/chains/{sid}")
     assert "compacted in place once" in html
     assert_inert(html)
+
+
+def test_chains_index_lists_an_in_place_conversation_with_its_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, _, _ = epochs_client
+    html = page(client, "/chains?sort=epochs")
+    row = html[html.index(f'href="/chains/{shapes.S_EPOCHS}"') :].split("</tr>", 1)[0]
+    assert "Long in-place conversation" in row and "in place" in row
+    assert re.search(r'class="num epochs">4<', row)
+    assert 'href="/chains?sort=epochs&amp;dir=asc"' in html  # sortable, now descending

@@ -28,6 +28,7 @@ from dashboard.repository.costs import (
     range_rows,
     spend,
 )
+from dashboard.repository.epochs import in_place_counts
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.lineage import LineageCache
@@ -99,6 +100,7 @@ class StateReader:
         self._before_read = before_read
         self._demo: bool | None = None
         self._lineage = LineageCache()
+        self._in_place = LineageCache(in_place_counts)  # a pass over every message row
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
@@ -259,7 +261,9 @@ class StateReader:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.state)
-            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit)
+            in_place = self._in_place.get(snap.conn, snap.state)
+            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit,
+                               in_place=in_place)  # fmt: skip
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
