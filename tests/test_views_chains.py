@@ -460,6 +460,7 @@ def test_chain_page_splits_an_in_place_bar_at_each_compaction_and_links_each_epo
     assert epochs[0]["title"].startswith("Epoch 1 of 4")
     assert "compaction 1 of 3" in epochs[0]["title"] and "live" in epochs[3]["title"]
     assert svg.count('class="compaction-mark"') == 3
+    assert "1 segment, 4 epochs" in svg and "3 in-place compactions" in svg
     # The page says what it is and lists each epoch's figures, links included.
     assert "compacted in place 3 times" in html
     table = html[html.index('class="grid chain-epochs"') :]

@@ -79,7 +79,7 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         f'<svg class="chain-svg" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
         f'aria-labelledby="chain-svg-title chain-svg-desc">',
-        f'<title id="chain-svg-title">{escape(_title(root, len(segments)))}</title>',
+        f'<title id="chain-svg-title">{escape(_title(root, len(segments), chain))}</title>',
         f'<desc id="chain-svg-desc">{escape(_description(chain, t0, t1, n, m))}</desc>',
     ]
     out += _legend({s.kind for s in segments})
@@ -462,9 +462,13 @@ def epoch_cost_text(cost: CostSummary) -> str:
     return f"cost: {usd(cost.effective)} (from {rows} usage row{'s' if rows > 1 else ''} inside it)"
 
 
-def _title(root: Segment | None, count: int) -> str:
+def _title(root: Segment | None, count: int, chain: Chain) -> str:
     name = root.label if root else "unknown"
-    return f"Compaction chain of “{name}”: {count} segment{'' if count == 1 else 's'}"
+    title = f"Compaction chain of “{name}”: {count} segment{'' if count == 1 else 's'}"
+    epochs = sum(len(s.epochs.epochs) for s in chain.segments if s.compactions and s.epochs)
+    if epochs:
+        title += f", {epochs + sum(1 for s in chain.segments if not s.compactions)} epochs"
+    return title
 
 
 def _description(chain: Chain, t0: float, t1: float, n: int, m: int) -> str:
@@ -476,6 +480,17 @@ def _description(chain: Chain, t0: float, t1: float, n: int, m: int) -> str:
         f"Timeline of every segment from {shortdate(t0)} to {shortdate(t1)} ({counted}). "
         f"This session is part {n} of {m} of its continuation line. Each bar links to its "
         "session; the table below lists the same figures."
+        + _in_place_description(chain)
+    )
+
+
+def _in_place_description(chain: Chain) -> str:
+    compactions = sum(s.compactions for s in chain.segments)
+    if not compactions:
+        return ""
+    return (
+        f" {compactions} in-place compaction{'' if compactions == 1 else 's'} split bars into"
+        " epochs, each marked with its time; each piece links to where its epoch begins."
     )
 
 
