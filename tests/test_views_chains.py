@@ -413,6 +413,7 @@ def test_chain_api_lists_each_sessions_epochs(
     (node,) = body["nodes"]
     made = facts.compactions[shapes.S_EPOCHS]
     assert node["compactions"] == 3 and body["compactions_in_place"] == 3
+    assert body["totals"]["compactions_in_place"] == 3
     epochs = node["epochs"]
     assert [e["number"] for e in epochs] == [1, 2, 3, 4]
     assert [e["compacted_at"] for e in epochs] == [at for at, _, _ in made] + [None]

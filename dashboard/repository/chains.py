@@ -185,6 +185,7 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
     return {
         "segments": len(segments),
         "compressions": sum(1 for s in segments if s.end_reason == "compression"),
+        "compactions_in_place": sum(s.compactions for s in segments),  # 0: epochs not read
         "duration_s": (max(ends) - min(starts)) if starts and ends else 0.0,
         "started_at": min(starts) if starts else None,
         "ended_at": max(ends) if ends else None,
