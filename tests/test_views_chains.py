@@ -151,6 +151,7 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
 
     assert row("Segments") == ["12", "15"]
     assert row("Compressions") == ["11", "11"]
+    assert row("Compacted in place") == ["0", "0"]
     assert row("Messages") == [
         str(SEGMENTS * 4 + SEGMENTS - 1),
         str(SEGMENTS * 4 + SEGMENTS - 1 + 12),
