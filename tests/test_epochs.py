@@ -10,6 +10,7 @@ import pytest
 from dashboard.repository.epochs import (
     EpochRow,
     Epochs,
+    compacted_epochs,
     derive_epochs,
     epochs_of,
     in_place_counts,
@@ -138,3 +139,16 @@ def test_in_place_counts_name_every_session_that_compacted_in_place(
     assert counts == {sid: n for sid, n in derived.items() if n}
     assert counts[hs.S_EPOCHS] == 3 and counts[hs.S_ROTATED_TIP] == 2
     assert hs.S_ROTATED not in counts
+
+
+def test_compacted_epochs_reads_only_the_sessions_that_compacted_in_place(
+    archived: tuple[hs.EpochFacts, Path],
+) -> None:
+    _, path = archived
+    ids = [hs.S_EPOCHS, hs.S_ROTATED, hs.S_ROTATED_TIP, hs.S_EARLY_CHILD, "no-such-session"]
+    with closing(open_readonly(path)) as conn:
+        found = compacted_epochs(conn, ids)
+        every = epochs_of(conn, ids)
+    assert set(found) == {hs.S_EPOCHS, hs.S_ROTATED_TIP}
+    assert all(found[sid] == every[sid] for sid in found)
+    assert all(every[sid].compactions == 0 for sid in set(every) - set(found))

@@ -29,7 +29,7 @@ from dashboard.repository.conventions import (
 )
 from dashboard.repository.cost_rules import NO_COST, CostSummary, RowCost, combine, coverage
 from dashboard.repository.costs import session_costs, usage_spans
-from dashboard.repository.epochs import Epochs, epochs_of, usage_epoch
+from dashboard.repository.epochs import Epochs, compacted_epochs, usage_epoch
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
 
@@ -68,7 +68,7 @@ class Segment:
     is_tip: bool = False
     gone_at: float | None = None  # when the session left Hermes (gone.py), else None
     # Its in-place epochs (epochs.py), read only when asked for (load_chain(epochs=True));
-    # None: not read. A session that never compacted in place has one epoch.
+    # None: not read; no epochs (Epochs()) when it never compacted in place.
     epochs: Epochs | None = None
     # Per epoch (same order), the cost of the usage rows that lie inside it
     # (epochs.usage_epoch); NO_COST where none does.
@@ -445,8 +445,9 @@ def _ordered(segments: list[Segment]) -> list[Segment]:
 
 
 def _with_epochs(conn: sqlite3.Connection, segments: list[Segment]) -> list[Segment]:
-    """The segments with their epochs (one read for the family) and each epoch's cost."""
-    found = epochs_of(conn, [s.session_id for s in segments])
+    """The segments with their epochs (one read for the family's sessions that compacted
+    in place) and each epoch's cost."""
+    found = compacted_epochs(conn, [s.session_id for s in segments])
     compacted = [sid for sid, e in found.items() if e.compactions]
     spans = usage_spans(conn, compacted) if compacted else {}
     out = []

@@ -21,6 +21,7 @@ not an in-place compaction. :func:`derive_epochs` is the rule over rows
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -161,10 +162,12 @@ def _tail_copies(before: Sequence[EpochRow], after: Sequence[EpochRow]) -> dict[
     """The rows at the start of ``after`` repeating the end of ``before`` (role, content,
     in order): the longest such run, each copy mapped to the row it repeats."""
     longest = min(len(before), len(after))
+    end = len(before)
     for n in range(longest, 0, -1):
-        tail, head = before[-n:], after[:n]
-        if all(_same(a, b) for a, b in zip(tail, head, strict=True)):
-            return {b.id: a.id for a, b in zip(tail, head, strict=True)}
+        # Indexes, not slices: most lengths fail on their first pair, so a long epoch
+        # costs one comparison per length instead of two list copies (bench/chains.py).
+        if all(_same(before[end - n + i], after[i]) for i in range(n)):
+            return {after[i].id: before[end - n + i].id for i in range(n)}
     return {}
 
 
@@ -214,3 +217,18 @@ def in_place_counts(conn: sqlite3.Connection) -> dict[str, int]:
     flagged = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
     found = [r[0] for r in conn.execute(flagged)]
     return {sid: e.compactions for sid, e in epochs_of(conn, found).items() if e.compactions}
+
+
+def compacted_epochs(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, Epochs]:
+    """:func:`epochs_of` for the sessions named that compacted in place; the others
+    (no row flipped to ``compacted=1``: one epoch, nothing to split) are left out
+    unread, so a long session that never compacted costs one index walk, not a read
+    of every row."""
+    unique = list(dict.fromkeys(session_ids))
+    if not unique:
+        return {}
+    flagged = [r[0] for r in conn.execute(
+        "SELECT j.value FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM messages m"
+        " WHERE m.session_id = j.value AND m.compacted = 1)", (json.dumps(unique),),
+    )]  # fmt: skip
+    return epochs_of(conn, flagged)
