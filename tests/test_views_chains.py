@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 import sqlite3
 from contextlib import closing
 from html.parser import HTMLParser
@@ -465,6 +466,10 @@ def test_chain_page_splits_an_in_place_bar_at_each_compaction_and_links_each_epo
     assert "compaction 1 of 3" in epochs[0]["title"] and "live" in epochs[3]["title"]
     assert svg.count('class="compaction-mark"') == 3
     assert "1 segment, 4 epochs" in svg and "3 in-place compactions" in svg
+    # Each compaction's time is written under the picture, at its mark.
+    times = re.findall(r'<text class="compaction-time"[^>]*>([^<]*)</text>', svg)
+    made = facts.compactions[shapes.S_EPOCHS]
+    assert times == [datetime.fromtimestamp(at).strftime("%H:%M") for at, _, _ in made]
     # The page says what it is and lists each epoch's figures, links included.
     assert "compacted in place 3 times" in html
     table = html[html.index('class="grid chain-epochs"') :]

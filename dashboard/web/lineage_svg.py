@@ -39,6 +39,8 @@ LABEL_CHARS = 44  # characters of a title that fit the gutter at the label font 
 INDENT = 12  # px per nesting level (branches, delegations, resets; not continuations)
 MAX_INDENT_LEVELS = 6
 MIN_TICK_GAP = 110  # px between axis labels
+COMPACTION_TIMES_H = 18  # the strip under the rows naming each in-place compaction's time
+MIN_TIME_GAP = 40  # px between two of those labels ("10:03" is ~28 px); closer ones skip
 
 EDGE_KINDS = ("continuation", "branch", "delegation", "reset", "unknown")
 LEGEND = (
@@ -72,6 +74,9 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
     rows_h = max(1, len(segments)) * ROW_H
     bottom_axis = len(segments) > BOTTOM_AXIS_ROWS
     height = TOP + rows_h + BOTTOM_PAD + (BOTTOM_AXIS_H if bottom_axis else 0)
+    times_y = height + COMPACTION_TIMES_H - 6  # the compactions' times, under everything
+    if any(s.compactions for s in segments):
+        height += COMPACTION_TIMES_H
     root = chain.segment(chain.root) or (segments[0] if segments else None)
     n, m = chain.part_of(chain.focus) or (1, len(chain.line))
 
@@ -90,6 +95,7 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         out += _row(
             seg, i, scale, levels.get(seg.session_id, 0), chain, session_url(seg.session_id)
         )
+    out += _compaction_times(segments, scale, times_y)
     out.append("</svg>")
     return Markup("\n".join(out))
 
@@ -308,6 +314,35 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
     out.append("</a>")
     if seg.compactions:
         out += _epoch_bars(seg, i, scale)
+    return out
+
+
+def _compaction_times(segments: list[Segment], scale: _Scale, y: float) -> list[str]:
+    """The time of each in-place compaction written under the picture at its mark (a
+    label too close to the previous one is left out: the mark's tooltip still has it)."""
+    marks = sorted(
+        (e.compacted_at, e.number, s.compactions)
+        for s in segments if s.compactions and s.epochs is not None
+        for e in s.epochs.epochs if e.compacted_at is not None
+    )  # fmt: skip
+    if not marks:
+        return []
+    within_day = scale.t1 - scale.t0 < _DAY
+    out = ['<g class="compaction-times">']
+    last = float("-inf")
+    for at, number, n in marks:
+        x = scale.x(at)
+        if x - last < MIN_TIME_GAP:
+            continue
+        last = x
+        when = datetime.fromtimestamp(at)
+        label = when.strftime("%H:%M") if within_day else when.strftime("%m-%d %H:%M")
+        out.append(
+            f'<text class="compaction-time" x="{round(x, 1)}" y="{y}" '
+            f'aria-label="compaction {number} of {n}: {escape(shortdate(at))}">'
+            f"{escape(label)}</text>"
+        )
+    out.append("</g>")
     return out
 
 
