@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 import sqlite3
 from contextlib import closing
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 

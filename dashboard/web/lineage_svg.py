@@ -368,7 +368,7 @@ def _epoch_bars(seg: Segment, i: int, scale: _Scale) -> list[str]:
         classes = f"epoch{' epoch-live' if epoch.live else ''}"
         out.append(
             f'<a class="{classes}" href="{escape(epoch_url(seg.session_id, epoch))}" '
-            f'data-session-id="{escape(seg.session_id)}" data-epoch="{epoch.number}" '
+            f'tabindex="0" data-session-id="{escape(seg.session_id)}" data-epoch="{epoch.number}" '
             f'aria-describedby="{epoch_panel_id(i, epoch.number)}">'
             f"<title>{escape(epoch_tooltip(seg, epoch))}</title>"
             f'<rect class="bar bar-{seg.kind} epoch-bar" x="{round(x, 1)}" '

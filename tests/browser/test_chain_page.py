@@ -252,6 +252,12 @@ def test_an_in_place_chain_draws_its_epochs_and_an_epoch_opens_the_transcript_th
             assert panel.is_visible()
             assert "Epoch 3 of 4" in panel.inner_text()
             assert "so far: part 2" in panel.inner_text()
+            # Keyboard: an epoch is a tab stop of its own, its panel shows on focus.
+            page.mouse.move(0, 0)
+            page.locator('svg.chain-svg a.epoch[data-epoch="2"]').focus()
+            assert page.locator('.seg-panel[data-epoch="2"]').is_visible()
+            assert not panel.is_visible()
+            third.locator("rect").hover()
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / "chain-epochs.png"), full_page=True)
             carrier = parse_qs(urlsplit(third.get_attribute("href")).query)["at"][0]
