@@ -209,9 +209,9 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
 def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = False) -> Chain:
     """The lineage of ``session_id``; NotFoundError when the session does not exist.
 
-    ``epochs=True`` also reads every segment's in-place epochs and what each cost (the
-    chain page, its JSON): every row of the family, so pages that only need the
-    segments (the session page's neighbours) leave it off.
+    ``epochs=True`` also reads each segment's in-place epochs and what each cost (the
+    chain page, its JSON): every row of the family's sessions that compacted in place,
+    so pages that only need the segments (the session page's neighbours) leave it off.
     """
     warnings: list[str] = []
     root = _find_root(conn, session_id, warnings)
