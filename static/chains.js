@@ -38,12 +38,12 @@
 
   function barOf(event) {
     const node = event.target;
-    return node && node.closest ? node.closest("svg.chain-svg a.seg") : null;
+    return node && node.closest ? node.closest("svg.chain-svg a.seg, svg.chain-svg a.epoch") : null;
   }
 
   function init() {
     // The HTML panels replace the native tooltips (which would show twice).
-    document.querySelectorAll("svg.chain-svg a.seg > title").forEach(function (t) { t.remove(); });
+    document.querySelectorAll("svg.chain-svg a.seg > title, svg.chain-svg a.epoch > title").forEach(function (t) { t.remove(); });
   }
 
   document.addEventListener("pointerdown", function (event) {

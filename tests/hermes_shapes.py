@@ -2142,3 +2142,31 @@ def build_epochs_home(home: Path, form: str = "current_views") -> EpochFacts:
     at = _epoch(S_EARLY_CHILD) + 10
     turn(S_EARLY_CHILD, "after the handoff", "ok")
     return EpochFacts(db, compactions, rewound, distinct, word_ids)
+
+
+def add_epoch_usage(facts: EpochFacts) -> dict[int, float] | None:
+    """Usage rows for :data:`S_EPOCHS` as Hermes keeps them (one per model and task,
+    accumulating): the main loop's row spans every compaction; a title call ran only in
+    epoch 1; a switch to another model came only in the live epoch (4). Returns the
+    estimated cost that lies inside each epoch ({1: ..., 4: ...}); None when the form
+    has no usage table."""
+    times = [at for at, _, _ in facts.compactions[S_EPOCHS]]
+    start = _epoch(S_EPOCHS)
+    rows = [
+        ("hermes-4-405b", "", 0.75, start + 1, times[-1] + 300),  # spans all three
+        ("hermes-4-405b", "title_generation", 0.002, start + 2, start + 3),
+        ("hermes-4-70b", "", 0.04, times[-1] + 100, times[-1] + 200),
+    ]
+    with closing(_live(facts.db)) as conn:
+        if not _has_table(conn, "session_model_usage"):
+            return None
+        conn.execute("BEGIN IMMEDIATE")
+        for model, task, cost, first, last in rows:
+            conn.execute(
+                "INSERT INTO session_model_usage (session_id, model, task, api_call_count,"
+                " input_tokens, estimated_cost_usd, cost_status, first_seen, last_seen)"
+                " VALUES (?, ?, ?, 1, 100, ?, 'estimated', ?, ?)",
+                (S_EPOCHS, model, task, cost, first, last),
+            )
+        conn.execute("COMMIT")
+    return {1: 0.002, 4: 0.04}

@@ -130,3 +130,38 @@ def test_search_cards_show_their_part(reader: StateReader) -> None:
     assert parts["long2"] == (3, 4) and parts["single0"] is None
     by_id = {r["session_id"]: r for r in result.to_json()["results"]}
     assert by_id["long2"]["chain_part"] == [3, 4]
+
+
+def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
+    tmp_path: Path,
+) -> None:
+    with SessionStore(tmp_path / "state.db") as store:
+        first = store.create_session("cli", session_id="a0", started_at=100.0, title="Rotated")
+        store.append_messages(first, [NewMessage("user", "hi", timestamp=101.0)])
+        tip = store.compress(first, "summary", child_id="a1", at=110.0)
+        store.append_messages(tip, [NewMessage("user", "on", timestamp=111.0),
+                                    NewMessage("assistant", "ok", timestamp=112.0)])  # fmt: skip
+        store.compact_in_place(tip, "tip compacted", at=120.0)
+        solo = store.create_session("cli", session_id="solo", started_at=200.0, title="Solo")
+        for n in range(2):
+            at = 201.0 + n * 10
+            turn = [NewMessage("user", f"q{n}", timestamp=at),
+                    NewMessage("assistant", "a", timestamp=at + 1)]  # fmt: skip
+            store.append_messages(solo, turn)
+            store.compact_in_place(solo, f"part {n}", at=205.0 + n * 10)
+        plain = store.create_session("cli", session_id="plain", started_at=300.0)
+        store.append_messages(plain, [NewMessage("user", "once", timestamp=301.0)])
+    reader = StateReader(HermesHome(tmp_path))
+    index = reader.chain_index("epochs")
+    assert index.total == 2
+    by_root = {c.root: c for c in index.chains}
+    assert set(by_root) == {"a0", "solo"}  # "plain" never compacted: no chain
+    assert (by_root["solo"].segments, by_root["solo"].epochs) == (1, 3)
+    assert (by_root["a0"].segments, by_root["a0"].epochs) == (2, 3)
+    assert by_root["solo"].tip == "solo" and by_root["solo"].in_place
+    assert not by_root["a0"].in_place
+    # A later compaction shows on the next read (the count is cached per archive write).
+    with SessionStore(tmp_path / "state.db") as store:
+        store.compact_in_place(solo, "part 2", at=230.0)
+    assert [c.root for c in reader.chain_index("epochs").chains] == ["solo", "a0"]
+    assert reader.chain_index("epochs").chains[0].epochs == 4

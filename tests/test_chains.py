@@ -14,6 +14,7 @@ import pytest
 
 from dashboard.repository.chains import Chain, load_chain
 from dashboard.repository.conventions import visible_sql
+from dashboard.repository.epochs import Epochs
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
@@ -394,3 +395,53 @@ def test_most_expensive_chains_rank_by_effective_spend(tmp_path: Path) -> None:
     assert [c.root for c in index.chains] == ["priced-01", "billed-01"]
     assert index.chains[0].cost_usd == pytest.approx(0.985)
     assert index.chains[0].cost.counts["partial"] == 7
+
+
+@pytest.fixture(params=shapes.EPOCH_FORMS)
+def epochs_home(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[shapes.EpochFacts, Path]:
+    facts = shapes.build_epochs_home(tmp_path / "home", request.param)
+    return facts, archive_home(tmp_path / "home")
+
+
+def test_a_session_compacted_only_in_place_is_a_chain_of_its_epochs(
+    epochs_home: tuple[shapes.EpochFacts, Path],
+) -> None:
+    facts, path = epochs_home
+    with opened(path) as conn:
+        chain = load_chain(conn, shapes.S_EPOCHS, epochs=True)
+        plain = load_chain(conn, shapes.S_EPOCHS)
+        src = {int(r[1]): r[0] for r in conn.execute("SELECT id, src_id FROM messages")}
+    (segment,) = chain.segments
+    assert plain.segments[0].epochs is None  # read only when asked for
+    assert segment.epochs is not None and segment.epochs.compactions == 3
+    made = facts.compactions[shapes.S_EPOCHS]
+    assert [e.compacted_at for e in segment.epochs.epochs] == [at for at, _, _ in made] + [None]
+    assert [e.summary_id for e in segment.epochs.epochs[1:]] == [src[w[0]] for _, _, w in made]
+    assert chain.compactions_in_place == 3 and chain.is_in_place
+    assert sum(e.rows for e in segment.epochs.epochs) == len(facts.distinct)
+
+
+def test_a_rotated_chain_whose_tip_compacted_in_place_carries_the_tips_epochs(
+    epochs_home: tuple[shapes.EpochFacts, Path],
+) -> None:
+    _, path = epochs_home
+    with opened(path) as conn:
+        chain = load_chain(conn, shapes.S_ROTATED, epochs=True)
+    assert chain.line == (shapes.S_ROTATED, shapes.S_ROTATED_TIP)
+    first, tip = (chain.segment(sid) for sid in chain.line)
+    assert first.epochs == Epochs() and tip.epochs.compactions == 2
+    assert chain.compactions_in_place == 2 and not chain.is_in_place
+
+
+def test_an_epochs_cost_is_what_its_usage_rows_inside_it_cost(tmp_path: Path) -> None:
+    facts = shapes.build_epochs_home(tmp_path / "home", "current_views")
+    inside = shapes.add_epoch_usage(facts)
+    path = archive_home(tmp_path / "home")
+    with opened(path) as conn:
+        (segment,) = load_chain(conn, shapes.S_EPOCHS, epochs=True).segments
+    costs = segment.epoch_costs
+    assert len(costs) == 4
+    assert [round(c.estimated, 6) if c.estimated is not None else None for c in costs] == [
+        inside.get(n) for n in (1, 2, 3, 4)]  # fmt: skip
+    assert segment.unattributed_usage == 1  # the main loop's row spans every compaction
+    assert segment.cost.estimated == pytest.approx(0.75 + 0.002 + 0.04)

@@ -10,9 +10,12 @@ import pytest
 from dashboard.repository.epochs import (
     EpochRow,
     Epochs,
+    compacted_epochs,
     derive_epochs,
     epochs_of,
+    in_place_counts,
     session_epochs,
+    usage_epoch,
 )
 from dashboard.repository.readonly import open_readonly
 from tests import hermes_shapes as hs
@@ -105,3 +108,47 @@ def test_many_sessions_read_at_once_equal_each_read_alone(
     assert set(together) == set(ids) - {"no-such-session"}
     assert all(together[sid] == alone[sid] for sid in together)
     assert together[hs.S_EPOCHS].compactions == 3
+
+
+def test_a_usage_row_inside_one_epoch_is_attributed_to_it_and_one_spanning_is_not() -> None:
+    summary = hs.SUMMARY_PREFIX + "\nsummary"
+    rows = [
+        EpochRow(1, "user", "a", 10.0, 0, 1), EpochRow(2, "assistant", "b", 20.0, 0, 1),
+        EpochRow(3, "user", summary, 30.0, 0, 1), EpochRow(4, "assistant", "c", 40.0, 0, 1),
+        EpochRow(5, "user", summary, 50.0), EpochRow(6, "assistant", "d", 60.0),
+    ]  # fmt: skip
+    found = derive_epochs(rows)
+    assert [e.compacted_at for e in found.epochs] == [30.0, 50.0, None]
+    assert usage_epoch(found, 9.0, 29.0) == 1  # before the first row still counts as epoch 1
+    assert usage_epoch(found, 12.0, 30.0) == 1  # the compaction's own call closes epoch 1
+    assert usage_epoch(found, 31.0, 49.0) == 2
+    assert usage_epoch(found, 51.0, 1e12) == 3  # the live epoch runs on
+    assert usage_epoch(found, 12.0, 40.0) is None  # spans compaction 1
+    assert usage_epoch(found, None, 40.0) is None and usage_epoch(found, 40.0, None) is None
+    assert usage_epoch(Epochs(), 1.0, 2.0) is None
+
+
+def test_in_place_counts_name_every_session_that_compacted_in_place(
+    archived: tuple[hs.EpochFacts, Path],
+) -> None:
+    _, path = archived
+    with closing(open_readonly(path)) as conn:
+        counts = in_place_counts(conn)
+        every = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+        derived = {sid: e.compactions for sid, e in epochs_of(conn, every).items()}
+    assert counts == {sid: n for sid, n in derived.items() if n}
+    assert counts[hs.S_EPOCHS] == 3 and counts[hs.S_ROTATED_TIP] == 2
+    assert hs.S_ROTATED not in counts
+
+
+def test_compacted_epochs_reads_only_the_sessions_that_compacted_in_place(
+    archived: tuple[hs.EpochFacts, Path],
+) -> None:
+    _, path = archived
+    ids = [hs.S_EPOCHS, hs.S_ROTATED, hs.S_ROTATED_TIP, hs.S_EARLY_CHILD, "no-such-session"]
+    with closing(open_readonly(path)) as conn:
+        found = compacted_epochs(conn, ids)
+        every = epochs_of(conn, ids)
+    assert set(found) == {hs.S_EPOCHS, hs.S_ROTATED_TIP}
+    assert all(found[sid] == every[sid] for sid in found)
+    assert all(every[sid].compactions == 0 for sid in set(every) - set(found))

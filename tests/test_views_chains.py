@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import closing
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -151,6 +152,7 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
 
     assert row("Segments") == ["12", "15"]
     assert row("Compressions") == ["11", "11"]
+    assert row("Compacted in place") == ["0", "0"]
     assert row("Messages") == [
         str(SEGMENTS * 4 + SEGMENTS - 1),
         str(SEGMENTS * 4 + SEGMENTS - 1 + 12),
@@ -388,3 +390,113 @@ def test_a_chain_whose_latest_segment_is_gone_carries_the_badge_in_the_index(
             "UPDATE sessions SET gone_from_source_at=? WHERE id=?",
             (shapes.GONE_AT, ids["child"])))  # fmt: skip
     assert page(client, "/chains").count(GONE_BADGE) == 1
+
+
+@pytest.fixture
+def epochs_client(tmp_path: Path) -> tuple[FlaskClient, shapes.EpochFacts, Path]:
+    facts = shapes.build_epochs_home(tmp_path / "home", "current_views")
+    shapes.add_epoch_usage(facts)
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    return client, facts, tmp_path / "data" / "archive.db"
+
+
+def archive_ids(archive: Path) -> dict[int, int]:
+    """The archive's id of each source message id."""
+    with closing(sqlite3.connect(f"file:{archive}?mode=ro", uri=True)) as conn:
+        return {int(src): aid for aid, src in conn.execute("SELECT id, src_id FROM messages")}
+
+
+def test_chain_api_lists_each_sessions_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, facts, archive = epochs_client
+    body = client.get(f"/api/chains/{shapes.S_EPOCHS}").get_json()
+    ids = archive_ids(archive)
+    (node,) = body["nodes"]
+    made = facts.compactions[shapes.S_EPOCHS]
+    assert node["compactions"] == 3 and body["compactions_in_place"] == 3
+    assert body["totals"]["compactions_in_place"] == 3
+    epochs = node["epochs"]
+    assert [e["number"] for e in epochs] == [1, 2, 3, 4]
+    assert [e["compacted_at"] for e in epochs] == [at for at, _, _ in made] + [None]
+    assert [e["live"] for e in epochs] == [False, False, False, True]
+    # Boundaries: epoch 1 opens at the first row, each later one at its carrier.
+    carriers = [ids[w[0]] for _, _, w in made]
+    assert [e["summary_message_id"] for e in epochs] == [None, *carriers]
+    assert [e["first_message_id"] for e in epochs[1:]] == carriers
+    assert [e["last_message_id"] for e in epochs[:3]] == [c - 1 for c in carriers]
+    assert [e["archived"] for e in epochs] == [len(a) for _, a, _ in made] + [0]
+    assert sum(e["rows"] for e in epochs) == len(facts.distinct)
+    assert [e["summary_opening"] for e in epochs] == [
+        None, "so far: part 1", "so far: part 2", "so far: part 3"]  # fmt: skip
+    assert epochs[1]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={carriers[0]}#m{carriers[0]}"
+    first = epochs[0]["first_message_id"]
+    assert epochs[0]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={first}#m{first}"
+    # Cost: only usage rows lying inside one epoch are its; the rest are counted apart.
+    assert [e["cost"]["usage_rows"] for e in epochs] == [1, 0, 0, 1]
+    assert epochs[0]["cost"]["estimated_cost_usd"] == pytest.approx(0.002)
+    assert epochs[1]["cost"]["effective_cost_usd"] is None
+    assert node["unattributed_usage_rows"] == 1
+
+
+def test_chain_api_of_a_rotated_chain_carries_the_tips_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, _, _ = epochs_client
+    body = client.get(f"/api/chains/{shapes.S_ROTATED}").get_json()
+    by_id = {n["session_id"]: n for n in body["nodes"]}
+    # The first segment never compacted in place: nothing to split, no epochs listed.
+    assert [len(by_id[s]["epochs"]) for s in body["line"]] == [0, 3]
+    assert [by_id[s]["compactions"] for s in body["line"]] == [0, 2]
+    assert by_id[shapes.S_ROTATED_TIP]["kind"] == "continuation"
+
+
+def test_chain_page_splits_an_in_place_bar_at_each_compaction_and_links_each_epoch(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, facts, archive = epochs_client
+    html = page(client, f"/chains/{shapes.S_EPOCHS}")
+    ids = archive_ids(archive)
+    carriers = [ids[w[0]] for _, _, w in facts.compactions[shapes.S_EPOCHS]]
+    svg = svg_of(html)
+    epochs = [link for link in links_of(svg) if "epoch" in link["class"].split()]
+    assert [e["href"] for e in epochs[1:]] == [
+        f"/sessions/{shapes.S_EPOCHS}?at={c}#m{c}" for c in carriers]  # fmt: skip
+    assert epochs[0]["title"].startswith("Epoch 1 of 4")
+    assert "compaction 1 of 3" in epochs[0]["title"] and "live" in epochs[3]["title"]
+    assert svg.count('class="compaction-mark"') == 3
+    assert "1 segment, 4 epochs" in svg and "3 in-place compactions" in svg
+    # Each compaction's time is written under the picture, at its mark.
+    times = re.findall(r'<text class="compaction-time"[^>]*>([^<]*)</text>', svg)
+    made = facts.compactions[shapes.S_EPOCHS]
+    assert times == [datetime.fromtimestamp(at).strftime("%H:%M") for at, _, _ in made]
+    # The page says what it is and lists each epoch's figures, links included.
+    assert "compacted in place 3 times" in html
+    table = html[html.index('class="grid chain-epochs"') :]
+    assert all(f'href="/sessions/{shapes.S_EPOCHS}?at={c}#m{c}"' in table for c in carriers)
+    assert "so far: part 2" in table
+    assert "not attributable" in table  # no usage row lies inside epochs 2 and 3
+
+
+def test_an_untrusted_summary_stays_text_in_the_epoch_picture_and_table(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with SessionStore(home / "state.db") as store:
+        sid = store.create_session("cli", session_id="inplace", title=EVIL)
+        store.append_messages(sid, [NewMessage("user", "hello"), NewMessage("assistant", "hi")])
+        store.compact_in_place(sid, EVIL)
+        store.append_messages(sid, [NewMessage("user", "more")])
+    html = page(make_app(home, tmp_path / "data").test_client(), f"/chains/{sid}")
+    assert "compacted in place once" in html
+    assert_inert(html)
+
+
+def test_chains_index_lists_an_in_place_conversation_with_its_epochs(
+    epochs_client: tuple[FlaskClient, shapes.EpochFacts, Path],
+) -> None:
+    client, _, _ = epochs_client
+    html = page(client, "/chains?sort=epochs")
+    row = html[html.index(f'href="/chains/{shapes.S_EPOCHS}"') :].split("</tr>", 1)[0]
+    assert "Long in-place conversation" in row and "in place" in row
+    assert re.search(r'class="num epochs">4<', row)
+    assert 'href="/chains?sort=epochs&amp;dir=asc"' in html  # sortable, now descending

@@ -1,6 +1,8 @@
 """The list of compaction chains, one table sorted by any of its columns.
 
-Built from the cached :class:`Lineage` (which already classifies every link)
+A chain is a continuation line of 2+ segments (rotation) or a session that compacted
+in place (its epochs). Built from the cached :class:`Lineage` (which already
+classifies every link) and the cached in-place counts (:func:`epochs.in_place_counts`)
 plus one pass over the chain members' figures, so it stays fast with 10k chains.
 """
 
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dashboard.repository.chains import conversation_title
@@ -29,6 +31,7 @@ class ChainSummary:
     source: str | None
     model: str | None
     segments: int
+    epochs: int  # its segments' epochs: one each, plus one per in-place compaction
     started_at: float | None
     last_activity: float | None
     messages: int
@@ -38,18 +41,23 @@ class ChainSummary:
     gone_at: float | None = None
 
     @property
+    def in_place(self) -> bool:
+        """One session that compacted in place (no rotation)."""
+        return self.segments == 1
+
+    @property
     def cost_usd(self) -> float | None:
         """What the chain cost (effective spend); None when no segment has a price."""
         return self.cost.effective
 
 
-CHAIN_SORTS = ("last", "started", "segments", "messages", "cost")
+CHAIN_SORTS = ("last", "started", "segments", "epochs", "messages", "cost")
 INDEX_LIMIT = 50  # rows of the /chains table
 
 
 @dataclass(frozen=True)
 class ChainIndex:
-    total: int  # chains of 2+ segments in the home
+    total: int  # chains in the home: lines of 2+ segments and in-place-only sessions
     sort: str  # one of CHAIN_SORTS
     descending: bool
     chains: list[ChainSummary]  # the first ``limit`` by ``sort``
@@ -71,12 +79,20 @@ def chain_lines(lineage: Lineage) -> list[list[str]]:
 
 def chain_index(
     conn: sqlite3.Connection, lineage: Lineage, *, sort: str = "last", descending: bool = True,
-    limit: int = INDEX_LIMIT,
+    limit: int = INDEX_LIMIT, in_place: Mapping[str, int] | None = None,
 ) -> ChainIndex:  # fmt: skip
     """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
-    messages or effective spend. A chain with no price sorts after every priced one, and
-    a tie goes to the first segment's id."""
+    epochs, messages or effective spend. A chain with no price sorts after every priced
+    one, and a tie goes to the first segment's id.
+
+    ``in_place``: how many times each session compacted in place
+    (:func:`epochs.in_place_counts`); one of those outside every line is a chain alone.
+    """
+    compacted = in_place or {}
     lines = chain_lines(lineage)
+    lined = {sid for line in lines for sid in line}
+    lines += [[sid] for sid in sorted(compacted) if sid not in lined]
+    epochs = [len(line) + sum(compacted.get(sid, 0) for sid in line) for line in lines]
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
     # One pass in SQL sums every line: json_each maps each member to its line.
     sums = conn.execute(
@@ -95,14 +111,14 @@ def chain_index(
     def order(n: int) -> tuple:
         started, last, messages = found[n]
         value: float | None = {
-            "last": last, "started": started, "segments": len(lines[n]),
+            "last": last, "started": started, "segments": len(lines[n]), "epochs": epochs[n],
             "messages": messages, "cost": priced[n].effective if sort == "cost" else None,
         }[sort]  # fmt: skip
         return (value is None, sign * (value or 0), lines[n][0])
 
     picked = sorted(found, key=order)[:limit]
     costs = priced if sort == "cost" else line_costs(conn, lines, picked)
-    items = [(lines[n], (*found[n], costs[n])) for n in picked]
+    items = [(lines[n], (*found[n], costs[n]), epochs[n]) for n in picked]
     details = _details(conn, items)
     return ChainIndex(len(found), sort, descending, [_summary(i, details) for i in items])
 
@@ -120,7 +136,7 @@ def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
     """``(title, source, model)`` per line's first segment; the title is the conversation's
     (the first titled segment of the line, as on the chain page)."""
     pick = f"s.title, s.source, s.model, {gone_sql('s')}"
-    ids = sorted({sid for line, _ in items for sid in line})
+    ids = sorted({sid for line, *_ in items for sid in line})
     rows = {
         r[0]: r[1:]
         for r in conn.execute(
@@ -129,7 +145,7 @@ def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
         )
     }
     out: dict[str, tuple] = {}
-    for line, _ in items:
+    for line, *_ in items:
         _, source, model, _ = rows.get(line[0], (None,) * 4)
         title = next((rows[sid][0] for sid in line if sid in rows and rows[sid][0]), None)
         gone = rows.get(line[-1], (None,) * 4)[3]
@@ -138,10 +154,10 @@ def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
 
 
 def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
-    line, (started, last, messages, cost) = item
+    line, (started, last, messages, cost), epochs = item
     title, source, model, gone = details.get(line[0], (None,) * 4)
     return ChainSummary(
         root=line[0], tip=line[-1], title=title, source=source, model=model,
-        segments=len(line), started_at=started, last_activity=last or None,
+        segments=len(line), epochs=epochs, started_at=started, last_activity=last or None,
         messages=int(messages or 0), cost=cost, gone_at=gone,
     )  # fmt: skip

@@ -15,7 +15,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dashboard.repository.content import decode_content
@@ -27,8 +27,9 @@ from dashboard.repository.conventions import (
     SUMMARY_PREFIXES,
     lineage_markers,
 )
-from dashboard.repository.cost_rules import NO_COST, CostSummary, combine, coverage
-from dashboard.repository.costs import session_costs
+from dashboard.repository.cost_rules import NO_COST, CostSummary, RowCost, combine, coverage
+from dashboard.repository.costs import session_costs, usage_spans
+from dashboard.repository.epochs import Epochs, compacted_epochs, usage_epoch
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
 
@@ -66,6 +67,13 @@ class Segment:
     summary_preview: str | None = None  # opening of the compaction summary (continuations)
     is_tip: bool = False
     gone_at: float | None = None  # when the session left Hermes (gone.py), else None
+    # Its in-place epochs (epochs.py), read only when asked for (load_chain(epochs=True));
+    # None: not read; no epochs (Epochs()) when it never compacted in place.
+    epochs: Epochs | None = None
+    # Per epoch (same order), the cost of the usage rows that lie inside it
+    # (epochs.usage_epoch); NO_COST where none does.
+    epoch_costs: tuple[CostSummary, ...] = ()
+    unattributed_usage: int = 0  # usage rows spanning a compaction: no epoch's alone
 
     @property
     def estimated_cost_usd(self) -> float | None:
@@ -95,6 +103,11 @@ class Segment:
     def label(self) -> str:
         return self.title or self.session_id
 
+    @property
+    def compactions(self) -> int:
+        """How many times it compacted in place (0 when its epochs were not read)."""
+        return self.epochs.compactions if self.epochs is not None else 0
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -119,6 +132,16 @@ class Chain:
     def shown_part(self, session_id: str) -> tuple[int, int] | None:
         """"Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
         return line_part(self.line, session_id)
+
+    @property
+    def compactions_in_place(self) -> int:
+        """In-place compactions of the line's segments (0 when epochs were not read)."""
+        return sum(s.compactions for s in self.segments if s.session_id in self.line)
+
+    @property
+    def is_in_place(self) -> bool:
+        """A conversation that only ever compacted in place: one segment, 2+ epochs."""
+        return len(self.line) == 1 and self.compactions_in_place > 0
 
     @property
     def title(self) -> str | None:
@@ -162,6 +185,7 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
     return {
         "segments": len(segments),
         "compressions": sum(1 for s in segments if s.end_reason == "compression"),
+        "compactions_in_place": sum(s.compactions for s in segments),  # 0: epochs not read
         "duration_s": (max(ends) - min(starts)) if starts and ends else 0.0,
         "started_at": min(starts) if starts else None,
         "ended_at": max(ends) if ends else None,
@@ -182,8 +206,13 @@ def totals(segments: list[Segment]) -> dict[str, Any]:
 # -- loading ------------------------------------------------------------------------------
 
 
-def load_chain(conn: sqlite3.Connection, session_id: str) -> Chain:
-    """The lineage of ``session_id``; NotFoundError when the session does not exist."""
+def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = False) -> Chain:
+    """The lineage of ``session_id``; NotFoundError when the session does not exist.
+
+    ``epochs=True`` also reads each segment's in-place epochs and what each cost (the
+    chain page, its JSON): every row of the family's sessions that compacted in place,
+    so pages that only need the segments (the session page's neighbours) leave it off.
+    """
     warnings: list[str] = []
     root = _find_root(conn, session_id, warnings)
     family = _descendants(conn, root, warnings)  # [(id, parent, depth)] in walk order
@@ -205,6 +234,8 @@ def load_chain(conn: sqlite3.Connection, session_id: str) -> Chain:
         summary = summaries.get(sid) if kind == "continuation" else None
         segments.append(_segment(row, parent if parent_row else None, kind, depth, summary,
                                  costs.get(sid, NO_COST)))  # fmt: skip
+    if epochs:
+        segments = _with_epochs(conn, segments)
     line = _line_through(segments, session_id)
     tip = line[-1]
     segments = [_with_tip(s, s.session_id == tip) for s in _ordered(segments)]
@@ -413,11 +444,39 @@ def _ordered(segments: list[Segment]) -> list[Segment]:
     return out
 
 
+def _with_epochs(conn: sqlite3.Connection, segments: list[Segment]) -> list[Segment]:
+    """The segments with their epochs (one read for the family's sessions that compacted
+    in place) and each epoch's cost."""
+    found = compacted_epochs(conn, [s.session_id for s in segments])
+    compacted = [sid for sid, e in found.items() if e.compactions]
+    spans = usage_spans(conn, compacted) if compacted else {}
+    out = []
+    for s in segments:
+        epochs = found.get(s.session_id, Epochs())
+        costs, unattributed = epoch_costs(epochs, spans.get(s.session_id, []))
+        out.append(replace(s, epochs=epochs, epoch_costs=costs, unattributed_usage=unattributed))
+    return out
+
+
+def epoch_costs(
+    epochs: Epochs, spans: Sequence[tuple[float | None, float | None, RowCost]]
+) -> tuple[tuple[CostSummary, ...], int]:
+    """Per epoch, the cost of the usage rows inside it; and how many rows fit none."""
+    placed: dict[int, list[RowCost]] = {}
+    unattributed = 0
+    for first, last, cost in spans:
+        number = usage_epoch(epochs, first, last)
+        if number is None:
+            unattributed += 1
+        else:
+            placed.setdefault(number, []).append(cost)
+    costs = tuple(combine(placed.get(e.number, ())) for e in epochs.epochs)
+    return costs, unattributed
+
+
 def _with_tip(segment: Segment, is_tip: bool) -> Segment:
     if segment.is_tip == is_tip:
         return segment
-    from dataclasses import replace
-
     return replace(segment, is_tip=is_tip)
 
 

@@ -56,7 +56,13 @@ USAGE_COLUMNS_ON_SESSIONS = (
 
 def is_summary(content: str | None) -> bool:
     """Whether a message is a compaction summary carrier (either form's prefix)."""
-    return bool(content) and content.lstrip().startswith(SUMMARY_PREFIXES)  # type: ignore[union-attr]
+    if not content:
+        return False
+    if content.startswith(SUMMARY_PREFIXES):
+        return True
+    # lstrip copies the whole text: only for the rare row that starts with whitespace
+    # (epochs.py asks this of every row of a session).
+    return content[:1].isspace() and content.lstrip().startswith(SUMMARY_PREFIXES)
 
 
 def lineage_markers(model_config: Any) -> dict[str, Any]:

@@ -440,6 +440,26 @@ def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Cos
     return {sid: combine(rows) for sid, rows in found.items()}
 
 
+def usage_spans(
+    conn: sqlite3.Connection, ids: Iterable[str]
+) -> dict[str, list[tuple[float | None, float | None, RowCost]]]:
+    """Each usage row of the sessions named: ``(first_seen, last_seen, its cost)``.
+
+    A row the importer derived from a session row sums the whole session: its times
+    are None, so it is never placed inside part of one (epochs.usage_epoch).
+    """
+    out: dict[str, list[tuple[float | None, float | None, RowCost]]] = defaultdict(list)
+    for sid, first, last, status, est, act, merged in conn.execute(
+        "SELECT u.session_id, u.first_seen, u.last_seen, u.cost_status, u.estimated_cost_usd,"
+        f" u.actual_cost_usd, {derived_usage_sql('u')} "
+        "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
+        (json.dumps(sorted(set(ids))),),
+    ):
+        cost = read_cost(status, est, act, usage=not merged)
+        out[sid].append((None, None, cost) if merged else (first, last, cost))
+    return dict(out)
+
+
 def _replies(
     conn: sqlite3.Connection, clock: DayClock, sessions: set[str]
 ) -> dict[str, list[tuple[int, int | None]]]:

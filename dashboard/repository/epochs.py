@@ -21,6 +21,7 @@ not an in-place compaction. :func:`derive_epochs` is the rule over rows
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -111,9 +112,11 @@ def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str,
     for start in range(0, len(unique), 500):
         part = unique[start : start + 500]
         marks = ",".join("?" for _ in part)
+        # No ORDER BY: derive_epochs sorts each session's rows by id itself, and the sort
+        # SQLite would add (a temp B-tree of every row, content included) cost more than
+        # the rest of the read on a 5,000-row session (bench/chains.py).
         for sid, *row in conn.execute(
-            f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks}) ORDER BY session_id, id",
-            part,
+            f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks})", part
         ):
             rows.setdefault(sid, []).append(EpochRow(*row))
     return {sid: derive_epochs(found) for sid, found in rows.items()}
@@ -160,11 +163,14 @@ def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
 def _tail_copies(before: Sequence[EpochRow], after: Sequence[EpochRow]) -> dict[int, int]:
     """The rows at the start of ``after`` repeating the end of ``before`` (role, content,
     in order): the longest such run, each copy mapped to the row it repeats."""
-    longest = min(len(before), len(after))
-    for n in range(longest, 0, -1):
-        tail, head = before[-n:], after[:n]
-        if all(_same(a, b) for a, b in zip(tail, head, strict=True)):
-            return {b.id: a.id for a, b in zip(tail, head, strict=True)}
+    end = len(before)
+    for n in range(min(end, len(after)), 0, -1):
+        # Indexes, not slices, and the first pair on its own: most lengths fail on it,
+        # so a long epoch costs one comparison per length (bench/chains.py).
+        if _same(before[end - n], after[0]) and all(
+            _same(before[end - n + i], after[i]) for i in range(1, n)
+        ):
+            return {after[i].id: before[end - n + i].id for i in range(n)}
     return {}
 
 
@@ -180,3 +186,52 @@ def _opening(content: str | None) -> str:
             text = text[len(prefix) :]
             break
     return next((line.strip() for line in text.splitlines() if line.strip()), "")[:OPENING_CHARS]
+
+
+def usage_epoch(epochs: Epochs, first_seen: float | None, last_seen: float | None) -> int | None:
+    """The epoch a usage row's calls all fall in, else None (the row cannot be split).
+
+    Hermes records cost per session, model and task (one row accumulating every call),
+    never per epoch. A row whose ``first_seen``..``last_seen`` lies inside one epoch
+    is that epoch's: epoch *k* runs from compaction *k-1* (epoch 1: from any time
+    before) up to and including compaction *k* (the summarizing call closes it); the
+    live epoch runs on. A row spanning a compaction, or without both times, is not
+    attributed.
+    """
+    if first_seen is None or last_seen is None or not epochs.epochs:
+        return None
+    opened = float("-inf")
+    for epoch in epochs.epochs:
+        closed = epoch.compacted_at if epoch.compacted_at is not None else float("inf")
+        if first_seen >= opened and last_seen <= closed:
+            return epoch.number
+        opened = closed
+    return None
+
+
+def in_place_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every archived session that compacted in place, with how many times.
+
+    Only a compaction flips rows to ``compacted=1``, so those sessions are found in
+    one pass over the flags; their count is :func:`derive_epochs`'s, the one rule.
+    This reads every message row (no index covers the flag): callers cache it until
+    the archive is written (``reader.py``).
+    """
+    flagged = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
+    found = [r[0] for r in conn.execute(flagged)]
+    return {sid: e.compactions for sid, e in epochs_of(conn, found).items() if e.compactions}
+
+
+def compacted_epochs(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, Epochs]:
+    """:func:`epochs_of` for the sessions named that compacted in place; the others
+    (no row flipped to ``compacted=1``: one epoch, nothing to split) are left out
+    unread, so a long session that never compacted costs one index walk, not a read
+    of every row."""
+    unique = list(dict.fromkeys(session_ids))
+    if not unique:
+        return {}
+    flagged = [r[0] for r in conn.execute(
+        "SELECT j.value FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM messages m"
+        " WHERE m.session_id = j.value AND m.compacted = 1)", (json.dumps(unique),),
+    )]  # fmt: skip
+    return epochs_of(conn, flagged)

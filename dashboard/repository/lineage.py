@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Generic, TypeVar
 
 from dashboard.repository.chains import classify, line_part
 from dashboard.repository.schema import WRITES_KEY
 from dashboard.repository.store_state import StoreState
 
+T = TypeVar("T")
 DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop walking
 
 
@@ -140,16 +142,21 @@ def load_lineage(conn: sqlite3.Connection) -> Lineage:
     return Lineage.from_parents(parents, kinds, starts)
 
 
-class LineageCache:
-    """The last loaded :class:`Lineage` of one archive, reused until the archive is written."""
+class LineageCache(Generic[T]):
+    """The last loaded :class:`Lineage` of one archive, reused until the archive is written.
 
-    def __init__(self) -> None:
+    ``load`` names another whole-archive read kept the same way (the reader also keeps
+    :func:`epochs.in_place_counts` in one).
+    """
+
+    def __init__(self, load: Callable[[sqlite3.Connection], T] = load_lineage) -> None:  # type: ignore[assignment]
         self._lock = threading.Lock()
         self._key: tuple[object, ...] | None = None
-        self._value: Lineage = EMPTY
+        self._value: T | None = None
+        self._load = load
 
-    def get(self, conn: sqlite3.Connection, state: StoreState) -> Lineage:
-        """The lineage of the archive behind ``conn`` (``state`` names it)."""
+    def get(self, conn: sqlite3.Connection, state: StoreState) -> T:
+        """The lineage (or ``load``'s value) of the archive behind ``conn`` (``state`` names it)."""
         # The write counter moves with every transaction a Recall store commits, in
         # place or not (a sync re-linking a session, a gone mark); max(rowid) and
         # count(*) also catch rows added or removed by anything else. Read before
@@ -159,9 +166,9 @@ class LineageCache:
             " FROM sessions", (WRITES_KEY,),
         ).fetchone())  # fmt: skip
         with self._lock:
-            if key == self._key:
+            if key == self._key and self._value is not None:
                 return self._value
-        value = load_lineage(conn)
+        value = self._load(conn)
         with self._lock:
             self._key, self._value = key, value
         return value

@@ -28,6 +28,7 @@ from dashboard.repository.costs import (
     range_rows,
     spend,
 )
+from dashboard.repository.epochs import in_place_counts
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.lineage import LineageCache
@@ -99,6 +100,7 @@ class StateReader:
         self._before_read = before_read
         self._demo: bool | None = None
         self._lineage = LineageCache()
+        self._in_place = LineageCache(in_place_counts)  # a pass over every message row
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
@@ -247,10 +249,11 @@ class StateReader:
         with self.snapshot() as snap:
             return last_message_id(snap.conn, session_id)
 
-    def chain(self, session_id: str) -> Chain:
-        """The lineage of a session: every segment, classified, with its figures."""
+    def chain(self, session_id: str, *, epochs: bool = False) -> Chain:
+        """The lineage of a session: every segment, classified, with its figures
+        (``epochs=True``: each segment's in-place epochs too, see :func:`load_chain`)."""
         with self.snapshot() as snap:
-            return load_chain(snap.conn, session_id)
+            return load_chain(snap.conn, session_id, epochs=epochs)
 
     def chain_index(
         self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
@@ -258,7 +261,9 @@ class StateReader:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.state)
-            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit)
+            in_place = self._in_place.get(snap.conn, snap.state)
+            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit,
+                               in_place=in_place)  # fmt: skip
 
     def stitched(
         self, session_id: str, include_inactive: bool = False

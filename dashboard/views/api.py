@@ -6,6 +6,8 @@ from dataclasses import asdict
 
 from flask import Blueprint, jsonify, request
 
+from dashboard.repository.cost_rules import CostSummary
+from dashboard.repository.epochs import Epoch
 from dashboard.repository.errors import (
     NotFoundError,
     NotWritableError,
@@ -28,6 +30,7 @@ from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
+from dashboard.web.lineage_svg import epoch_url
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import spend_function
 from dashboard.web.security import same_origin_only
@@ -80,10 +83,11 @@ def session_search():
 @bp.get("/chains/<session_id>")
 def chain(session_id: str):
     """Return a session's lineage: every segment with its kind and figures, and line totals."""
-    found = get_reader().chain(session_id)
+    found = get_reader().chain(session_id, epochs=True)
     return jsonify(
         {
             "root": found.root,
+            "compactions_in_place": found.compactions_in_place,
             "tip": found.tip,
             "focus": found.focus,
             "line": list(found.line),
@@ -114,12 +118,36 @@ def chain(session_id: str):
                     "actual_cost_usd": s.actual_cost_usd,
                     "cost_status": s.cost_status,
                     "summary_preview": s.summary_preview,
+                    "compactions": s.compactions,
+                    "epochs": [
+                        _epoch_json(s.session_id, e, c)
+                        for e, c in zip(s.epochs.epochs, s.epoch_costs, strict=True)
+                    ],
+                    "unattributed_usage_rows": s.unattributed_usage,
                 }
                 for s in found.segments
             ],
             "totals": found.totals,
         }
     )
+
+
+def _epoch_json(session_id: str, epoch: Epoch, cost: CostSummary) -> dict[str, object]:
+    """One in-place epoch of a chain node: its boundaries, counts and attributable cost."""
+    return {
+        "number": epoch.number, "first_message_id": epoch.first_id,
+        "last_message_id": epoch.last_id, "started_at": epoch.started_at,
+        "ended_at": epoch.ended_at, "compacted_at": epoch.compacted_at, "live": epoch.live,
+        "rows": epoch.rows, "archived": epoch.archived, "summary_message_id": epoch.summary_id,
+        "summary_opening": epoch.summary_opening, "tokens": epoch.tokens,
+        "link": epoch_url(session_id, epoch),
+        # Hermes records cost per session, model and task: only usage rows lying inside
+        # this epoch are its (epochs.usage_epoch); none: its cost is not known.
+        "cost": {
+            "usage_rows": sum(cost.counts.values()), "effective_cost_usd": cost.effective,
+            "estimated_cost_usd": cost.estimated, "actual_cost_usd": cost.billed,
+        },
+    }  # fmt: skip
 
 
 @bp.get("/preview")

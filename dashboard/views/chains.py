@@ -25,7 +25,7 @@ def index():
 @bp.get("/chains/<session_id>")
 def show(session_id: str):
     """Show a session's chain: the timeline picture, every segment's figures, totals."""
-    chain = get_reader().chain(session_id)
+    chain = get_reader().chain(session_id, epochs=True)
     return render_page(
         "chain.html", "_chain.html", "chain",
         chain=chain, family_totals=totals(list(chain.segments)),

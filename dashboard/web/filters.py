@@ -110,6 +110,7 @@ def url_with(**changes: object) -> str:
 def init_app(app: Flask) -> None:
     from dashboard.web.costs_table import cost_html  # it uses usd above
     from dashboard.web.lineage_svg import (  # it uses the filters above
+        epoch_url,
         render_chain_svg,
         render_segment_panels,
     )
@@ -126,6 +127,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(compact_number)
     app.add_template_global(render_chain_svg, "chain_svg")
     app.add_template_global(render_segment_panels, "chain_panels")
+    app.add_template_global(epoch_url)
     app.add_template_filter(markdown.render_markdown, "markdown")
     app.add_template_filter(markdown.highlight)
     app.add_template_filter(markdown.highlight_text)

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dashboard.repository.chains import Chain, Segment
-from dashboard.repository.cost_rules import STATUS_LABELS
+from dashboard.repository.cost_rules import STATUS_LABELS, CostSummary
+from dashboard.repository.epochs import Epoch
 from dashboard.web.filters import duration, shortdate, usd
 
 WIDTH = 1120  # viewBox width; the stylesheet scales the picture to the column
@@ -38,6 +39,8 @@ LABEL_CHARS = 44  # characters of a title that fit the gutter at the label font 
 INDENT = 12  # px per nesting level (branches, delegations, resets; not continuations)
 MAX_INDENT_LEVELS = 6
 MIN_TICK_GAP = 110  # px between axis labels
+COMPACTION_TIMES_H = 18  # the strip under the rows naming each in-place compaction's time
+MIN_TIME_GAP = 40  # px between two of those labels ("10:03" is ~28 px); closer ones skip
 
 EDGE_KINDS = ("continuation", "branch", "delegation", "reset", "unknown")
 LEGEND = (
@@ -71,6 +74,9 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
     rows_h = max(1, len(segments)) * ROW_H
     bottom_axis = len(segments) > BOTTOM_AXIS_ROWS
     height = TOP + rows_h + BOTTOM_PAD + (BOTTOM_AXIS_H if bottom_axis else 0)
+    times_y = height + COMPACTION_TIMES_H - 6  # the compactions' times, under everything
+    if any(s.compactions for s in segments):
+        height += COMPACTION_TIMES_H
     root = chain.segment(chain.root) or (segments[0] if segments else None)
     n, m = chain.part_of(chain.focus) or (1, len(chain.line))
 
@@ -78,7 +84,7 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         f'<svg class="chain-svg" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
         f'aria-labelledby="chain-svg-title chain-svg-desc">',
-        f'<title id="chain-svg-title">{escape(_title(root, len(segments)))}</title>',
+        f'<title id="chain-svg-title">{escape(_title(root, len(segments), chain))}</title>',
         f'<desc id="chain-svg-desc">{escape(_description(chain, t0, t1, n, m))}</desc>',
     ]
     out += _legend({s.kind for s in segments})
@@ -89,8 +95,18 @@ def render_chain_svg(chain: Chain, session_url: Callable[[str], str] | None = No
         out += _row(
             seg, i, scale, levels.get(seg.session_id, 0), chain, session_url(seg.session_id)
         )
+    out += _compaction_times(segments, scale, times_y)
     out.append("</svg>")
     return Markup("\n".join(out))
+
+
+def epoch_url(session_id: str, epoch: Epoch) -> str:
+    """The transcript where an epoch begins: its summary carrier (the compaction that
+    opened it), epoch 1 its first message; the page holding it, scrolled to it."""
+    from flask import url_for
+
+    at = epoch.summary_id if epoch.summary_id is not None else epoch.first_id
+    return url_for("sessions.show", session_id=session_id, at=at, _anchor=f"m{at}")
 
 
 # -- geometry --------------------------------------------------------------------------
@@ -296,6 +312,76 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
         out.append(f'<circle class="tip-ring" cx="{tx}" cy="{cy}" r="4.5"/>')
         out.append(f'<text class="tip-label" x="{tx + 8}" y="{cy + 4}">tip</text>')
     out.append("</a>")
+    if seg.compactions:
+        out += _epoch_bars(seg, i, scale)
+    return out
+
+
+def _compaction_times(segments: list[Segment], scale: _Scale, y: float) -> list[str]:
+    """The time of each in-place compaction written under the picture at its mark (a
+    label too close to the previous one is left out: the mark's tooltip still has it)."""
+    marks = sorted(
+        (e.compacted_at, e.number, s.compactions)
+        for s in segments if s.compactions and s.epochs is not None
+        for e in s.epochs.epochs if e.compacted_at is not None
+    )  # fmt: skip
+    if not marks:
+        return []
+    within_day = scale.t1 - scale.t0 < _DAY
+    out = ['<g class="compaction-times">']
+    last = float("-inf")
+    for at, number, n in marks:
+        x = scale.x(at)
+        if x - last < MIN_TIME_GAP:
+            continue
+        last = x
+        when = datetime.fromtimestamp(at)
+        label = when.strftime("%H:%M") if within_day else when.strftime("%m-%d %H:%M")
+        out.append(
+            f'<text class="compaction-time" x="{round(x, 1)}" y="{y}" '
+            f'aria-label="compaction {number} of {n}: {escape(shortdate(at))}">'
+            f"{escape(label)}</text>"
+        )
+    out.append("</g>")
+    return out
+
+
+def _epoch_spans(seg: Segment, scale: _Scale) -> list[tuple[float, float]]:
+    """``(x, width)`` of each epoch's piece of a segment's bar: from the compaction that
+    opened it (epoch 1: the segment's start) to the one closing it (the live epoch: the
+    segment's end)."""
+    x0, w0 = _bar(seg, scale)
+    epochs = seg.epochs.epochs if seg.epochs is not None else ()
+    edges = [x0] + [scale.x(e.compacted_at) for e in epochs if e.compacted_at is not None]
+    edges.append(max(x0 + w0, edges[-1]))
+    return [(a, max(MIN_BAR_W, b - a)) for a, b in zip(edges, edges[1:], strict=False)]
+
+
+def _epoch_bars(seg: Segment, i: int, scale: _Scale) -> list[str]:
+    """Each epoch as its own link over the segment's bar (to where it begins in the
+    transcript), split by a mark at each compaction."""
+    assert seg.epochs is not None
+    cy = _row_y(i)
+    out = []
+    spans = _epoch_spans(seg, scale)
+    for epoch, (x, w) in zip(seg.epochs.epochs, spans, strict=True):
+        classes = f"epoch{' epoch-live' if epoch.live else ''}"
+        out.append(
+            f'<a class="{classes}" href="{escape(epoch_url(seg.session_id, epoch))}" '
+            f'tabindex="0" data-session-id="{escape(seg.session_id)}" data-epoch="{epoch.number}" '
+            f'aria-describedby="{epoch_panel_id(i, epoch.number)}">'
+            f"<title>{escape(epoch_tooltip(seg, epoch))}</title>"
+            f'<rect class="bar bar-{seg.kind} epoch-bar" x="{round(x, 1)}" '
+            f'y="{cy - BAR_H / 2}" width="{round(w, 1)}" height="{BAR_H}" rx="1"/></a>'
+        )
+    n = seg.compactions
+    for epoch, (x, _) in zip(seg.epochs.epochs[1:], spans[1:], strict=True):
+        when = shortdate(seg.epochs.epochs[epoch.number - 2].compacted_at)
+        out.append(
+            f'<line class="compaction-mark" x1="{round(x, 1)}" y1="{cy - BAR_H / 2 - 3}" '
+            f'x2="{round(x, 1)}" y2="{cy + BAR_H / 2 + 3}">'
+            f"<title>compaction {epoch.number - 1} of {n} · {escape(when)}</title></line>"
+        )
     return out
 
 
@@ -305,6 +391,11 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
 def panel_id(row: int) -> str:
     """The id of row ``row``'s details panel (the bar's ``aria-describedby``)."""
     return f"seg-panel-{row}"
+
+
+def epoch_panel_id(row: int, number: int) -> str:
+    """The id of the details panel of epoch ``number`` of row ``row``."""
+    return f"epoch-panel-{row}-{number}"
 
 
 def render_segment_panels(
@@ -329,6 +420,16 @@ def render_segment_panels(
             f'<p class="seg-panel-title">{escape(first)}</p><ul>{lines}</ul>'
             f'<a href="{escape(session_url(seg.session_id))}">Open session</a></div>'
         )
+        for epoch in seg.epochs.epochs if seg.compactions and seg.epochs else ():
+            first, *rest = epoch_tooltip(seg, epoch).split("\n")
+            lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
+            out.append(
+                f'<div class="seg-panel" id="{epoch_panel_id(i, epoch.number)}" role="tooltip" '
+                f'hidden data-session-id="{escape(seg.session_id)}" '
+                f'data-epoch="{epoch.number}"><p class="seg-panel-title">{escape(first)}</p>'
+                f'<ul>{lines}</ul><a href="{escape(epoch_url(seg.session_id, epoch))}">'
+                "Open the transcript here</a></div>"
+            )
     out.append("</div>")
     return Markup("".join(out))
 
@@ -363,9 +464,46 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
     return "\n".join(lines)
 
 
-def _title(root: Segment | None, count: int) -> str:
+def epoch_tooltip(seg: Segment, epoch: Epoch) -> str:
+    """An epoch's figures, one per line (plain text, escaped by callers)."""
+    assert seg.epochs is not None
+    total, n = len(seg.epochs.epochs), seg.compactions
+    end = epoch.compacted_at if epoch.compacted_at is not None else epoch.ended_at
+    lines = [
+        f"Epoch {epoch.number} of {total} · {seg.label}",
+        f"{shortdate(epoch.started_at)} → {shortdate(end)} ({duration(end - epoch.started_at)})",
+        "live: what the agent sees now" if epoch.live else
+        f"closed by compaction {epoch.number} of {n} at {shortdate(epoch.compacted_at)}"
+        f" · {epoch.archived:,} turns archived",
+        f"messages {epoch.rows:,} · tokens "
+        + ("not recorded" if epoch.tokens is None else f"{epoch.tokens:,}"),
+        epoch_cost_text(seg.epoch_costs[epoch.number - 1]),
+    ]
+    if epoch.summary_opening:
+        lines.append(f"summary: {epoch.summary_opening}")
+    return "\n".join(lines)
+
+
+def epoch_cost_text(cost: CostSummary) -> str:
+    """An epoch's cost in words: its usage rows' figure, or plainly why there is none."""
+    rows = sum(cost.counts.values())
+    if not rows:
+        return (
+            "cost: not attributable (Hermes records cost per session and model, and no"
+            " usage row lies inside this epoch alone)"
+        )
+    if cost.effective is None:
+        return f"cost: unknown ({rows} usage row{'s' if rows > 1 else ''} inside it, no price)"
+    return f"cost: {usd(cost.effective)} (from {rows} usage row{'s' if rows > 1 else ''} inside it)"
+
+
+def _title(root: Segment | None, count: int, chain: Chain) -> str:
     name = root.label if root else "unknown"
-    return f"Compaction chain of “{name}”: {count} segment{'' if count == 1 else 's'}"
+    title = f"Compaction chain of “{name}”: {count} segment{'' if count == 1 else 's'}"
+    epochs = sum(len(s.epochs.epochs) for s in chain.segments if s.compactions and s.epochs)
+    if epochs:
+        title += f", {epochs + sum(1 for s in chain.segments if not s.compactions)} epochs"
+    return title
 
 
 def _description(chain: Chain, t0: float, t1: float, n: int, m: int) -> str:
@@ -377,6 +515,17 @@ def _description(chain: Chain, t0: float, t1: float, n: int, m: int) -> str:
         f"Timeline of every segment from {shortdate(t0)} to {shortdate(t1)} ({counted}). "
         f"This session is part {n} of {m} of its continuation line. Each bar links to its "
         "session; the table below lists the same figures."
+        + _in_place_description(chain)
+    )
+
+
+def _in_place_description(chain: Chain) -> str:
+    compactions = sum(s.compactions for s in chain.segments)
+    if not compactions:
+        return ""
+    return (
+        f" {compactions} in-place compaction{'' if compactions == 1 else 's'} split bars into"
+        " epochs, each marked with its time; each piece links to where its epoch begins."
     )
 
 

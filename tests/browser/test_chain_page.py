@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from dashboard.repository.readonly import readonly_uri
 from dashboard.repository.store import SessionStore
+from tests import hermes_shapes as hs
 from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 from tests.test_chains import SEGMENTS, ChainHome, build_chain_home
 
@@ -212,3 +214,58 @@ def test_chains_index_sorts_by_link(demo_server: Server, nojs_page) -> None:
     counts = [int(t) for t in page.locator("table.chains-table td.segments").all_inner_texts()]
     assert counts == sorted(counts)
     assert header.get_attribute("aria-sort") == "ascending"
+
+
+IN_VIEW = """(el) => {
+  const r = el.getBoundingClientRect();
+  return r.bottom > 0 && r.top < window.innerHeight;
+}"""
+
+
+def test_an_in_place_chain_draws_its_epochs_and_an_epoch_opens_the_transcript_there(
+    tmp_path: Path, browser
+) -> None:
+    """Issue 16: a conversation that only compacted in place is a chain of epochs; its
+    bar is split at each compaction and a click on an epoch lands on its carrier."""
+    home = tmp_path / "home"
+    hs.build_epochs_home(home, "current_views")
+    args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    watch = PageWatch()
+    watch.attach(page)
+    try:
+        with running_server(args, tmp_path) as srv:
+            page.goto(f"{srv.url}/chains")
+            page.locator(f'a[href="/chains/{hs.S_EPOCHS}"]').click()
+            page.wait_for_url(f"{srv.url}/chains/{hs.S_EPOCHS}")
+            assert "compacted in place 3 times" in page.locator(".chain-where").inner_text()
+            epochs = page.locator("svg.chain-svg a.epoch")
+            assert epochs.count() == 4
+            assert page.locator("svg.chain-svg .compaction-mark").count() == 3
+            # The pieces run left to right, each after the one before.
+            xs = [epochs.nth(i).locator("rect").bounding_box()["x"] for i in range(4)]
+            assert xs == sorted(xs) and len(set(xs)) == 4
+            third = page.locator('svg.chain-svg a.epoch[data-epoch="3"]')
+            third.locator("rect").hover()
+            panel = page.locator('.seg-panel[data-epoch="3"]')
+            assert panel.is_visible()
+            assert "Epoch 3 of 4" in panel.inner_text()
+            assert "so far: part 2" in panel.inner_text()
+            # Keyboard: an epoch is a tab stop of its own, its panel shows on focus.
+            page.mouse.move(0, 0)
+            page.locator('svg.chain-svg a.epoch[data-epoch="2"]').focus()
+            assert page.locator('.seg-panel[data-epoch="2"]').is_visible()
+            assert not panel.is_visible()
+            third.locator("rect").hover()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "chain-epochs.png"), full_page=True)
+            carrier = parse_qs(urlsplit(third.get_attribute("href")).query)["at"][0]
+            third.locator("rect").click()
+            page.wait_for_url(f"{srv.url}/sessions/{hs.S_EPOCHS}?at={carrier}#m{carrier}")
+            message = page.locator(f"#m{carrier}")
+            assert message.count() == 1 and message.evaluate(IN_VIEW)
+            assert "so far: part 2" in message.inner_text()
+            assert watch.problems == []
+    finally:
+        context.close()
