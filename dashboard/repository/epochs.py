@@ -198,8 +198,9 @@ class EpochsCache:
     for them on every request. An entry holds while the archive's write counter stays
     (nothing was written); when it moved, while the session's row count, newest row id
     and source digest stay. A compaction always adds rows (its carrier), and a sync of a
-    changed source session rewrites its digest, so both show; a rewind alone flips flags
-    only, and it changes no epoch a search reads (its rows are hidden).
+    changed source session rewrites its digest, so both show. A rewind alone flips flags
+    only: it shows with the session's next row or digest change, and meanwhile no hit
+    lands on the rows it hid (search reads visible rows only).
     """
 
     def __init__(self, kept: int = EPOCHS_KEPT) -> None:

@@ -61,11 +61,14 @@ def fold_copies(rows: Iterable[Hits], epochs: Mapping[str, Epochs]) -> tuple[lis
     (:meth:`Epochs.shown_once`), and a message hit again that way (its copy matched as well)
     counts once, where it first came. Sessions absent from ``epochs`` pass unchanged.
     """
+    with_copies = {sid: found for sid, found in epochs.items() if found.copies}
+    if not with_copies:
+        return list(rows), 0  # nothing to fold (most searches): no pass over the rows
     seen: set[int] = set()
     kept: list[Hits] = []
     folded = 0
     for row in rows:
-        found = epochs.get(row[1])
+        found = with_copies.get(row[1])
         if found is None:
             kept.append(row)
             continue
