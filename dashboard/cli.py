@@ -232,7 +232,9 @@ def _search(args: argparse.Namespace) -> int:
         hits = f" · {card.hit_count} hits" if card.hit_count else ""
         print(f"  {card.session_id} · {card.source} · {card.model or '?'} · {when}{hits}")
         for hit in card.hits:
-            print(f"  [{hit.role}] {plain_snippet(hit.snippet)}")
+            epoch = (f" · before compaction {hit.compaction[0]} of {hit.compaction[1]}"
+                     if hit.compaction else "")  # fmt: skip
+            print(f"  [{hit.role}] {plain_snippet(hit.snippet)}{epoch}")
     return 0
 
 

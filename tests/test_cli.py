@@ -25,6 +25,13 @@ def test_search_prints_grouped_results(hermes_home: Path) -> None:
     assert shapes.S_ROOT in out.stdout and f"«{shapes.UNIQUE_WORD}»" in out.stdout
 
 
+def test_search_says_which_compaction_a_hit_came_before(tmp_path: Path) -> None:
+    shapes.build_epochs_home(tmp_path / "home")
+    out = recall("search", shapes.EPOCH1_WORD, "--home", str(tmp_path / "home"))
+    assert out.returncode == 0, out.stderr
+    assert f"«{shapes.EPOCH1_WORD}» question · before compaction 1 of 3" in out.stdout
+
+
 def test_search_json_is_the_api_shape(hermes_home: Path) -> None:
     out = recall("search", "pool", "--home", str(hermes_home), "--json", "--limit", "2",
                  "--role", "user", "--source", "cli", "--source", "telegram")  # fmt: skip

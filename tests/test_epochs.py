@@ -10,6 +10,7 @@ import pytest
 from dashboard.repository.epochs import (
     EpochRow,
     Epochs,
+    EpochsCache,
     compacted_epochs,
     derive_epochs,
     epochs_of,
@@ -18,6 +19,7 @@ from dashboard.repository.epochs import (
     usage_epoch,
 )
 from dashboard.repository.readonly import open_readonly
+from dashboard.repository.store import NewMessage, SessionStore
 from tests import hermes_shapes as hs
 from tests.archived import archive_home
 
@@ -152,3 +154,31 @@ def test_compacted_epochs_reads_only_the_sessions_that_compacted_in_place(
     assert set(found) == {hs.S_EPOCHS, hs.S_ROTATED_TIP}
     assert all(found[sid] == every[sid] for sid in found)
     assert all(every[sid].compactions == 0 for sid in set(every) - set(found))
+
+
+def test_the_cache_keeps_a_session_until_it_changes(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    cache = EpochsCache(kept=2)
+    with SessionStore(path) as store:
+        for sid in ("a", "b", "c"):
+            store.create_session("cli", session_id=sid, started_at=1000.0)
+            store.append_messages(sid, [NewMessage("user", f"{sid} one", timestamp=1001.0),
+                                        NewMessage("assistant", "ok", timestamp=1002.0)])
+            store.compact_in_place(sid, "so far", at=1003.0)
+
+        def read(*sids: str) -> dict[str, Epochs]:
+            with closing(open_readonly(path)) as conn:
+                return cache.get(conn, list(sids))
+
+        first = read("a", "missing")
+        assert set(first) == {"a"} and first["a"].compactions == 1
+        with closing(open_readonly(path)) as conn:
+            assert first["a"] == session_epochs(conn, "a")
+        assert read("a")["a"] is first["a"]  # nothing written: kept
+        store.append_messages("b", [NewMessage("user", "b two", timestamp=1004.0)])
+        assert read("a")["a"] is first["a"]  # another session written: still kept
+        store.compact_in_place("a", "so far, again", at=1005.0)
+        again = read("a")["a"]
+        assert again.compactions == 2
+        read("b", "c")  # a third session: the one used least recently ("a") goes
+        assert read("a")["a"] is not again

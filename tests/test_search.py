@@ -507,3 +507,91 @@ def test_terms_with_symbols_match_the_symbols(
     assert {r.session_id for r in result.results} == found
     assert result.route == route
     assert symbols.search(SearchRequest(query=q, sort="newest")).total_sessions == len(found)
+
+
+# -- in-place compaction epochs (issue 16, item 4) ------------------------------------------
+
+
+@pytest.fixture(scope="module", params=shapes.EPOCH_FORMS)
+def epoch_home(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[shapes.EpochFacts, StateReader, dict[int, int]]:
+    """A home compacted in place, its archive's reader, and the archive id of each
+    source message id."""
+    home = tmp_path_factory.mktemp(f"epochs-{request.param}") / "home"
+    facts = shapes.build_epochs_home(home, request.param)
+    reader = archived_reader(home)
+    with reader.snapshot() as snap:
+        ids = {int(r[1]): r[0] for r in snap.conn.execute("SELECT id, src_id FROM messages")}
+    return facts, reader, ids
+
+
+def test_a_word_said_only_in_epoch_one_is_found_before_compaction_1_of_3(
+    epoch_home: tuple[shapes.EpochFacts, StateReader, dict[int, int]],
+) -> None:
+    facts, reader, ids = epoch_home
+    result = reader.search(SearchRequest(query=shapes.EPOCH1_WORD))
+    (card,) = result.results
+    (hit,) = card.hits
+    assert (hit.session_id, hit.message_id) == (
+        shapes.S_EPOCHS, ids[facts.word_ids[shapes.EPOCH1_WORD]])  # fmt: skip
+    assert hit.compaction == (1, 3)
+    assert card.hit_count == card.session_hit_count == result.total_matches == 1
+    assert result.to_json()["results"][0]["hits"][0]["before_compaction"] == [1, 3]
+
+
+def test_each_epoch_word_says_which_compaction_it_came_before(
+    epoch_home: tuple[shapes.EpochFacts, StateReader, dict[int, int]],
+) -> None:
+    facts, reader, ids = epoch_home
+    for word, compaction in zip(shapes.EPOCH_WORDS, [(2, 3), (3, 3), None], strict=True):
+        (card,) = reader.search(SearchRequest(query=f'"now about {word}"')).results
+        (hit,) = card.hits
+        assert hit.message_id == ids[facts.word_ids[word]], word
+        assert hit.compaction == compaction, word
+    # A rotation chain whose tip compacted in place: the tip's own compactions.
+    result = reader.search(SearchRequest(query=f'"still on {shapes.ROTATED_WORD}"'))
+    (hit,) = result.results[0].hits
+    assert hit.session_id == shapes.S_ROTATED_TIP and hit.compaction == (1, 2)
+
+
+def test_a_word_in_a_duplicated_tail_counts_once(
+    epoch_home: tuple[shapes.EpochFacts, StateReader, dict[int, int]],
+) -> None:
+    facts, reader, ids = epoch_home
+    # Said in epochs 2 and 3, then kept as the tail the next compaction re-inserted:
+    # four rows each (the original and its copy, two messages), two messages read.
+    for word in shapes.EPOCH_WORDS[:2]:
+        for group in ("chain", "session"):
+            result = reader.search(SearchRequest(query=word, group=group))
+            (card,) = result.results
+            assert card.hit_count == card.session_hit_count == 2, (word, group)
+            assert result.total_matches == 2, (word, group)
+            originals = {ids[facts.word_ids[word]], ids[facts.word_ids[word]] + 1}
+            assert {h.message_id for h in card.hits} == originals, (word, group)
+        assert len(reader.matching_messages(shapes.S_EPOCHS, word)) == 2, word
+
+
+def test_the_rewound_word_is_not_found(
+    epoch_home: tuple[shapes.EpochFacts, StateReader, dict[int, int]],
+) -> None:
+    _, reader, _ = epoch_home
+    result = reader.search(SearchRequest(query=shapes.EPOCH_REWOUND_WORD))
+    assert result.results == [] and result.total_matches == 0
+
+
+def test_a_new_compaction_is_counted_on_the_next_search(tmp_path: Path) -> None:
+    """The epochs a search reads are kept between searches until the session changes."""
+    with SessionStore(tmp_path / "home" / "state.db") as store:
+        sid = store.create_session("cli", session_id="inplace", started_at=1000.0)
+        store.append_messages(sid, [NewMessage("user", "the marmot plan", timestamp=1001.0),
+                                    NewMessage("assistant", "noted", timestamp=1002.0)])
+        store.compact_in_place(sid, "so far: the plan", at=1003.0)
+        reader = StateReader(HermesHome(tmp_path / "home"))
+        (hit,) = reader.search(SearchRequest(query="marmot")).results[0].hits
+        assert hit.compaction == (1, 1)
+        store.append_messages(sid, [NewMessage("user", "more", timestamp=1004.0)])
+        store.compact_in_place(sid, "so far: more", at=1005.0)
+        (card,) = reader.search(SearchRequest(query="marmot")).results
+        assert [h.compaction for h in card.hits] == [(1, 2)]
+        assert card.hit_count == 1  # the original, its copy and the copy's copy: one message

@@ -174,3 +174,23 @@ def test_a_bad_presence_gets_a_clear_400(tmp_path: Path) -> None:
     response = client.get("/?q=redis&presence=bogus")
     assert response.status_code == 400
     assert "presence must be one of all, hermes, archive" in response.get_data(as_text=True)
+
+
+def test_a_hit_before_a_compaction_says_which_and_links_to_that_message(tmp_path: Path) -> None:
+    from tests import hermes_shapes as hs
+
+    facts = hs.build_epochs_home(tmp_path / "home")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    word_id = facts.word_ids[hs.EPOCH1_WORD]  # the archive keeps the source's id when free
+    html = _text(client, f"/?q={hs.EPOCH1_WORD}")
+    link = re.search(r'<a class="hit"[^>]*href="([^"]+)"', html)
+    assert link is not None
+    assert link.group(1).startswith(f"/sessions/{hs.S_EPOCHS}?")
+    assert f"at={word_id}" in link.group(1) and link.group(1).endswith(f"#m{word_id}")
+    assert "before compaction 1 of 3" in html
+    # The page it lands on holds that message.
+    page = _text(client, link.group(1).replace("&amp;", "&").split("#")[0])
+    assert f'id="m{word_id}"' in page
+    # A hit in the live epoch says nothing of compactions.
+    live = _text(client, f'/?q="now about {hs.EPOCH_WORDS[-1]}"')
+    assert "compaction" not in live.split('<section id="results"')[1]

@@ -28,7 +28,7 @@ from dashboard.repository.costs import (
     range_rows,
     spend,
 )
-from dashboard.repository.epochs import in_place_counts
+from dashboard.repository.epochs import EpochsCache, in_place_counts
 from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.lineage import LineageCache
@@ -44,6 +44,7 @@ from dashboard.repository.search import (
     session_facets,
     session_matches,
 )
+from dashboard.repository.search_cards import fold_copies
 from dashboard.repository.store_state import StoreState, read_state
 from dashboard.repository.transcript import (
     PAGE_SIZE,
@@ -101,6 +102,7 @@ class StateReader:
         self._demo: bool | None = None
         self._lineage = LineageCache()
         self._in_place = LineageCache(in_place_counts)  # a pass over every message row
+        self._epochs = EpochsCache()
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
@@ -215,7 +217,8 @@ class StateReader:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
+                self._epochs,
             )
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
@@ -223,15 +226,20 @@ class StateReader:
         in one snapshot: the agent's recalled memories."""
         with self.snapshot() as snap:
             found = search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state)
+                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
+                self._epochs,
             )
             return said_only(snap.conn, found.results, terms)
 
     def matching_messages(self, session_id: str, query: str) -> list[int]:
-        """Ids of the session's messages that ``query`` matches (what a card counts)."""
+        """Ids of the session's messages that ``query`` matches, each message once (a
+        re-inserted copy as the row it repeats): what a card counts."""
         parsed = parse_query(query)
         with self.snapshot() as snap:
-            return session_matches(snap.conn, snap.state, session_id, parsed)
+            ids = session_matches(snap.conn, snap.state, session_id, parsed)
+            epochs = self._epochs.get(snap.conn, [session_id])
+        folded, _ = fold_copies([(i, session_id) for i in ids], epochs)
+        return [row[0] for row in folded]
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""

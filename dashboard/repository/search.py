@@ -22,9 +22,17 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
+from dashboard.repository.epochs import EpochsCache
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.query import ParsedQuery, parse_query
-from dashboard.repository.search_cards import Group, build_cards, group_rows, page_of
+from dashboard.repository.search_cards import (
+    Group,
+    archived_sessions,
+    build_cards,
+    fold_copies,
+    group_rows,
+    page_of,
+)
 from dashboard.repository.search_facets import ModelFacet, model_spellings, session_facets
 from dashboard.repository.search_filters import (
     HIDDEN_SOURCES,
@@ -60,12 +68,14 @@ __all__ = [
 
 
 def search_sessions(
-    conn: sqlite3.Connection, state: StoreState, request: SearchRequest, lineage: Lineage
-) -> SearchResult:
+    conn: sqlite3.Connection, state: StoreState, request: SearchRequest, lineage: Lineage,
+    epochs: EpochsCache | None = None,
+) -> SearchResult:  # fmt: skip
     """Run one search (or the recent-sessions browse for an empty query).
 
     ``state`` is the archive's (store_state.read_state): whether its trigram index
-    answers yet. ``lineage`` is the session graph (the reader keeps one cached).
+    answers yet. ``lineage`` is the session graph and ``epochs`` the in-place compaction
+    epochs of sessions searched before (the reader keeps both cached).
     """
     began = time.perf_counter()
     parsed = parse_query(request.query)
@@ -74,14 +84,14 @@ def search_sessions(
     if parsed.empty:
         result = _recent(conn, request, lineage)
     else:
-        result = _matching(conn, state, request, parsed, lineage)
+        result = _matching(conn, state, request, parsed, lineage, epochs or EpochsCache())
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
 
 
 def _matching(
     conn: sqlite3.Connection, state: StoreState, request: SearchRequest, parsed: ParsedQuery,
-    lineage: Lineage,
+    lineage: Lineage, cache: EpochsCache,
 ) -> SearchResult:  # fmt: skip
     routes, notes = plan_routes(parsed, state.trigram_ready)
     notes = [*parsed.repairs, *notes]
@@ -97,8 +107,12 @@ def _matching(
         )
 
     titles = _title_matches(conn, parsed, request, filters)
-    groups = group_rows(found.rows, lineage, request, titles)
-    results = build_cards(conn, page_of(groups, request), lineage, parsed)
+    # A re-inserted tail row and the row it repeats are one message: every count below
+    # (per card, per chain, the total) and every link reads the row a person reads.
+    epochs = cache.get(conn, archived_sessions(found.rows))
+    rows, folded = fold_copies(found.rows, epochs)
+    groups = group_rows(rows, lineage, request, titles)
+    results = build_cards(conn, page_of(groups, request), lineage, parsed, epochs)
     side = "oldest" if request.sort == "oldest" else "newest"
     if found.bounded and route.table is None:
         notes.append(
@@ -115,8 +129,8 @@ def _matching(
     cutoff = found.cutoff if found.bounded else None
     result = SearchResult(
         request=request, parsed=parsed, route=route.name, results=results,
-        total_sessions=len(groups), total_matches=found.total, bounded=found.bounded,
-        ranked_matches=len(found.rows), notes=notes,
+        total_sessions=len(groups), total_matches=found.total - folded, bounded=found.bounded,
+        ranked_matches=len(rows), notes=notes,
         # Continuing goes away from where the order starts: older, or newer for "oldest".
         older_than=cutoff if request.sort != "oldest" else None,
         newer_than=cutoff if request.sort == "oldest" else None,

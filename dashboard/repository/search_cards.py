@@ -1,5 +1,6 @@
-"""From matching rows to result cards: fold rows into groups (a chain or a session),
-then build one card per group on the page, with its best hits as escaped snippets.
+"""From matching rows to result cards: fold re-inserted copies into the rows they
+repeat, fold rows into groups (a chain or a session), then build one card per group on
+the page, with its best hits as escaped snippets.
 
 Each card is read in a few statements for the whole page (sessions, first user
 messages, the chains' latest activity, the hit messages), never one per card.
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from dashboard.repository.content import decode_content
 from dashboard.repository.conventions import visible_sql
+from dashboard.repository.epochs import Epochs
 from dashboard.repository.gone import gone_sql
 from dashboard.repository.lineage import Lineage
 from dashboard.repository.query import ParsedQuery
@@ -28,7 +31,8 @@ from dashboard.repository.snippets import (
 )
 
 HITS_SHOWN = 3
-HIT_CANDIDATES = 12  # hits read per card so that identical ones (compaction copies) can go
+HIT_CANDIDATES = 12  # hits read per card so that identical texts can go (shown once)
+Hits = tuple[Any, ...]  # a Row, or any tuple led by (message id, session id)
 
 
 @dataclass
@@ -42,6 +46,39 @@ class Group:
     session_hits: dict[str, int] = field(default_factory=dict)  # hits per member session
     title_match: bool = False
     when: float | None = None  # newest (or oldest) time among its hits and matched names
+
+
+def archived_sessions(rows: Iterable[Row]) -> list[str]:
+    """Sessions with an archived row among ``rows``: the only ones where a hit can have a
+    copy that also matched (a re-inserted tail repeats rows its compaction archived)."""
+    return list(dict.fromkeys(row[1] for row in rows if row[4]))
+
+
+def fold_copies(rows: Iterable[Hits], epochs: Mapping[str, Epochs]) -> tuple[list[Hits], int]:
+    """``rows`` as a person reads them, and how many were folded away.
+
+    A hit on a re-inserted copy is a hit on the row it repeats
+    (:meth:`Epochs.shown_once`), and a message hit again that way (its copy matched as well)
+    counts once, where it first came. Sessions absent from ``epochs`` pass unchanged.
+    """
+    with_copies = {sid: found for sid, found in epochs.items() if found.copies}
+    if not with_copies:
+        return list(rows), 0  # nothing to fold (most searches): no pass over the rows
+    seen: set[int] = set()
+    kept: list[Hits] = []
+    folded = 0
+    for row in rows:
+        found = with_copies.get(row[1])
+        if found is None:
+            kept.append(row)
+            continue
+        shown = found.shown_once(row[0])
+        if shown in seen:
+            folded += 1
+            continue
+        seen.add(shown)
+        kept.append(row if shown == row[0] else (shown, *row[1:]))
+    return kept, folded
 
 
 def group_rows(
@@ -78,7 +115,7 @@ def group_rows(
         group.title_match = True
         seen(group, started)
     timed = request.sort != "relevance"
-    for message_id, sid, _score, when in rows:
+    for message_id, sid, _score, when, _archived in rows:
         key = key_of(sid) if chains else sid
         group = groups.get(key)
         if group is None:
@@ -104,9 +141,15 @@ def page_of(groups: list[Group], request: SearchRequest) -> list[Group]:
 
 
 def build_cards(
-    conn: sqlite3.Connection, page: list[Group], lineage: Lineage, parsed: ParsedQuery | None
-) -> list[SessionResult]:
-    """One card per group: its session, title, first user message, activity and hits."""
+    conn: sqlite3.Connection, page: list[Group], lineage: Lineage, parsed: ParsedQuery | None,
+    epochs: Mapping[str, Epochs] | None = None,
+) -> list[SessionResult]:  # fmt: skip
+    """One card per group: its session, title, first user message, activity and hits.
+
+    ``epochs``: the sessions compacted in place among the hits; a hit in an archived
+    epoch says which compaction it came before.
+    """
+    epochs = epochs or {}
     if not page:
         return []
     wanted = [g.best_session for g in page] + [g.key for g in page]
@@ -133,9 +176,10 @@ def build_cards(
             extra = " ".join(x for x in (m["tool_name"], readable_tool_calls(m["tool_calls"])) if x)
             snippet = make_snippet(text, terms, extra)
             if snippet in shown:
-                continue  # the same text again (in-place compaction keeps a copy): once is enough
+                continue  # the same text again: once is enough
             shown.add(snippet)
-            hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet))
+            hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet,
+                            _compaction(epochs.get(sid), mid)))  # fmt: skip
         cards.append(SessionResult(
             session_id=s["id"], root_session_id=g.key, title=title,
             preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
@@ -146,6 +190,14 @@ def build_cards(
             hits=hits, chain_part=lineage.part_of(s["id"]), gone_at=s["gone_at"],
         ))  # fmt: skip
     return cards
+
+
+def _compaction(epochs: Epochs | None, message_id: int) -> tuple[int, int] | None:
+    """(k, n) for a message before compaction k of its session's n, else None."""
+    if epochs is None:
+        return None
+    before = epochs.before_compaction(message_id)
+    return (before, epochs.compactions) if before is not None else None
 
 
 def _session_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:

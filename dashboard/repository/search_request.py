@@ -104,6 +104,9 @@ class Hit:
     role: str
     timestamp: float | None
     snippet: str  # safe HTML: escaped text with <mark> around the terms
+    # (k, n): said before compaction k of the session's n in-place compactions (an
+    # archived epoch, epochs.py); None in the live epoch or a session never compacted so
+    compaction: tuple[int, int] | None = None
 
 
 @dataclass
@@ -204,6 +207,7 @@ class SearchResult:
                             "role": h.role,
                             "timestamp": h.timestamp,
                             "snippet": h.snippet,
+                            "before_compaction": list(h.compaction) if h.compaction else None,
                         }
                         for h in r.hits
                     ],

@@ -40,7 +40,9 @@ SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "searc
 # What a scan searches: the columns both FTS indexes cover.
 SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
 
-Row = tuple[int, str, float, float]  # message id, session id, score, timestamp
+# message id, session id, score, timestamp, archived (compacted=1: an in-place compaction
+# kept it as history, so its session may hold re-inserted copies: epochs.py)
+Row = tuple[int, str, float, float, int]
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def _fts(
     conn: sqlite3.Connection, route: Route, parsed: ParsedQuery, request: SearchRequest,
     filters: Filters,
 ) -> Rows:  # fmt: skip
-    """Matching rows (id, session, score, timestamp), best first, within a bounded window.
+    """Matching rows (:data:`Row`), best first, within a bounded window.
 
     The count is capped just above the window: an exact count of a word in most
     messages costs more than the search; below it, it is the rows that pass the filters.
@@ -147,7 +149,7 @@ def _fts(
     # Score inside the FTS table alone, then join, then sort here: ordering the
     # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0) FROM "
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), m.compacted = 1 FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE 1{filters.sql}{literal}",
@@ -182,7 +184,7 @@ def _scan(
         upper = min(upper, lower + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0) FROM messages m "
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), m.compacted = 1 FROM messages m "
         f"JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
         f"LIMIT ?",

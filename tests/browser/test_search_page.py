@@ -307,3 +307,42 @@ def test_a_card_is_one_or_two_tab_stops(demo_server: Server, page) -> None:
         page.keyboard.press("Tab")
         stops += 1
         assert stops <= 2, page.evaluate("document.activeElement.outerHTML")
+
+
+@pytest.fixture(scope="module")
+def epochs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, object]]:
+    """A home compacted in place three times (tests/hermes_shapes.build_epochs_home)."""
+    from tests import hermes_shapes as hs
+
+    root = tmp_path_factory.mktemp("epochs")
+    facts = hs.build_epochs_home(root / "home")
+    with running_server(["--home", str(root / "home"), "--data-dir", str(root / "data")],
+                        root) as server:  # fmt: skip
+        yield server, facts
+
+
+def test_a_hit_before_a_compaction_lands_on_that_message(
+    epochs_server: tuple[Server, object], page
+) -> None:
+    from tests import hermes_shapes as hs
+
+    server, facts = epochs_server
+    watch = PageWatch()
+    watch.attach(page)
+    page.set_viewport_size({"width": 1280, "height": 600})
+    word = hs.EPOCH_WORDS[1]  # said in epoch 3, then re-inserted as the live tail
+    page.goto(f"{server.url}/?q={word}")
+    card = page.locator("#results .card")
+    expect(card).to_have_count(1)
+    expect(card.locator(".badge.hits")).to_have_text("2 hits")  # the copies are not hits again
+    first = card.locator("a.hit").first
+    expect(first.locator(".hit-epoch")).to_have_text("before compaction 3 of 3")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "search-epochs.png"), full_page=False)
+    first.click()
+    target = facts.word_ids[word]  # the archive keeps the source's ids when free
+    page.wait_for_url(f"**/sessions/{hs.S_EPOCHS}?*#m{target}")
+    message = page.locator(f"#m{target}")
+    expect(message).to_be_in_viewport()
+    expect(message).to_contain_text(word)
+    assert watch.problems == []
