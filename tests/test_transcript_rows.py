@@ -157,3 +157,23 @@ def test_a_view_is_one_of_two_names() -> None:
     assert parse_view("live") == "live"
     with pytest.raises(ValidationError, match="view must be one of everything, live"):
         parse_view("<script>")
+
+
+def test_epochs_are_read_once_until_the_archive_is_written(tmp_path: Path) -> None:
+    from dashboard.repository.store_state import read_state
+    from dashboard.repository.transcript_rows import EpochsCache
+
+    home = tmp_path / "home"
+    facts = hs.build_epochs_home(home)
+    path = archive_home(home)
+    cache = EpochsCache()
+    with opened(path) as conn:
+        first = cache.get(conn, read_state(conn, path), hs.S_EPOCHS)
+        again = cache.get(conn, read_state(conn, path), hs.S_EPOCHS)
+        other = cache.get(conn, read_state(conn, path), hs.S_ROTATED_TIP)
+    assert again is first and first.compactions == 3 and other.compactions == 2
+    hs.compact_in_place(facts.db, hs.S_EPOCHS, "so far: part 4", 1.8e9)
+    archive_home(home, path)  # the syncer's next pass
+    with opened(path) as conn:
+        after = cache.get(conn, read_state(conn, path), hs.S_EPOCHS)
+    assert after.compactions == 4

@@ -58,6 +58,7 @@ from dashboard.repository.transcript import (
     load_transcript,
     match_entries,
 )
+from dashboard.repository.transcript_rows import EpochsCache
 
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
 
@@ -99,6 +100,7 @@ class StateReader:
         self._before_read = before_read
         self._demo: bool | None = None
         self._lineage = LineageCache()
+        self._epochs = EpochsCache()
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()
@@ -193,6 +195,7 @@ class StateReader:
             found = load_transcript(
                 snap.conn, session_id, include_inactive=request.include_inactive,
                 page=request.page, at=request.at, page_size=PAGE_SIZE, view=request.view,
+                epochs=self._epochs.get(snap.conn, snap.state, session_id),
             )  # fmt: skip
             found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:

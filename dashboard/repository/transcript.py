@@ -17,6 +17,7 @@ from typing import Any
 from dashboard.repository.chains import Chain, Segment, classify
 from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.conventions import is_summary, visible_sql
+from dashboard.repository.epochs import Epochs, epochs_of
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
 from dashboard.repository.params import whole_number
@@ -300,7 +301,7 @@ class Transcript:
 def load_transcript(
     conn: sqlite3.Connection, session_id: str, *, include_inactive: bool = False,
     page: int = 1, at: int | None = None, page_size: int | None = None,
-    view: str = "everything",
+    view: str = "everything", epochs: Epochs | None = None,
 ) -> Transcript:  # fmt: skip
     """Read one session and its messages (one page of them when ``page_size`` is set).
 
@@ -313,6 +314,7 @@ def load_transcript(
             page ``page``, or the page holding message ``at`` when some row stands
             for it (a re-inserted copy: the row it repeats).
         view: which rows (:data:`~dashboard.repository.transcript_rows.VIEWS`).
+        epochs: the session's epochs when already read (else they are read here).
 
     Raises:
         NotFoundError: no such session.
@@ -320,7 +322,7 @@ def load_transcript(
     session = _session(conn, session_id)
     if session is None:
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
-    rows = shown_rows(conn, session_id, view, include_inactive)
+    rows = shown_rows(conn, session_id, view, include_inactive, epochs)
     paging = None
     first_user = None
     if page_size:
@@ -506,12 +508,14 @@ def _stitch_plan(
     plans: list[_PartPlan] = []
     seen: set[int] = set()
     start = 0
+    found = epochs_of(conn, chain.line)  # the whole line's epochs in one read
     for n, session_id in enumerate(chain.line, start=1):
         segment = chain.segment(session_id)
         session = _session(conn, session_id) if segment is not None else None
         if segment is None or session is None:
             continue
-        rows = shown_rows(conn, session_id, view, include_inactive)
+        rows = shown_rows(conn, session_id, view, include_inactive,
+                          found.get(session_id, Epochs()))  # fmt: skip
         ids = [i for i in rows.order if i not in seen]
         seen.update(ids)
         divider = _opening_summary(conn, ids, rows)

@@ -15,12 +15,16 @@ from epochs.py, never re-derived here.
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from dashboard.repository.conventions import is_visible
 from dashboard.repository.epochs import Epochs, session_epochs
 from dashboard.repository.params import one_of
+from dashboard.repository.schema import WRITES_KEY
+from dashboard.repository.store_state import StoreState
 
 VIEWS = ("everything", "live")
 # Conversation order. The archive keeps no display_order: Hermes stamps every row
@@ -75,7 +79,7 @@ class ShownRows:
 
 def shown_rows(
     conn: sqlite3.Connection, session_id: str, view: str = "everything",
-    include_inactive: bool = False,
+    include_inactive: bool = False, epochs: Epochs | None = None,
 ) -> ShownRows:  # fmt: skip
     """The rows of ``session_id`` that ``view`` shows (see the module's docstring).
 
@@ -84,8 +88,10 @@ def shown_rows(
         session_id: the session (an unknown one shows nothing).
         view: one of :data:`VIEWS`.
         include_inactive: also the rows the view leaves out (``all=1``).
+        epochs: the session's epochs when already read (:class:`EpochsCache`).
     """
-    epochs = session_epochs(conn, session_id)
+    if epochs is None:
+        epochs = session_epochs(conn, session_id)
     rows = conn.execute(
         "SELECT m.id, m.active, m.compacted, m.display_kind FROM messages m"
         f" WHERE m.session_id = ? ORDER BY {ORDER_SQL}",
@@ -143,3 +149,39 @@ def _dividers(epochs: Epochs, shown: set[int]) -> dict[int, Divider]:
                 closed.archived,
             )  # fmt: skip
     return out
+
+
+class EpochsCache:
+    """The epochs of the sessions pages opened last, reused until the archive is written.
+
+    Deriving them reads every row of a session with its content (a 5,000-row session:
+    ~20 ms, bench/long_transcript.py); paging, the view toggle and a highlight re-open
+    the same session, so they are kept for the last :attr:`size` sessions.
+    """
+
+    size = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[object, ...], Epochs] = OrderedDict()
+
+    def get(self, conn: sqlite3.Connection, state: StoreState, session_id: str) -> Epochs:
+        """The epochs of ``session_id`` in the archive behind ``conn`` (``state`` names it)."""
+        # The write counter moves with every transaction a Recall store commits (a sync
+        # adding rows or flipping their flags); the session's row count and newest id
+        # catch a writer that does not count. Read before the rows: a write in between
+        # re-reads next time, never hides.
+        key = (state.path, session_id, *conn.execute(
+            "SELECT (SELECT value FROM state_meta WHERE key = ?), max(id), count(*)"
+            " FROM messages WHERE session_id = ?", (WRITES_KEY, session_id),
+        ).fetchone())  # fmt: skip
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        found = session_epochs(conn, session_id)
+        with self._lock:
+            self._kept[key] = found
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return found
