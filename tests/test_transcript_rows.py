@@ -147,7 +147,10 @@ def test_a_rotated_tip_that_compacted_in_place_stitches_each_message_once(
         f"still on {hs.ROTATED_WORD}", "second segment", carrier % "first",
         "more on the tip", "ok", carrier % "second", "the tip's live turn", "ok",
     ]  # fmt: skip
-    # Live: the tip's last carrier is a divider, never the part's opening summary.
+    # Live: only the tip is fed to the agent; its last carrier is a divider, never the
+    # part's opening summary.
+    assert [len(p.transcript.messages) for p in live] == [0, 5]
+    assert live[0].transcript.view == "live" and live[0].divider is None
     assert live[1].divider is None and list(live[1].transcript.dividers.values())[0].compaction == 2
 
 

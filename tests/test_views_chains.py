@@ -245,6 +245,9 @@ def test_stitched_transcript_of_in_place_epochs_and_its_live_view(tmp_path: Path
     assert tip.count('<details class="compaction stitch-summary"') == 1
     assert re.findall(r'<span class="divider-label">Compaction (\d) of 2 ', tip) == ["1", "2"]
     assert tip.count(f"still on {shapes.ROTATED_WORD}") == 1
+    tip_live = page(client, f"/chains/{shapes.S_ROTATED_TIP}/transcript?view=live")
+    assert "The agent no longer sees this segment" in tip_live
+    assert f"the {shapes.ROTATED_WORD} plan" not in tip_live and "live turn" in tip_live
 
 
 def test_chain_api_shape(chain_client: FlaskClient, chain_home: ChainHome) -> None:

@@ -516,6 +516,10 @@ def _stitch_plan(
             continue
         rows = shown_rows(conn, session_id, view, include_inactive,
                           found.get(session_id, Epochs()))  # fmt: skip
+        if view == "live" and n < len(chain.line):
+            # The agent is fed only the line's last segment: an earlier one's rows are
+            # still active=1 there, but a continuation replaced them with its summary.
+            rows = replace(rows, order=(), dividers={}, copy_of={}, aliases={}, left_out=0)
         ids = [i for i in rows.order if i not in seen]
         seen.update(ids)
         divider = _opening_summary(conn, ids, rows)
