@@ -109,14 +109,16 @@ def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str,
     """
     rows: dict[str, list[EpochRow]] = {}
     unique = list(dict.fromkeys(session_ids))
+    # Plain tuples and no ORDER BY (derive_epochs orders by id): sorting in SQL copied
+    # every row's content through the sorter, and sqlite3.Row unpacks slower; together
+    # a third of the time for a 5,000-row session.
+    cur = conn.cursor()
+    cur.row_factory = None
     for start in range(0, len(unique), 500):
         part = unique[start : start + 500]
         marks = ",".join("?" for _ in part)
-        for sid, *row in conn.execute(
-            f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks}) ORDER BY session_id, id",
-            part,
-        ):
-            rows.setdefault(sid, []).append(EpochRow(*row))
+        for row in cur.execute(f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks})", part):
+            rows.setdefault(row[0], []).append(EpochRow._make(row[1:]))
     return {sid: derive_epochs(found) for sid, found in rows.items()}
 
 
