@@ -184,7 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epoch-rows", type=int, default=5_000)
     parser.add_argument("--compactions", type=int, default=20)
     parser.add_argument("--only-epochs", action="store_true", help="skip the 52,000-row home")
+    parser.add_argument("--cold", action="store_true",
+                        help="keep no session's epochs between requests (every open is a first)")
     args = parser.parse_args(argv)
+    if args.cold:
+        try:
+            from dashboard.repository.transcript_rows import EpochsCache
+        except ImportError:  # code from before the cache: every open is a first already
+            pass
+        else:
+            EpochsCache.size = 0
     print(f"code: {Path(create_app.__code__.co_filename).parents[1]}")
     if not (args.epochs_home / "state.db").exists():
         print(f"building {args.epochs_home} ({args.epoch_rows:,} rows, "
