@@ -182,3 +182,23 @@ def test_the_cache_keeps_a_session_until_it_changes(tmp_path: Path) -> None:
         assert again.compactions == 2
         read("b", "c")  # a third session: the one used least recently ("a") goes
         assert read("a")["a"] is not again
+
+
+def test_epochs_read_from_the_archive_are_the_rule_over_every_full_row(
+    archived: tuple[hs.EpochFacts, Path],
+) -> None:
+    # epochs_of reads contents only for sessions that mention a summary prefix at all;
+    # whatever it skips, its answer is derive_epochs over every row in full.
+    _, path = archived
+    with closing(open_readonly(path)) as conn:
+        sids = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id")]
+        found = epochs_of(conn, sids)
+        full: dict[str, list[EpochRow]] = {}
+        for sid, *row in conn.execute(
+            "SELECT session_id, id, role, content, timestamp, active, compacted, token_count"
+            " FROM messages"
+        ):
+            full.setdefault(sid, []).append(EpochRow(*row))
+    assert len(found) == len(full) > 10
+    assert found == {sid: derive_epochs(rows) for sid, rows in full.items()}
+    assert {hs.S_EPOCHS, hs.S_ROTATED_TIP} <= {sid for sid, e in found.items() if e.compactions}

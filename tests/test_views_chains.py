@@ -226,6 +226,32 @@ def test_stitched_transcript_shows_inactive_rows_only_when_asked(tmp_path: Path)
     assert shown.count('class="stitch-part') == 3
 
 
+def test_stitched_transcript_of_in_place_epochs_and_its_live_view(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    facts = shapes.build_epochs_home(home)
+    client = make_app(home, tmp_path / "data").test_client()
+    html = page(client, f"/chains/{shapes.S_EPOCHS}/transcript")
+    labels = re.findall(r'<span class="divider-label">Compaction (\d) of 3 ', html)
+    assert labels == ["1", "2", "3"]
+    ids = re.findall(r'<li id="m(\d+)" class="(?:msg|compaction-divider)', html)
+    assert len(ids) == len(set(ids)) == len(facts.distinct)
+    assert shapes.EPOCH_REWOUND_WORD not in html and "Show 2 rewound or hidden rows" in html
+    toggle = html.split('<nav class="view-toggle"')[1].split("</nav>")[0]
+    assert f'href="/chains/{shapes.S_EPOCHS}/transcript?view=live"' in toggle
+    live = page(client, f"/chains/{shapes.S_EPOCHS}/transcript?view=live")
+    assert len(re.findall(r'<li id="m\d+" class="(?:msg|compaction-divider)', live)) == 5
+    assert 'aria-current="page">What the agent sees now</a>' in live
+    # A rotation chain whose tip compacted in place: the rotation summary opens part 2,
+    # the tip's own compactions are dividers inside it.
+    tip = page(client, f"/chains/{shapes.S_ROTATED_TIP}/transcript")
+    assert tip.count('<details class="compaction stitch-summary"') == 1
+    assert re.findall(r'<span class="divider-label">Compaction (\d) of 2 ', tip) == ["1", "2"]
+    assert tip.count(f"still on {shapes.ROTATED_WORD}") == 1
+    tip_live = page(client, f"/chains/{shapes.S_ROTATED_TIP}/transcript?view=live")
+    assert "The agent no longer sees this segment" in tip_live
+    assert f"the {shapes.ROTATED_WORD} plan" not in tip_live and "live turn" in tip_live
+
+
 def test_chain_api_shape(chain_client: FlaskClient, chain_home: ChainHome) -> None:
     body = chain_client.get(f"/api/chains/{chain_home.line[3]}").get_json()
     assert body["root"] == chain_home.line[0] and body["tip"] == chain_home.line[-1]

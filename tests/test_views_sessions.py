@@ -317,3 +317,111 @@ def test_a_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
     assert GONE_BADGE in page(client, f"/sessions/{ids['gone']}")
     assert GONE_BADGE not in page(client, f"/sessions/{ids['kept']}")
+
+
+# -- in-place compaction epochs: dividers, folded tails, the two views (issue 16) --------
+
+
+def epochs_client(tmp_path: Path) -> tuple[FlaskClient, shapes.EpochFacts]:
+    home = tmp_path / "home"
+    facts = shapes.build_epochs_home(home)
+    return make_app(home, tmp_path / "data").test_client(), facts
+
+
+def shown_ids(html: str) -> list[int]:
+    """The message ids a transcript shows, in order (dividers included)."""
+    return [int(i) for i in re.findall(r'<li id="m(\d+)" class="(?:msg|compaction-divider)', html)]
+
+
+def test_everything_shows_each_message_once_with_a_divider_per_compaction(
+    tmp_path: Path,
+) -> None:
+    client, facts = epochs_client(tmp_path)
+    api = client.get(f"/api/sessions/{shapes.S_EPOCHS}/messages").get_json()
+    assert api["view"] == "everything" and api["compactions"] == 3
+    assert [(m["role"], m["content"]) for m in api["messages"]] == facts.distinct
+    html = page(client, f"/sessions/{shapes.S_EPOCHS}")
+    assert shown_ids(html) == [m["id"] for m in api["messages"]]
+    made = facts.compactions[shapes.S_EPOCHS]
+    labels = re.findall(r'<span class="divider-label">(.*?)</span>', html, re.DOTALL)
+    assert len(labels) == 3
+    for k, (label, (_, archived, _)) in enumerate(zip(labels, made, strict=True), start=1):
+        assert label.startswith(f"Compaction {k} of 3 · ")
+        assert label.rstrip().endswith(f"· {len(archived)} turns archived")
+    # Each divider keeps its carrier's anchor and holds the summary, collapsed.
+    carriers = [m["id"] for m in api["messages"] if m["compaction"]]
+    for carrier in carriers:
+        divider = html.split(f'<li id="m{carrier}" class="compaction-divider"')[1].split("</li>")[0]
+        assert '<details class="compaction divider-summary">' in divider
+        assert "so far: part" in divider
+    # A re-inserted copy is not shown again; its anchor sits on the row it repeats.
+    folded = [c for m in api["messages"] for c in m["copies"]]
+    assert len(folded) == 6 and not set(folded) & set(shown_ids(html))
+    assert all(f'id="m{c}"' in html for c in folded)
+    assert shapes.EPOCH_REWOUND_WORD not in html
+    assert "Show 2 rewound or hidden rows" in html
+    with_rewound = page(client, f"/sessions/{shapes.S_EPOCHS}?all=1")
+    assert shapes.EPOCH_REWOUND_WORD in with_rewound and "inactive · rewound" in with_rewound
+
+
+def test_the_live_view_shows_the_rows_the_agent_is_fed(tmp_path: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    client, facts = epochs_client(tmp_path)
+    with closing(sqlite3.connect(facts.db)) as source:
+        active = source.execute(
+            "SELECT role, content FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+            (shapes.S_EPOCHS,),
+        ).fetchall()
+    api = client.get(f"/api/sessions/{shapes.S_EPOCHS}/messages?view=live").get_json()
+    assert api["view"] == "live"
+    assert [(m["role"], m["content"]) for m in api["messages"]] == [tuple(r) for r in active]
+    assert [m["copy_of"] is not None for m in api["messages"]] == [False, True, True, False, False]
+    html = page(client, f"/sessions/{shapes.S_EPOCHS}?view=live")
+    assert shown_ids(html) == [m["id"] for m in api["messages"]]
+    assert "Compaction 3 of 3 · " in html and "Compaction 1 of 3" not in html
+    assert html.count("re-inserted copy") == 2
+    assert shapes.EPOCH1_WORD not in html
+
+
+def test_the_view_toggle_keeps_the_other_parameters(tmp_path: Path) -> None:
+    client, _ = epochs_client(tmp_path)
+    api = client.get(f"/api/sessions/{shapes.S_EPOCHS}/messages").get_json()
+    at = api["messages"][3]["id"]
+    html = page(client, f"/sessions/{shapes.S_EPOCHS}?q=noted&at={at}&all=1")
+    toggle = html.split('<nav class="view-toggle"')[1].split("</nav>")[0]
+    assert 'aria-current="page">Everything</a>' in toggle
+    live = re.search(r'href="([^"]*view=live[^"]*)"', toggle).group(1).replace("&amp;", "&")
+    assert all(part in live for part in ("q=noted", f"at={at}", "all=1"))
+    back = page(client, live)
+    toggle = back.split('<nav class="view-toggle"')[1].split("</nav>")[0]
+    assert 'aria-current="page">What the agent sees now</a>' in toggle
+    everything = re.search(r'href="([^"]*)"[^>]*>Everything<', toggle).group(1)
+    assert "view=" not in everything and "q=noted" in everything
+    # The highlight form and the rows toggle stay in the view.
+    assert '<input type="hidden" name="view" value="live">' in back
+    assert "view=live" in back.split('class="toggle-rows"')[1][:200]
+
+
+def test_a_bad_view_is_a_clear_400(tmp_path: Path) -> None:
+    client, _ = epochs_client(tmp_path)
+    for path in (f"/sessions/{shapes.S_EPOCHS}", f"/chains/{shapes.S_EPOCHS}/transcript",
+                 f"/api/sessions/{shapes.S_EPOCHS}/messages"):  # fmt: skip
+        response = client.get(f"{path}?view=%3Cscript%3E")
+        assert response.status_code == 400, path
+        body = response.get_data(as_text=True)
+        assert "view must be one of everything, live" in body
+        assert response.is_json or "<script>" not in body
+
+
+def test_a_summary_and_its_divider_stay_inert(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    facts = shapes.build_epochs_home(home)
+    shapes.compact_in_place(facts.db, shapes.S_EPOCHS, f"{SCRIPT} {IMG}", 1.8e9)
+    client = make_app(home, tmp_path / "data").test_client()
+    for view in ("everything", "live"):
+        html = page(client, f"/sessions/{shapes.S_EPOCHS}?view={view}")
+        assert "Compaction 4 of 4" in html
+        assert_inert(html)
+    assert_inert(page(client, f"/chains/{shapes.S_EPOCHS}/transcript"))

@@ -180,10 +180,14 @@ class StateReader:
         """Whether the store read is an archive of the home rather than its own state.db."""
         return Path(self.path).resolve() != Path(self.home.state_db).resolve()
 
-    def transcript(self, session_id: str, include_inactive: bool = False) -> Transcript:
-        """One session's messages, with its compaction-chain neighbours attached."""
+    def transcript(
+        self, session_id: str, include_inactive: bool = False, view: str = "everything"
+    ) -> Transcript:
+        """One session's messages as ``view`` shows them, with its chain neighbours."""
         with self.snapshot() as snap:
-            found = load_transcript(snap.conn, session_id, include_inactive=include_inactive)
+            found = load_transcript(
+                snap.conn, session_id, include_inactive=include_inactive, view=view
+            )
             return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
 
     def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
@@ -192,7 +196,8 @@ class StateReader:
         with self.snapshot() as snap:
             found = load_transcript(
                 snap.conn, session_id, include_inactive=request.include_inactive,
-                page=request.page, at=request.at, page_size=PAGE_SIZE,
+                page=request.page, at=request.at, page_size=PAGE_SIZE, view=request.view,
+                epochs=self._epochs.get(snap.conn, [session_id]).get(session_id),
             )  # fmt: skip
             found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:
@@ -290,7 +295,7 @@ class StateReader:
             chain = load_chain(snap.conn, session_id)
             page = load_stitched_page(
                 snap.conn, chain, include_inactive=request.include_inactive,
-                page=request.page, at=request.at, page_size=PAGE_SIZE,
+                page=request.page, at=request.at, page_size=PAGE_SIZE, view=request.view,
             )  # fmt: skip
             return chain, page
 

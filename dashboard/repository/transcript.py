@@ -10,17 +10,25 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from dashboard.repository.chains import Chain, Segment, classify
 from dashboard.repository.content import decode_content, is_structured
 from dashboard.repository.conventions import is_summary, visible_sql
+from dashboard.repository.epochs import Epochs, epochs_of
 from dashboard.repository.errors import NotFoundError
 from dashboard.repository.gone import gone_sql
 from dashboard.repository.params import whole_number
 from dashboard.repository.snippets import markdown_plain
+from dashboard.repository.transcript_rows import (
+    ORDER_SQL,
+    Divider,
+    ShownRows,
+    parse_view,
+    shown_rows,
+)
 
 TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
@@ -29,9 +37,7 @@ PAGE_SIZE = 500
 MATCHES_LISTED = 200  # matches a session page lists (all are counted)
 # Tool output fields shown as the body of a result; the rest become short facts.
 _OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stderr")
-# Conversation order. The archive keeps no display_order: Hermes stamps every row
-# with its time, and the id breaks a tie.
-_ORDER = "m.timestamp, m.id"
+_ORDER = ORDER_SQL
 
 _SESSION_COLUMNS = (
     "id", "title", "source", "model", "started_at", "ended_at", "end_reason",
@@ -56,6 +62,7 @@ class TranscriptRequest:
     include_inactive: bool = False  # ``all=1``: rewound and hidden rows too
     page: int = 1
     at: int | None = None  # a message id: show the page that holds it (wins over page)
+    view: str = "everything"  # or "live": what the agent sees now (transcript_rows.py)
 
     @classmethod
     def from_params(cls, get: Callable[[str], str | None]) -> TranscriptRequest:
@@ -65,6 +72,7 @@ class TranscriptRequest:
             include_inactive=get("all") == "1",
             page=whole_number(get("page"), "page", 1, 1_000_000) or 1,
             at=whole_number(get("at"), "at", 0, 2**62),
+            view=parse_view(get("view")),
         )
 
 
@@ -233,6 +241,11 @@ class Transcript:
     neighbours: dict[str, Any] = field(default_factory=dict)
     paging: Paging | None = None  # None: every message is in ``messages``
     first_user_text: str | None = None  # when paged: the session's first user message
+    view: str = "everything"  # which rows (transcript_rows.VIEWS)
+    compactions: int = 0  # how many times the session compacted in place
+    dividers: dict[int, Divider] = field(default_factory=dict)  # carrier id -> compaction
+    copy_of: dict[int, int] = field(default_factory=dict)  # a shown copy -> the row it repeats
+    aliases: dict[int, tuple[int, ...]] = field(default_factory=dict)  # ids landing on a row
 
     @property
     def display_title(self) -> str:
@@ -255,8 +268,10 @@ class Transcript:
         return {
             "session": asdict(self.session),
             "neighbours": self.neighbours,
+            "view": self.view,
             "include_inactive": self.include_inactive,
             "left_out": self.left_out,
+            "compactions": self.compactions,
             "messages": [
                 {
                     "id": m.id,
@@ -272,7 +287,11 @@ class Transcript:
                     "timestamp": m.timestamp,
                     "finish_reason": m.finish_reason,
                     "is_compaction_summary": m.is_compaction_summary,
+                    "compaction": self.dividers[m.id].compaction if m.id in self.dividers else None,
                     "inactive": m.inactive,
+                    "copy_of": self.copy_of.get(m.id),
+                    # everything: the re-inserted copies folded into this row
+                    "copies": list(self.aliases.get(m.id, ())) if self.view == "everything" else [],
                 }
                 for m in self.messages
             ],
@@ -282,6 +301,7 @@ class Transcript:
 def load_transcript(
     conn: sqlite3.Connection, session_id: str, *, include_inactive: bool = False,
     page: int = 1, at: int | None = None, page_size: int | None = None,
+    view: str = "everything", epochs: Epochs | None = None,
 ) -> Transcript:  # fmt: skip
     """Read one session and its messages (one page of them when ``page_size`` is set).
 
@@ -291,7 +311,10 @@ def load_transcript(
         include_inactive: also return rows a person normally does not see (rewound,
             hidden), each flagged.
         page, at, page_size: with ``page_size``, only that many messages are read:
-            page ``page``, or the page holding message ``at`` when it is shown.
+            page ``page``, or the page holding message ``at`` when some row stands
+            for it (a re-inserted copy: the row it repeats).
+        view: which rows (:data:`~dashboard.repository.transcript_rows.VIEWS`).
+        epochs: the session's epochs when already read (else they are read here).
 
     Raises:
         NotFoundError: no such session.
@@ -299,26 +322,30 @@ def load_transcript(
     session = _session(conn, session_id)
     if session is None:
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
-    where = "m.session_id = ?"
-    if not include_inactive:
-        where += f" AND {visible_sql('m')}"
+    rows = shown_rows(conn, session_id, view, include_inactive, epochs)
     paging = None
     first_user = None
     if page_size:
-        sql = f"SELECT m.id FROM messages m WHERE {where} ORDER BY {_ORDER}"
-        ids = [r[0] for r in conn.execute(sql, (session_id,))]
-        paging = paging_for(ids, page_size, page, at)
+        paging = paging_for(rows.order, page_size, page, rows.land(at))
         messages = _messages_by_id(conn, paging.ids)
+        where = "m.session_id = ?"
+        if not include_inactive:
+            where += f" AND {visible_sql('m')}"
         first_user = _first_user_text(conn, where, session_id)
     else:
-        cur = conn.execute(
-            f"SELECT {_MESSAGE_SELECT} FROM messages m WHERE {where} ORDER BY {_ORDER}",
-            (session_id,),
-        )
-        messages = tuple(_message(row) for row in _dicts(cur))
-    return Transcript(
-        session, messages, include_inactive, _left_out(conn, session_id, include_inactive),
-        paging=paging, first_user_text=first_user,
+        messages = _messages_by_id(conn, rows.order)
+    return _with_rows(
+        Transcript(session, messages, include_inactive, rows.left_out, paging=paging,
+                   first_user_text=first_user),
+        rows,
+    )  # fmt: skip
+
+
+def _with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
+    """``transcript`` carrying how its view shows the rows (dividers, copies, aliases)."""
+    return replace(
+        transcript, view=rows.view, compactions=rows.compactions, dividers=rows.dividers,
+        copy_of=rows.copy_of, aliases=rows.aliases,
     )  # fmt: skip
 
 
@@ -347,16 +374,6 @@ def _first_user_text(conn: sqlite3.Connection, where: str, session_id: str) -> s
 
 def _opens_conversation(m: TranscriptMessage) -> bool:
     return m.role == "user" and not m.is_compaction_summary and bool(m.text.strip())
-
-
-def _left_out(conn: sqlite3.Connection, session_id: str, include_inactive: bool) -> int:
-    """Rows the visibility filter leaves out (none when every row is asked for)."""
-    if include_inactive:
-        return 0
-    return conn.execute(
-        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND NOT ({visible_sql('m')})",
-        (session_id,),
-    ).fetchone()[0]
 
 
 def match_entries(
@@ -408,41 +425,49 @@ class StitchedPage:
     messages: int  # messages on the whole line, dividers included
     left_out: int  # rows the visibility filter leaves out, on the whole line
     paging: Paging | None = None  # None: every part is on this one page
+    view: str = "everything"  # which rows (transcript_rows.VIEWS)
+    compactions: int = 0  # in-place compactions of every part, together
 
 
 def load_stitched(
-    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False
-) -> list[StitchedPart]:
+    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False,
+    view: str = "everything",
+) -> list[StitchedPart]:  # fmt: skip
     """The continuation line of ``chain`` as one conversation, segment after segment.
 
     Each continuation's opening compaction summary becomes its part's ``divider``
-    (it restates what came before, so it is not read as a message). A message is
-    listed once even if corrupt links put a session on the line twice; rows an
-    in-place compaction replaced or a rewind removed appear only with
-    ``include_inactive`` (flagged), as on the session page.
+    (it restates what came before, so it is not read as a message). Inside a part,
+    ``view`` picks the rows as on the session page (transcript_rows.py): by default
+    every distinct message once, each in-place compaction a divider, re-inserted tails
+    folded, rewound and hidden rows only with ``include_inactive`` (flagged). A message
+    is listed once even if corrupt links put a session on the line twice.
 
     Args:
         conn: a connection to the archive (read-only is enough).
         chain: the lineage (from :func:`~dashboard.repository.chains.load_chain`).
         include_inactive: also return rewound and hidden rows, flagged.
+        view: which rows (:data:`~dashboard.repository.transcript_rows.VIEWS`).
     """
-    return load_stitched_page(conn, chain, include_inactive=include_inactive).parts
+    return load_stitched_page(conn, chain, include_inactive=include_inactive, view=view).parts
 
 
 def load_stitched_page(
     conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False,
     page: int = 1, at: int | None = None, page_size: int | None = None,
+    view: str = "everything",
 ) -> StitchedPage:  # fmt: skip
     """:func:`load_stitched`, one page at a time when ``page_size`` is set.
 
     Pages cut the line's messages (dividers included) into runs of ``page_size``;
     a part split by a page boundary appears on both pages. Only the rows of the
-    page are read in full. ``at`` picks the page holding that message.
+    page are read in full. ``at`` picks the page holding that message (a
+    re-inserted copy: the row it repeats).
     """
-    plans = _stitch_plan(conn, chain, include_inactive)
+    plans = _stitch_plan(conn, chain, include_inactive, view)
     order = [mid for plan in plans for mid in plan.ids]
     size = page_size or max(1, len(order))
-    paging = paging_for(order, size, page, at)
+    landed = next((found for plan in plans if (found := plan.rows.land(at)) is not None), None)
+    paging = paging_for(order, size, page, landed)
     on_page = set(paging.ids)
     rows = {m.id: m for m in _messages_by_id(conn, paging.ids)}
     last_page = paging.page == paging.pages
@@ -457,11 +482,11 @@ def load_stitched_page(
                 continue
         divider = rows.get(plan.divider) if plan.divider in on_page else None
         messages = tuple(rows[i] for i in ids if i != plan.divider and i in rows)
-        body = Transcript(plan.session, messages, include_inactive, plan.left_out)
-        parts.append(StitchedPart(plan.part, plan.segment, body, divider))
+        body = Transcript(plan.session, messages, include_inactive, plan.rows.left_out)
+        parts.append(StitchedPart(plan.part, plan.segment, _with_rows(body, plan.rows), divider))
     return StitchedPage(
-        parts, len(plans), len(order), sum(p.left_out for p in plans),
-        paging if page_size else None,
+        parts, len(plans), len(order), sum(p.rows.left_out for p in plans),
+        paging if page_size else None, view, sum(p.rows.compactions for p in plans),
     )  # fmt: skip
 
 
@@ -472,46 +497,55 @@ class _PartPlan:
     session: SessionInfo
     ids: list[int]  # in conversation order, the divider first when there is one
     divider: int | None
-    left_out: int
+    rows: ShownRows  # how the view shows the session's rows
     start: int  # index of the part's first message in the whole line
 
 
-def _stitch_plan(conn: sqlite3.Connection, chain: Chain, include_inactive: bool) -> list[_PartPlan]:
+def _stitch_plan(
+    conn: sqlite3.Connection, chain: Chain, include_inactive: bool, view: str
+) -> list[_PartPlan]:
     """Which message ids each part of the line holds, read without their text."""
     plans: list[_PartPlan] = []
     seen: set[int] = set()
-    where = "m.session_id = ?"
-    if not include_inactive:
-        where += f" AND {visible_sql('m')}"
     start = 0
+    found = epochs_of(conn, chain.line)  # the whole line's epochs in one read
     for n, session_id in enumerate(chain.line, start=1):
         segment = chain.segment(session_id)
         session = _session(conn, session_id) if segment is not None else None
         if segment is None or session is None:
             continue
-        rows = conn.execute(
-            f"SELECT m.id, m.display_kind = 'hidden' FROM messages m WHERE {where} "
-            f"ORDER BY {_ORDER}",
-            (session_id,),
-        ).fetchall()
-        rows = [r for r in rows if r[0] not in seen]
-        seen.update(r[0] for r in rows)
-        first = next((r[0] for r in rows if not r[1]), None)
-        divider = None
-        if first is not None:
-            sql = "SELECT content FROM messages WHERE id = ?"
-            (content,) = conn.execute(sql, (first,)).fetchone()
-            if isinstance(content, bytes):
-                content = content.decode("utf-8", errors="replace")
-            text = decode_content(content) if isinstance(content, str) else ""
-            divider = first if is_summary(text) else None
-        ids = [r[0] for r in rows if r[0] != divider]
+        rows = shown_rows(conn, session_id, view, include_inactive,
+                          found.get(session_id, Epochs()))  # fmt: skip
+        if view == "live" and n < len(chain.line):
+            # The agent is fed only the line's last segment: an earlier one's rows are
+            # still active=1 there, but a continuation replaced them with its summary.
+            rows = replace(rows, order=(), dividers={}, copy_of={}, aliases={}, left_out=0)
+        ids = [i for i in rows.order if i not in seen]
+        seen.update(ids)
+        divider = _opening_summary(conn, ids, rows)
         if divider is not None:
+            ids.remove(divider)
             ids.insert(0, divider)
-        left_out = _left_out(conn, session_id, include_inactive)
-        plans.append(_PartPlan(n, segment, session, ids, divider, left_out, start))
+        plans.append(_PartPlan(n, segment, session, ids, divider, rows, start))
         start += len(ids)
     return plans
+
+
+def _opening_summary(conn: sqlite3.Connection, ids: Sequence[int], rows: ShownRows) -> int | None:
+    """The rotation summary a part starts from: its first row a person sees, when that
+    is a summary carrier and not one of the session's own in-place compactions."""
+    found = conn.execute(
+        f"SELECT m.id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+        f" AND coalesce(m.display_kind, '') <> 'hidden' ORDER BY {_ORDER} LIMIT 1",
+        (json.dumps(list(ids)),),
+    ).fetchone()
+    if found is None or found[0] in rows.dividers:
+        return None
+    content = found[1]
+    if isinstance(content, bytes):
+        content = content.decode("utf-8", errors="replace")
+    text = decode_content(content) if isinstance(content, str) else ""
+    return found[0] if is_summary(text) else None
 
 
 def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from dashboard.repository.memoryfiles import (
     split_entries,
 )
 from dashboard.repository.params import whole_number
+from dashboard.repository.transcript import TranscriptRequest
 from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
@@ -64,9 +65,11 @@ def search():
 
 @bp.get("/sessions/<session_id>/messages")
 def session_messages(session_id: str):
-    """Return a session's transcript (visible rows; ``all=1`` includes inactive ones)."""
+    """Return a session's transcript (``view=live``: what the agent sees now; ``all=1``:
+    rewound and hidden rows too)."""
+    wanted = TranscriptRequest.from_params(request.args.get)
     transcript = get_reader().transcript(
-        session_id, include_inactive=request.args.get("all") == "1"
+        session_id, include_inactive=wanted.include_inactive, view=wanted.view
     )
     return jsonify(transcript.to_json())
 

@@ -40,6 +40,6 @@ def transcript(session_id: str):
     return render_page(
         "chain_transcript.html", "_stitched.html", "stitched",
         chain=chain, stitched=stitched, parts=stitched.parts, paging=stitched.paging,
-        include_inactive=wanted.include_inactive, q=wanted.query,
+        include_inactive=wanted.include_inactive, view=wanted.view, at=wanted.at, q=wanted.query,
         terms=highlight_terms(wanted.query),
     )  # fmt: skip

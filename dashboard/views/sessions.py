@@ -25,6 +25,7 @@ def show(session_id: str):
         transcript=shown.transcript, session=shown.transcript.session, q=wanted.query,
         terms=shown.terms, matches=shown.matches, match_count=shown.match_count,
         paging=shown.transcript.paging, include_inactive=wanted.include_inactive,
+        view=wanted.view, at=wanted.at,
         chain_part=chain.shown_part(session_id),
         # Branches, delegations or damaged links still make a family worth a look.
         related=len(chain.segments) - 1, chain_damaged=bool(chain.warnings),
