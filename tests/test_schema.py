@@ -115,6 +115,21 @@ def test_fresh_file_is_not_backed_up(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.bak"))
 
 
+def test_an_index_only_migration_makes_no_backup_and_the_index_is_used(tmp_path: Path) -> None:
+    path = tmp_path / "archive.db"
+    core = WriteCore(path)
+    schema.migrate(core, target=4)
+    core.close()
+    with SessionStore(path) as store:
+        conn = store.core.conn
+        assert schema.current_version(conn) == 5
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
+        ).fetchall()
+    assert "idx_messages_compacted" in " ".join(str(tuple(r)) for r in plan)
+    assert not list(tmp_path.glob("*.bak"))  # v4 -> v5 only adds an index
+
+
 def test_a_newer_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     SessionStore(path).close()

@@ -218,17 +218,18 @@ def usage_epoch(epochs: Epochs, first_seen: float | None, last_seen: float | Non
     return None
 
 
-def in_place_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def in_place_counts(conn: sqlite3.Connection, cache: EpochsCache | None = None) -> dict[str, int]:
     """Every archived session that compacted in place, with how many times.
 
-    Only a compaction flips rows to ``compacted=1``, so those sessions are found in
-    one pass over the flags; their count is :func:`derive_epochs`'s, the one rule.
-    This reads every message row (no index covers the flag): callers cache it until
-    the archive is written (``reader.py``).
+    Only a compaction flips rows to ``compacted=1``, so those sessions are found from
+    the partial index of those rows (schema migration 5); their count is
+    :func:`derive_epochs`'s, the one rule. With ``cache`` only the sessions that
+    changed since it last read them are derived again (after an agent's turn: one).
     """
     flagged = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
     found = [r[0] for r in conn.execute(flagged)]
-    return {sid: e.compactions for sid, e in epochs_of(conn, found).items() if e.compactions}
+    epochs = cache.get(conn, found) if cache is not None else epochs_of(conn, found)
+    return {sid: e.compactions for sid, e in epochs.items() if e.compactions}
 
 
 def compacted_epochs(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, Epochs]:

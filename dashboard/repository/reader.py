@@ -101,8 +101,8 @@ class StateReader:
         self._before_read = before_read
         self._demo: bool | None = None
         self._lineage = LineageCache()
-        self._in_place = LineageCache(in_place_counts)  # a pass over every message row
         self._epochs = EpochsCache()
+        self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
         self._spend_lock = threading.Lock()

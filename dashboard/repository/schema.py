@@ -229,11 +229,23 @@ def _v4_session_digest(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v5_compacted_index(conn: sqlite3.Connection) -> None:
+    """Which sessions compacted in place, without a pass over every message (the
+    chains index asks after each write): a partial index of the rows a compaction
+    archived, nothing for the others."""
+    conn.execute(
+        "CREATE INDEX idx_messages_compacted ON messages(session_id) WHERE compacted = 1"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
     name: str
     apply: Callable[[sqlite3.Connection], None]
+    # False for a migration that only adds an index: nothing to lose, so no backup
+    # (of an archive that may be gigabytes) before it.
+    changes_rows: bool = True
 
 
 MIGRATIONS: Sequence[Migration] = (
@@ -241,6 +253,8 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(2, "session_model_usage and activity columns", _v2_usage_and_activity),
     Migration(3, "archive: message flags, session context, provenance", _v3_archive_columns),
     Migration(4, "archive: a digest of each session's source row", _v4_session_digest),
+    Migration(5, "archive: an index of the rows in-place compaction archived", _v5_compacted_index,
+              changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -261,7 +275,8 @@ def migrate(
 ) -> list[int]:
     """Bring ``core``'s file up to ``target`` (default: the last of ``migrations``).
 
-    The file is backed up first when it already held a Recall schema. Each
+    The file is backed up first when it already held a Recall schema and a pending
+    migration changes rows (one that only adds an index does not). Each
     migration runs in its own write transaction together with the version bump
     (kept in ``state_meta``, which every Recall file's first migration creates),
     so a crash leaves the file at a whole version. Returns the versions applied.
@@ -272,7 +287,7 @@ def migrate(
     if start > latest:
         raise RuntimeError(f"{core.path} was written by a newer Recall (schema {start} > {latest})")
     pending = [m for m in migrations if start < m.version <= target]
-    if pending and start > 0:
+    if start > 0 and any(m.changes_rows for m in pending):
         backup_before_migration(core, start)
     for migration in pending:
 
