@@ -265,6 +265,11 @@ def test_an_in_place_chain_draws_its_epochs_and_an_epoch_opens_the_transcript_th
             page.wait_for_url(f"{srv.url}/sessions/{hs.S_EPOCHS}?at={carrier}#m{carrier}")
             message = page.locator(f"#m{carrier}")
             assert message.count() == 1 and message.evaluate(IN_VIEW)
+            # It lands on the divider of the compaction that opened epoch 3, its summary
+            # folded until asked for.
+            assert "Compaction 2 of 3" in message.inner_text()
+            assert "so far: part 2" not in message.inner_text()
+            message.locator("summary").first.click()
             assert "so far: part 2" in message.inner_text()
             assert watch.problems == []
     finally:
