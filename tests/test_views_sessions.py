@@ -425,3 +425,17 @@ def test_a_summary_and_its_divider_stay_inert(tmp_path: Path) -> None:
         assert "Compaction 4 of 4" in html
         assert_inert(html)
     assert_inert(page(client, f"/chains/{shapes.S_EPOCHS}/transcript"))
+
+
+def test_a_session_compacted_in_place_links_to_its_epochs_on_the_chain_page(
+    tmp_path: Path,
+) -> None:
+    client, _ = epochs_client(tmp_path)
+    html = page(client, f"/sessions/{shapes.S_EPOCHS}")
+    link = re.search(r'<a class="chain-part-link" href="([^"]+)"[^>]*>([^<]+)</a>', html)
+    assert link is not None
+    assert link.group(1) == f"/chains/{shapes.S_EPOCHS}"
+    assert link.group(2) == "compacted in place 3 times: 4 epochs"
+    # A rotation segment keeps its "part n of m" (its chain page draws the epochs too).
+    tip = page(client, f"/sessions/{shapes.S_ROTATED_TIP}")
+    assert "chain: part 2 of 2" in tip and "compacted in place" not in tip
