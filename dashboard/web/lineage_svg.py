@@ -412,24 +412,16 @@ def render_segment_panels(
     out = ['<div class="seg-panels">']
     for i, seg in enumerate(chain.segments):
         part = chain.part_of(seg.session_id)
-        first, *rest = tooltip(seg, part).split("\n")
-        lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
-        out.append(
-            f'<div class="seg-panel" id="{panel_id(i)}" role="tooltip" hidden '
-            f'data-session-id="{escape(seg.session_id)}">'
-            f'<p class="seg-panel-title">{escape(first)}</p><ul>{lines}</ul>'
-            f'<a href="{escape(session_url(seg.session_id))}">Open session</a></div>'
-        )
+        out.append(_panel(
+            panel_id(i), seg.session_id, None, tooltip(seg, part),
+            session_url(seg.session_id), "Open session",
+        ))  # fmt: skip
         for epoch in seg.epochs.epochs if seg.compactions and seg.epochs else ():
-            first, *rest = epoch_tooltip(seg, epoch).split("\n")
-            lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
-            out.append(
-                f'<div class="seg-panel" id="{epoch_panel_id(i, epoch.number)}" role="tooltip" '
-                f'hidden data-session-id="{escape(seg.session_id)}" '
-                f'data-epoch="{epoch.number}"><p class="seg-panel-title">{escape(first)}</p>'
-                f'<ul>{lines}</ul><a href="{escape(epoch_url(seg.session_id, epoch))}">'
-                "Open the transcript here</a></div>"
-            )
+            out.append(_panel(
+                epoch_panel_id(i, epoch.number), seg.session_id, epoch.number,
+                epoch_tooltip(seg, epoch), epoch_url(seg.session_id, epoch),
+                "Open the transcript here",
+            ))  # fmt: skip
     out.append("</div>")
     return Markup("".join(out))
 
@@ -532,3 +524,18 @@ def _in_place_description(chain: Chain) -> str:
 def _clip(text: str, limit: int) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _panel(
+    element_id: str, session_id: str, epoch: int | None, text: str, href: str, link: str
+) -> str:
+    """One bar's (or epoch's) figures as a panel: its first line the title, the rest a list."""
+    first, *rest = text.split("\n")
+    lines = "".join(f"<li>{escape(line)}</li>" for line in rest)
+    data_epoch = f' data-epoch="{epoch}"' if epoch is not None else ""
+    return (
+        f'<div class="seg-panel" id="{element_id}" role="tooltip" hidden '
+        f'data-session-id="{escape(session_id)}"{data_epoch}>'
+        f'<p class="seg-panel-title">{escape(first)}</p><ul>{lines}</ul>'
+        f'<a href="{escape(href)}">{link}</a></div>'
+    )
