@@ -2170,3 +2170,65 @@ def add_epoch_usage(facts: EpochFacts) -> dict[int, float] | None:
             )
         conn.execute("COMMIT")
     return {1: 0.002, 4: 0.04}
+
+
+# ---------------------------------------------------------------------------
+# Profiles (issue 17): one Hermes home split into profiles, each a home of its own
+# ---------------------------------------------------------------------------
+
+#: A word each profile's history says and no other profile's does.
+PROFILE_WORDS = {"default": "saxifrage", "legacy": "orrery", "empty": "quillback"}
+
+
+@dataclass(frozen=True)
+class ProfilesFacts:
+    """A root home (profile ``default``, today's views form), ``profiles/legacy`` (the
+    seed's external-content form) and ``profiles/empty`` (today's schema, no session
+    yet), each with its own memories and config. The default and legacy profiles share
+    every fixture session id (Hermes never shares records between profiles: the same id
+    names two different sessions)."""
+
+    root: Path
+    dbs: dict[str, Path]  # profile -> its state.db
+    words: dict[str, str]  # profile -> the word only its history says (empty: none said)
+    said_in: dict[str, str]  # profile -> the session saying it
+    shared_ids: tuple[str, ...]  # session ids present in more than one profile
+
+
+def build_empty_current(path: Path) -> Path:
+    """Today's schema with nothing in it: a profile Hermes created and never ran."""
+    path = _fresh(path)
+    with closing(_connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_CURRENT_SCHEMA + _CURRENT_FTS + _CURRENT_TRIGRAM)
+        conn.execute(
+            "INSERT INTO state_meta (key, value) VALUES (?, ?)",
+            ("fts_storage_version", str(FTS_STORAGE_VERSION)),
+        )
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (CURRENT_SCHEMA_VERSION,))
+    return path
+
+
+def build_profiles_home(root: Path) -> ProfilesFacts:
+    """The three-profile home of issue 17's checks (see :class:`ProfilesFacts`)."""
+    # Hermes's own layout: the root is the profile named default, the rest under profiles/.
+    profiles = root / "profiles"
+    homes = {"default": root, "legacy": profiles / "legacy", "empty": profiles / "empty"}
+    builders = {"default": build_current_views, "legacy": build_seed_external,
+                "empty": build_empty_current}  # fmt: skip
+    dbs: dict[str, Path] = {}
+    said_in: dict[str, str] = {}
+    for name, home in homes.items():
+        dbs[name] = builders[name](home / "state.db")
+        memories = home / "memories"
+        memories.mkdir(parents=True, exist_ok=True)
+        (memories / "USER.md").write_text(f"The {name} profile's user.\n", encoding="utf-8")
+        notes = f"Notes kept by the {name} profile.\n"
+        (memories / "MEMORY.md").write_text(notes, encoding="utf-8")
+        (home / "config.yaml").write_text("memory:\n  user_char_limit: 1375\n", encoding="utf-8")
+    for name in ("default", "legacy"):
+        word = PROFILE_WORDS[name]
+        append_turn(dbs[name], S_CRON, f"did the {word} job run?", f"yes, {word} ran", 1.79e9)
+        said_in[name] = S_CRON
+    words = {n: w for n, w in PROFILE_WORDS.items() if n in said_in}
+    return ProfilesFacts(root, dbs, words, said_in, SESSION_IDS)

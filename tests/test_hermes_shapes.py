@@ -492,3 +492,27 @@ def test_the_epochs_home_holds_what_hermes_writes_when_it_compacts_in_place(
     path = archive_home(home)
     with SessionStore(path) as archive:
         assert_mirrors(archive, facts.db, home)
+
+
+def test_the_profiles_home_is_three_homes_that_share_ids_but_no_words(tmp_path: Path) -> None:
+    from dashboard.repository.home import HermesHome
+
+    facts = hs.build_profiles_home(tmp_path / "home")
+    home = HermesHome(facts.root)
+    assert set(home.profiles()) == {"legacy", "empty"}  # the root is the default profile
+    assert home.state_db == facts.dbs["default"]
+    said: dict[str, set[str]] = {}
+    for name, db in facts.dbs.items():
+        with closing(sqlite3.connect(db)) as conn:
+            text = " ".join(r[0] or "" for r in conn.execute("SELECT content FROM messages"))
+            ids = {r[0] for r in conn.execute("SELECT id FROM sessions")}
+        said[name] = {p for p, w in hs.PROFILE_WORDS.items() if w in text}
+        if name == "empty":
+            assert ids == set() and text == ""
+        else:
+            assert set(facts.shared_ids) <= ids
+    assert said == {"default": {"default"}, "legacy": {"legacy"}, "empty": set()}
+    # Each profile keeps its own memory files.
+    homes = {"default": home, **home.profiles()}
+    users = {name: h.user_md.read_text(encoding="utf-8") for name, h in homes.items()}
+    assert len(set(users.values())) == 3 and "legacy" in users["legacy"]
