@@ -15,7 +15,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app: defaults, then ``RECALL_*`` environment, then ``config``."""
     from dashboard.views import register_blueprints
     from dashboard.web import errors as error_pages
-    from dashboard.web import filters, htmx, reader, resources, security, summaries
+    from dashboard.web import filters, htmx, profiles, reader, resources, security, summaries
 
     app = Flask(
         __name__,
@@ -24,6 +24,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.from_mapping(
         HERMES_HOME=None,  # the home whose state.db is shown (read-only)
+        EXTRA_HOMES=[],  # more Hermes homes whose profiles share the first one's archive
+        PROFILE=None,  # serve this one profile only (recall serve --profile)
         DATA_DIR=None,  # Recall's own files: secret key, recall.db (default: datadir)
         ARCHIVE=None,  # the home's archive file (default: archive.db in its data directory)
         BIND_HOST="127.0.0.1",
@@ -49,6 +51,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     filters.init_app(app)
     htmx.init_app(app)
     reader.init_app(app)
+    profiles.init_app(app)
     resources.init_app(app)
     summaries.init_app(app)
     error_pages.init_app(app)

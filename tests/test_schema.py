@@ -122,12 +122,16 @@ def test_an_index_only_migration_makes_no_backup_and_the_index_is_used(tmp_path:
     core.close()
     with SessionStore(path) as store:
         conn = store.core.conn
-        assert schema.current_version(conn) == 5
+        assert schema.current_version(conn) == schema.LATEST_VERSION
         plan = conn.execute(
             "EXPLAIN QUERY PLAN SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
         ).fetchall()
+        by_profile = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE profile IN ('work')"
+        ).fetchall()
     assert "idx_messages_compacted" in " ".join(str(tuple(r)) for r in plan)
-    assert not list(tmp_path.glob("*.bak"))  # v4 -> v5 only adds an index
+    assert "idx_sessions_profile" in " ".join(str(tuple(r)) for r in by_profile)
+    assert not list(tmp_path.glob("*.bak"))  # v4 -> v6 only adds indexes
 
 
 def test_a_newer_file_is_refused(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ class ReadChoice:
 
 def read_choice(
     home: HermesHome, explicit: str | os.PathLike[str] | None = None, *,
-    folder: str | os.PathLike[str] | None = None, will_create: bool = False,
+    folder: str | os.PathLike[str] | None = None, will_create: bool = False, own: bool = True,
 ) -> ReadChoice:  # fmt: skip
     """The one rule for what is read: the home's own store if it is Recall's, else the archive.
 
@@ -190,9 +190,11 @@ def read_choice(
     be read now (missing, locked, damaged) gets the archive: it holds what was seen
     before, and the syncer says what is wrong with the source. ``will_create``: the
     caller (an agent embedding Recall) makes Recall's store there if it is missing.
+    ``own=False`` (a home with profiles): the archive, which holds every profile.
     """
     source = Path(home.state_db)
-    if not explicit and (_is_recall_store(source) or (will_create and not source.exists())):
+    own = own and not explicit  # ``own``: False when the home has profiles to archive too
+    if own and (_is_recall_store(source) or (will_create and not source.exists())):
         return ReadChoice(source, source, None)
     target, note = archive_path(home, explicit, folder)
     return ReadChoice(target, source, target, note)

@@ -173,7 +173,7 @@ def _compare(
         r[0]: _digest(r[1:])
         for r in conn.execute(
             f"SELECT s.id, {', '.join('s.' + c for c in SESSION_COLUMNS)} FROM sessions s "
-            "JOIN json_each(?) j ON s.id = j.value WHERE s.src_home = ? AND s.src_id = s.id",
+            "JOIN json_each(?) j ON s.id = j.value WHERE s.src_home = ?",
             (ids, key),
         )
     }

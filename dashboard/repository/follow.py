@@ -177,7 +177,7 @@ def _watermark_lost(adapter: Adapter, state: dict[str, Any], newest: dict | None
 def _archived_sessions(archive: SessionStore, home: str) -> dict[str, tuple[Any, Any]]:
     with archive.core.reading() as conn:
         rows = conn.execute(
-            "SELECT src_id, src_digest, gone_from_source_at FROM sessions WHERE src_home=?",
+            "SELECT id, src_digest, gone_from_source_at FROM sessions WHERE src_home=?",
             (home,),
         )
         return {str(r[0]): (r[1], r[2]) for r in rows}
@@ -202,7 +202,7 @@ def _cheap(
     dirty, lost = _session_sets(source, _archived_sessions(archive, home))
     mark = (state.get("newest") or {}).get("id", 0)
     touched = {
-        str(r[0])
+        adapter.archive_id(str(r[0]))
         for r in adapter.conn.execute(
             "SELECT DISTINCT session_id FROM messages WHERE id > ?", (mark,)
         )
@@ -300,7 +300,9 @@ def _merge_rows(
         source = [m for s in found for m in s.messages]
         columns = MESSAGE_COLUMNS
     else:
-        source = adapter.messages_where(f"m.session_id IN ({marks})", tuple(ids), FLAG_COLUMNS)
+        source = adapter.messages_where(
+            f"m.session_id IN ({marks})", tuple(adapter.source_ids(ids)), FLAG_COLUMNS
+        )
         columns = FLAG_COLUMNS
     _merge_messages(c, adapter, home, ids, source, columns, now, changes)
     _merge_usage(c, home, ids, [u for s in found for u in s.usage], now, changes)
@@ -319,7 +321,7 @@ def _upsert_sessions(
             cols = (*SESSION_COLUMNS, "src_home", "src_id", "archive_first_seen", "src_digest")
             c.execute(
                 f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-                (*(s.row[k] for k in SESSION_COLUMNS), home, s.row["id"], now, digest),
+                (*(s.row[k] for k in SESSION_COLUMNS), home, s.row["_src_id"], now, digest),
             )
             changes.sessions_added += 1
             continue

@@ -84,15 +84,39 @@ class Adapter:
 
     name = "base"
 
-    def __init__(self, conn: sqlite3.Connection, layout: Layout, home_root: Path) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, layout: Layout, home_root: Path, *,
+        profile: str | None = None, id_prefix: str = "",
+    ) -> None:  # fmt: skip
         self.conn = conn
         self.layout = layout
-        self.profile = conventions.profile_of(home_root)
+        # The profile every row of this source is archived under (profiles.py names
+        # them; the folder's own name when the caller does not).
+        self.profile = profile or conventions.profile_of(home_root)
+        # What the archive puts before this source's session ids (profiles.Profile).
+        # Every session id this adapter returns is the archive's; every one it is
+        # given is too: the source's own ids never leave it.
+        self.id_prefix = id_prefix
+
+    def archive_sql(self, expr: str) -> str:
+        """SQL naming the archive's id of the source's session id ``expr``."""
+        if not self.id_prefix:
+            return expr
+        return "'" + self.id_prefix.replace("'", "''") + "' || " + expr
+
+    def source_ids(self, ids: Iterable[str]) -> list[str]:
+        """The source's own ids of archive session ids (each starts with the prefix)."""
+        cut = len(self.id_prefix)
+        return [str(i)[cut:] for i in ids]
+
+    def archive_id(self, source_id: str) -> str:
+        return f"{self.id_prefix}{source_id}"
 
     def session_keys(self) -> list[tuple[float, str]]:
         """Every session's ``(started_at, id)``, newest first."""
         rows = self.conn.execute(
-            "SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC"
+            f"SELECT started_at, {self.archive_sql('id')} FROM sessions"
+            " ORDER BY started_at DESC, id DESC"
         )
         return [(float(r[0]), str(r[1])) for r in rows]
 
@@ -102,28 +126,29 @@ class Adapter:
         Each row also carries ``_digest``, the text :func:`row_digest` hashes.
         """
         marks = ",".join("?" for _ in ids)
+        own = tuple(self.source_ids(ids))
         with read_snapshot(self.conn):
             sessions = [
                 dict(r)
                 for r in self.conn.execute(
-                    f"SELECT {self._session_select()}, {self.digest_sql()} AS _digest"
-                    f" FROM sessions s WHERE s.id IN ({marks})",
-                    tuple(ids),
+                    f"SELECT {self._session_select()}, {self.digest_sql()} AS _digest,"
+                    f" s.id AS _src_id FROM sessions s WHERE s.id IN ({marks})",
+                    own,
                 )
             ]
             found: dict[str, list[dict[str, Any]]] = {sid: [] for sid in ids}
             if messages:
-                for m in self.messages_where(f"m.session_id IN ({marks})", tuple(ids)):
+                for m in self.messages_where(f"m.session_id IN ({marks})", own):
                     found[m["session_id"]].append(m)
             # A file without last_activity_at: the session's newest message says it.
             latest: dict[str, float] = {}
             if "last_activity_at" not in self.layout.session_columns:
                 latest = {
-                    r[0]: r[1]
+                    self.archive_id(r[0]): r[1]
                     for r in self.conn.execute(
                         f"SELECT session_id, max(timestamp) FROM messages"
                         f" WHERE session_id IN ({marks}) GROUP BY session_id",
-                        tuple(ids),
+                        own,
                     )
                 }
             usage = self.usage(ids, sessions) if sessions else {}
@@ -131,8 +156,8 @@ class Adapter:
         for s in sessions:
             if s.get("last_activity_at") is None:
                 s["last_activity_at"] = latest.get(s["id"]) or s["started_at"]
-            if s.get("profile") is None:
-                s["profile"] = self.profile
+            # The folder says which profile a row is, not a column a copied file carries.
+            s["profile"] = self.profile
             out.append(SourceSession(s, found.get(s["id"], []), usage.get(s["id"], [])))
         return out
 
@@ -189,7 +214,7 @@ class Adapter:
     def session_digests(self) -> dict[str, str]:
         """Every source session's id and :func:`row_digest`."""
         rows = self.conn.execute(f"SELECT s.id, {self.digest_sql()} FROM sessions s")
-        return {str(r[0]): row_digest(r[1]) for r in rows}
+        return {self.archive_id(str(r[0])): row_digest(r[1]) for r in rows}
 
     def message_sums_sql(self, alias: str = "m", id_sql: str = "m.id") -> str:
         """Per-session sums over messages that change when any row is added, lost,
@@ -209,7 +234,7 @@ class Adapter:
         rows = self.conn.execute(
             f"SELECT m.session_id, {self.message_sums_sql()} FROM messages m GROUP BY m.session_id"
         )
-        return {str(r[0]): tuple(r[1:]) for r in rows}
+        return {self.archive_id(str(r[0])): tuple(r[1:]) for r in rows}
 
     def usage_sums(self) -> dict[str, frozenset[tuple[Any, ...]]]:
         """Every session's usage rows as a comparable set (this layout: none of its own;
@@ -240,16 +265,24 @@ class Adapter:
         """``alias.col`` for columns the file has, the convention's default (or NULL) else."""
         have = self._source_columns(table)
         alias = table[0]
-        return ", ".join(
-            f"{alias}.{c}" if c in have else f"{_literal(defaults.get(c))} AS {c}" for c in columns
-        )
+
+        def one(c: str) -> str:
+            if c not in have:
+                return f"{_literal(defaults.get(c))} AS {c}"
+            if c == "session_id" and self.id_prefix:
+                return f"{self.archive_sql(f'{alias}.{c}')} AS {c}"
+            return f"{alias}.{c}"
+
+        return ", ".join(one(c) for c in columns)
 
     def _session_select(self) -> str:
         have = self.layout.session_columns
         mapped = {"profile": "profile_name"} if "profile_name" in have else {}
         parts = []
         for c in SESSION_COLUMNS:
-            if c in mapped:
+            if c in ("id", "parent_session_id") and self.id_prefix and c in have:
+                parts.append(f"{self.archive_sql(f's.{c}')} AS {c}")
+            elif c in mapped:
                 parts.append(f"s.{mapped[c]} AS {c}")
             elif c == "system_prompt":
                 parts.append(f"{self._system_prompt()} AS system_prompt")
@@ -298,7 +331,7 @@ class CurrentAdapter(Adapter):
         for r in self.conn.execute(
             f"SELECT {select} FROM session_model_usage s WHERE s.session_id IN ({marks}) "
             "ORDER BY s.rowid",
-            tuple(ids),
+            tuple(self.source_ids(ids)),
         ):
             out.setdefault(r["session_id"], []).append(dict(r))
         return out
@@ -310,13 +343,17 @@ class RecallStoreAdapter(CurrentAdapter):
     name = "recall-store"
 
 
-def adapter_for(conn: sqlite3.Connection, layout: Layout, home_root: Path) -> Adapter:
-    """The adapter reading ``layout``."""
+def adapter_for(
+    conn: sqlite3.Connection, layout: Layout, home_root: Path, *, profile: str | None = None,
+    id_prefix: str = "",
+) -> Adapter:  # fmt: skip
+    """The adapter reading ``layout`` (``profile``, ``id_prefix``: see :class:`Adapter`)."""
+    kind: type[Adapter] = SeedAdapter
     if layout.is_recall_store:
-        return RecallStoreAdapter(conn, layout, home_root)
-    if layout.has_model_usage:
-        return CurrentAdapter(conn, layout, home_root)
-    return SeedAdapter(conn, layout, home_root)
+        kind = RecallStoreAdapter
+    elif layout.has_model_usage:
+        kind = CurrentAdapter
+    return kind(conn, layout, home_root, profile=profile, id_prefix=id_prefix)
 
 
 # -- the import ---------------------------------------------------------------------------
@@ -378,6 +415,8 @@ def sync(
     batch_sessions: int = BATCH_SESSIONS,
     on_progress: Callable[[Progress], None] | None = None,
     reconcile: bool = False,
+    profile: str | None = None,
+    id_prefix: str = "",
 ) -> SyncReport:
     """Bring the archive level with the source; never write the source, never drop a row.
 
@@ -397,7 +436,7 @@ def sync(
     conn = open_readonly(state_db)
     try:
         layout = detect_layout(conn, state_db)
-        adapter = adapter_for(conn, layout, home_root)
+        adapter = adapter_for(conn, layout, home_root, profile=profile, id_prefix=id_prefix)
         resumed = read_watermark(archive.core.conn, home) is not None
         first = resumed or not archive.core.conn.execute(
             "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (home,)
@@ -493,7 +532,8 @@ def _first_import(
                 # Kept per chunk (not summed here): a retried transaction re-runs this.
                 now = time.time()
                 added[at] = _insert(c, home, rows, now)
-                added[at][1] = _copy_messages(c, home, copy, [s.row["id"] for s in rows], now)
+                added[at][1] = _copy_messages(
+                    c, home, copy, [s.row["_src_id"] for s in rows], now)  # fmt: skip
                 landed[at] = _landed(home, rows, now)
                 index_messages(c, *landed[at])
                 put_meta(c, WATERMARK_PREFIX + home, covered)
@@ -542,7 +582,7 @@ def _insert(
         f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
         "ON CONFLICT(id) DO NOTHING",
         [
-            (*(s.row[c] for c in SESSION_COLUMNS), home, s.row["id"], now,
+            (*(s.row[c] for c in SESSION_COLUMNS), home, s.row["_src_id"], now,
              row_digest(s.row["_digest"]))
             for s in sessions
         ],
@@ -578,8 +618,9 @@ def _insert(
 def _copy_messages(
     conn: sqlite3.Connection, home: str, select: str, session_ids: list[str], now: float
 ) -> int:
-    """Copy the messages of ``session_ids`` from the attached source (``select``:
-    :meth:`Adapter.messages_select`) in one statement; return how many were added.
+    """Copy the messages of ``session_ids`` (the source's own ids) from the attached
+    source (``select``: :meth:`Adapter.messages_select`) in one statement; return how
+    many were added.
 
     The same rules as :func:`_insert` for rows read into Python: the source's id is
     kept when it is free, a row already archived (same home and source id) is left.

@@ -256,8 +256,8 @@ def _check_batch(
     present = {
         r[0]
         for r in conn.execute(
-            "SELECT s.id FROM sessions s JOIN json_each(?) j ON s.id = j.value "
-            "WHERE s.src_home = ? AND s.src_id = s.id",
+            "SELECT s.src_id FROM sessions s JOIN json_each(?) j ON s.src_id = j.value "
+            "WHERE s.src_home = ?",
             (json.dumps(ids), key),
         )
     }

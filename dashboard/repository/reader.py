@@ -33,6 +33,7 @@ from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.lineage import LineageCache
 from dashboard.repository.overview import archive_counts, archive_overview, source_overview
+from dashboard.repository.profiles import Profile, Scope, by_name
 from dashboard.repository.query import ParsedQuery, parse_query
 from dashboard.repository.readonly import classify, open_readonly, read_snapshot
 from dashboard.repository.said import said_only
@@ -62,6 +63,42 @@ from dashboard.repository.transcript import (
 )
 
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
+#: The archive's tables that hold a profile's rows; a scoped connection sees them
+#: through temporary views of the same names (see :func:`apply_scope`).
+SCOPED_TABLES = ("sessions", "messages", "session_model_usage")
+
+
+def apply_scope(conn: sqlite3.Connection, scope: Scope) -> None:
+    """Make ``conn`` see only ``scope``'s profiles, whatever a query asks.
+
+    SQLite resolves an unqualified table name in ``temp`` before ``main``, so a
+    temporary view named ``sessions`` (``messages``, ``session_model_usage``) over
+    the archive's table, restricted to the scope's sessions, stands in for it in
+    every statement this connection runs: search, transcripts, chains, costs. A
+    query cannot forget the scope, and one that names ``main.`` explicitly is
+    visible in review. ``rowid`` is carried as a column: views have none, and
+    SQLite would read it as NULL. The FTS5 indexes still span every profile; each
+    query reaches rows through ``messages``, so a hit of another profile is joined
+    away. Temporary objects are per connection and need a writable temp schema:
+    they are made before ``query_only`` is set again.
+    """
+    if scope.names is None:
+        return
+    names = ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(scope.names))
+    mine = f"SELECT id FROM main.sessions WHERE profile IN ({names})"
+    conn.execute("PRAGMA query_only=0")
+    try:
+        conn.execute(
+            "CREATE TEMP VIEW sessions AS SELECT rowid AS rowid, * FROM main.sessions"
+            f" WHERE profile IN ({names})"
+        )
+        for table in SCOPED_TABLES[1:]:
+            conn.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT rowid AS rowid, * FROM main.{table}"
+                f" WHERE session_id IN ({mine})"
+            )
+    finally:
+        conn.execute("PRAGMA query_only=1")
 
 
 def usable_query(text: str) -> ParsedQuery | None:
@@ -94,14 +131,24 @@ class StateReader:
 
     def __init__(
         self, home: HermesHome, path: Path | None = None,
-        before_read: Callable[[], None] | None = None,
+        before_read: Callable[[], None] | None = None, *,
+        scope: Scope | None = None, profiles: Sequence[Profile] = (),
+        epochs: EpochsCache | None = None,
     ) -> None:  # fmt: skip
         self.home = home
         self._path = Path(path) if path is not None else home.state_db
         self._before_read = before_read
+        # What this reader may show (profiles.py): every profile, or some; and the
+        # profiles Recall knows, for the switcher and the per-profile figures.
+        self.scope = scope if scope is not None else Scope()
+        self.profiles: tuple[Profile, ...] = tuple(profiles)
+        self._scoped: dict[str, StateReader] = {}
+        self._scoped_lock = threading.Lock()
         self._demo: bool | None = None
+        # Per reader, so per scope: a scope's graph and in-place counts are its own.
         self._lineage = LineageCache()
-        self._epochs = EpochsCache()
+        # A session's epochs are the same in every scope that may read it: one cache.
+        self._epochs = epochs if epochs is not None else EpochsCache()
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache: dict[tuple, Any] = {}
@@ -110,6 +157,27 @@ class StateReader:
     @property
     def path(self) -> Path:
         return self._path
+
+    def scoped(self, profile: str | None) -> StateReader:
+        """The reader of one profile (``profile``) or of every profile this reader may
+        show (None or ``all``), made once and kept: each has its own caches.
+
+        A reader already restricted (``recall serve --profile``) answers itself for
+        every choice: nothing widens its scope.
+        """
+        if not self.scope.everything or profile in (None, "all") or len(self.profiles) <= 1:
+            return self
+        with self._scoped_lock:
+            found = self._scoped.get(profile)
+            if found is None:
+                home = by_name(self.profiles, profile).home
+                found = StateReader(
+                    home, self._path, self._before_read, scope=Scope.of([profile]),
+                    profiles=self.profiles, epochs=self._epochs,
+                )  # fmt: skip
+                found._demo = self._demo
+                self._scoped[profile] = found
+            return found
 
     def open_for_rollup(self) -> sqlite3.Connection:
         """A read-only connection to the archive a background cost-rollup build can own."""
@@ -132,6 +200,7 @@ class StateReader:
         try:
             try:
                 state = read_state(conn, self.path)
+                apply_scope(conn, self.scope)
                 yield Snapshot(conn, state)
             except sqlite3.DatabaseError as exc:
                 # "database disk image is malformed" surfaces on the first page read.
@@ -316,7 +385,7 @@ class StateReader:
             question = plan(**options)
             order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
             found = None
-            if rollup is not None:
+            if rollup is not None and self.scope.everything:
                 found = rollup.session_sums(snap.conn, question, mark=mark, **order)
             if found is None:  # no rollup (yet): sum the raw rows by the same rules
                 sums = session_sums(range_rows(snap.conn, question).values(), question)
@@ -349,7 +418,9 @@ class StateReader:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            result = rollup.spend(snap.conn, mark=mark, **options) if rollup else None
+            # The rollup sums every profile; a scoped reader sums its own rows.
+            use = rollup is not None and self.scope.everything
+            result = rollup.spend(snap.conn, mark=mark, **options) if use else None
             if result is None:
                 result = spend(snap.conn, **options)
         with self._spend_lock:

@@ -238,6 +238,12 @@ def _v5_compacted_index(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v6_profile_index(conn: sqlite3.Connection) -> None:
+    """Which sessions are one profile's (profiles.py: a scoped reader's views ask it on
+    every statement)."""
+    conn.execute("CREATE INDEX idx_sessions_profile ON sessions(profile)")
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -255,6 +261,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(4, "archive: a digest of each session's source row", _v4_session_digest),
     Migration(5, "archive: an index of the rows in-place compaction archived", _v5_compacted_index,
               changes_rows=False),
+    Migration(6, "archive: sessions by profile", _v6_profile_index, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

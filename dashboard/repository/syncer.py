@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,9 +38,10 @@ from dashboard.repository.archive import (
     open_archive,
     read_choice,
 )
-from dashboard.repository.errors import StoreUnavailableError
+from dashboard.repository.errors import StoreUnavailableError, ValidationError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import BATCH_SESSIONS, Progress, read_watermark, source_key, sync
+from dashboard.repository.profiles import Scope, discover
 from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import classify, open_readonly
 from dashboard.repository.store import SessionStore
@@ -150,8 +151,12 @@ class Syncer:
         reconcile_s: float = RECONCILE_S,
         batch_sessions: int = BATCH_SESSIONS,
         on_progress: Callable[[Progress], None] | None = None,
+        profile: str | None = None,
+        id_prefix: str = "",
     ) -> None:
         self.archive_path = Path(archive)
+        self.profile = profile  # the name its rows are archived under (profiles.py)
+        self.id_prefix = id_prefix
         self.state_db = Path(state_db)
         self.home_root = Path(home_root)
         self.inline = inline
@@ -259,7 +264,8 @@ class Syncer:
 
         try:
             sync(store, self.state_db, self.home_root, batch_sessions=self.batch_sessions,
-                 on_progress=progress, reconcile=reconcile)  # fmt: skip
+                 on_progress=progress, reconcile=reconcile, profile=self.profile,
+                 id_prefix=self.id_prefix)  # fmt: skip
         finally:
             self._set(running=False)
         self.syncs += 1
@@ -281,6 +287,14 @@ class Syncer:
         while not self._stop.wait(self.poll_s):
             self.poll()
 
+    def close(self) -> None:
+        """Close both connections (the group's stop, with no thread of this syncer's)."""
+        with self._sync_lock:
+            self._watch.close()
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Stop polling, let a running batch commit, close both connections."""
         self._stop.set()
@@ -291,6 +305,116 @@ class Syncer:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+class SyncGroup:
+    """Several profiles' syncers filling one archive, on one thread, one pass at a time.
+
+    Each profile keeps its own :class:`Syncer` (its watch on its own ``state.db``,
+    its watermark, its state); the group polls them in order, so two first imports
+    never race for the archive's write lock or for a first import's side trigram
+    build. It answers what the pages and ``recall serve`` ask a syncer.
+    """
+
+    def __init__(self, members: Sequence[Syncer], *, poll_s: float = POLL_S) -> None:
+        if not members:
+            raise ValueError("a sync group needs a syncer")
+        self.members = list(members)
+        self.poll_s = poll_s
+        self.inline = members[0].inline
+        self.archive_path = members[0].archive_path
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # What each member shares: its batch size and the callbacks serve.py sets.
+    def _fan(name: str) -> property:  # type: ignore[misc]  # noqa: N805
+        def get(self: SyncGroup) -> object:
+            return getattr(self.members[0], name)
+
+        def put(self: SyncGroup, value: object) -> None:
+            for m in self.members:
+                setattr(m, name, value)
+
+        return property(get, put)
+
+    batch_sessions = _fan("batch_sessions")
+    on_progress = _fan("on_progress")
+    on_synced = _fan("on_synced")
+    del _fan
+
+    @property
+    def syncs(self) -> int:
+        return sum(m.syncs for m in self.members)
+
+    @property
+    def reconciliations(self) -> int:
+        return sum(m.reconciliations for m in self.members)
+
+    def states(self) -> dict[str, SyncState]:
+        """Each profile's state, by profile name."""
+        return {str(m.profile): m.state() for m in self.members}
+
+    def state(self) -> SyncState:
+        """One state for the banner and ``/healthz``: importing while any profile is,
+        progress summed, the oldest last sync, the first error (naming its file)."""
+        states = [m.state() for m in self.members]
+        failing = [st for st in states if st.reason is not None]
+        synced = [st.last_sync_at for st in states]
+        return SyncState(
+            source=", ".join(st.source for st in states),
+            archive=str(self.archive_path),
+            running=any(st.running for st in states),
+            importing=any(st.importing for st in states),
+            sessions_done=sum(st.sessions_done for st in states),
+            sessions_total=sum(st.sessions_total for st in states),
+            last_sync_at=None if None in synced else min(synced),  # type: ignore[type-var]
+            reason=failing[0].reason if failing else None,
+            error=failing[0].error if failing else None,
+            imported=any(st.imported for st in states),
+            replaced_at=max((st.replaced_at for st in states if st.replaced_at), default=None),
+        )
+
+    def before_read(self) -> None:
+        """As :meth:`Syncer.before_read`; only when no profile has anything in the archive
+        and one cannot be read is there nothing to show and a reason to say."""
+        if self.inline:
+            self.poll()
+        state = self.state()
+        if not state.imported and state.reason is not None:
+            raise StoreUnavailableError(state.reason, state.source, state.error or "")
+
+    def poll(self) -> bool:
+        """One look at every profile's source, in order; whether any synced."""
+        with self._lock:
+            ran = False
+            for m in self.members:
+                if self._stop.is_set():
+                    break
+                ran = m.poll() or ran
+            return ran
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        for m in self.members:
+            m._stop = self._stop  # a member's import stops at its next batch with the group
+        self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        self.poll()
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        self._stop.set()
+        for m in self.members:
+            m._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        for m in self.members:
+            m.close()
 
 
 def _sentence(exc: StoreUnavailableError) -> str:
@@ -312,7 +436,7 @@ class HomeReading:
 
     choice: ReadChoice
     reader: StateReader
-    syncer: Syncer | None
+    syncer: Syncer | SyncGroup | None
 
     @property
     def refused_archive(self) -> Path | None:
@@ -324,20 +448,44 @@ def reading_for(
     home: HermesHome, archive: str | os.PathLike[str] | None = None, *, inline: bool = False,
     folder: str | os.PathLike[str] | None = None, will_create: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
+    homes: Sequence[HermesHome] = (), only: str | None = None,
 ) -> HomeReading:  # fmt: skip
     """The reader every page, API and CLI command uses for ``home`` (:func:`read_choice`).
 
-    With an archive to fill, the syncer is made here and hooked into the reader;
-    the caller starts its thread (``recall serve``) or leaves it ``inline``.
+    ``home``'s profiles and those of ``homes`` (more ``--home`` folders) share the
+    one archive of ``home`` (profiles.py); ``only`` (``--profile``) serves one of
+    them: only its source is synced, and the reader's scope is that profile for
+    good. With an archive to fill, the syncer is made here and hooked into the
+    reader; the caller starts its thread (``recall serve``) or leaves it ``inline``.
     """
-    choice = read_choice(home, archive, folder=folder, will_create=will_create)
+    profiles = discover([home, *homes])
+    if only is not None:
+        served = [p for p in profiles if p.name == only]
+        if not served:
+            raise ValidationError(
+                f"There is no profile called {only!r}; the profiles are: "
+                f"{', '.join(p.name for p in profiles)}."
+            )
+    else:
+        served = profiles
+    scope = Scope.of([only]) if only is not None else Scope()
+    # A home that is Recall's own store is read as it is only when it is all there is.
+    alone = len(profiles) == 1
+    choice = read_choice(home, archive, folder=folder, will_create=will_create, own=alone)
     if choice.archive is None:
         migrate_own_store(choice.path)
-        return HomeReading(choice, StateReader(home, choice.path), None)
+        return HomeReading(choice, StateReader(home, choice.path, profiles=profiles), None)
     if foreign_file(choice.archive):
         # Someone else's database named as the archive: never synced into; reading it
         # says what it is (StoreUnavailableError "not-archive", with its path).
-        return HomeReading(choice, StateReader(home, choice.path), None)
-    syncer = Syncer(choice.archive, choice.source, home.root, inline=inline,
-                    on_progress=on_progress)  # fmt: skip
-    return HomeReading(choice, StateReader(home, choice.path, syncer.before_read), syncer)
+        reader = StateReader(served[0].home, choice.path, scope=scope, profiles=profiles)
+        return HomeReading(choice, reader, None)
+    members = [
+        Syncer(choice.archive, p.state_db, p.home.root, inline=inline, on_progress=on_progress,
+               profile=p.name, id_prefix=p.id_prefix)
+        for p in served
+    ]  # fmt: skip
+    syncer: Syncer | SyncGroup = members[0] if len(members) == 1 else SyncGroup(members)
+    reader = StateReader(served[0].home, choice.path, syncer.before_read, scope=scope,
+                         profiles=profiles)  # fmt: skip
+    return HomeReading(choice, reader, syncer)

@@ -11,14 +11,15 @@ from dashboard.web.summaries import data_dir
 
 
 def get_preview_manager() -> MemoryManager:
-    """A MemoryManager with Recall's provider in read-only mode over the shown home.
+    """A MemoryManager with Recall's provider in read-only mode over the shown profile.
 
     The same classes an agent embeds build the preview, so the page shows what the
-    agent would get; read-only, so previewing never writes a session or a turn.
+    agent would get; read-only, so previewing never writes a session or a turn. One
+    per profile: each has its own memory files, limits and history.
     """
+    reader = get_reader()
 
     def build(app: Flask) -> MemoryManager:
-        reader = get_reader()
         provider = RecallMemoryProvider(reader.home, reader=reader, readonly=True,
                                         data_dir=data_dir(app))  # fmt: skip
         manager = MemoryManager()
@@ -26,4 +27,5 @@ def get_preview_manager() -> MemoryManager:
         manager.add_provider(provider, check_available=False)
         return manager
 
-    return app_resource("recall.preview_manager", build, MemoryManager.shutdown_all)
+    return app_resource(f"recall.preview_manager:{reader.scope.label}", build,
+                        MemoryManager.shutdown_all)  # fmt: skip

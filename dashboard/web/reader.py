@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 
 from dashboard.repository.home import resolve_home
 from dashboard.repository.params import whole_number
@@ -27,8 +27,11 @@ def init_app(app: Flask) -> None:
     if mode not in SYNC_MODES:
         raise ValueError(f"SYNC must be one of {', '.join(SYNC_MODES)}, not {mode!r}")
     # The archive is one of Recall's own files: in the app's data directory unless named.
+    # More homes (several --home) and the one profile served (--profile), if any.
+    homes = [resolve_home(h) for h in app.config.get("EXTRA_HOMES") or ()]
     reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline",
-                          folder=app.config.get("DATA_DIR") or None)  # fmt: skip
+                          folder=app.config.get("DATA_DIR") or None, homes=homes,
+                          only=app.config.get("PROFILE") or None)  # fmt: skip
     app.extensions["recall.reader"] = reading.reader
     app.extensions["recall.refused_archive"] = reading.refused_archive
     app.extensions["recall.syncer"] = reading.syncer
@@ -48,6 +51,13 @@ def init_app(app: Flask) -> None:
 
 
 def get_reader() -> StateReader:
+    """The reader of the profile this request reads (web/profiles.py): the views' one."""
+    return base_reader().scoped(g.get("profile"))
+
+
+def base_reader() -> StateReader:
+    """The app's reader of every profile it serves: app-wide work only (the cost
+    rollup's build, the summary service), never a page's answer."""
     return current_app.extensions["recall.reader"]
 
 

@@ -10,7 +10,7 @@ from flask import Flask, current_app
 from dashboard.repository.cost_rollup import CostRollup
 from dashboard.repository.costs import Spend, resolve_zone
 from dashboard.repository.errors import ValidationError
-from dashboard.web.reader import get_reader
+from dashboard.web.reader import base_reader, get_reader
 from dashboard.web.resources import app_resource
 from dashboard.web.summaries import get_recall_data
 
@@ -21,7 +21,7 @@ def get_cost_rollup() -> CostRollup | None:
         return None
 
     def build(app: Flask) -> CostRollup:
-        reader = get_reader()
+        reader = base_reader()
         return CostRollup(get_recall_data().core, str(reader.path),
                           connect=reader.open_for_rollup)  # fmt: skip
 

@@ -9,7 +9,7 @@ from flask import Flask, current_app
 from dashboard.repository.recalldb import RecallData
 from dashboard.summaries import SummaryService
 from dashboard.summarizer import LLMConfig, Summarizer
-from dashboard.web.reader import get_reader
+from dashboard.web.reader import base_reader
 from dashboard.web.resources import app_resource
 
 MODES = ("auto", "button", "off")
@@ -25,7 +25,7 @@ def init_app(app: Flask) -> None:
 
 def data_dir(app: Flask) -> Path:
     configured = app.config.get("DATA_DIR")
-    return Path(configured) if configured else get_reader().home.root / "recall"
+    return Path(configured) if configured else base_reader().home.root / "recall"
 
 
 def get_recall_data() -> RecallData:
@@ -44,7 +44,7 @@ def get_summaries() -> SummaryService:
 
     def build(app: Flask) -> SummaryService:
         summarizer = Summarizer(LLMConfig.from_mapping(app.config))
-        return SummaryService(get_reader(), get_recall_data(), summarizer)
+        return SummaryService(base_reader(), get_recall_data(), summarizer)
 
     return app_resource("recall.summaries", build, SummaryService.close)
 

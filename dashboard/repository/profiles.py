@@ -1,0 +1,150 @@
+"""The profiles one Recall shows, and which of them a request may read.
+
+A Hermes home is the profile ``default``; each ``profiles/<name>/`` inside it is a
+home of its own (HERMES_FACTS, "Profiles"). Recall may also be given several homes:
+the first one's profiles keep their names, a later home's root is named after its
+folder and its profiles ``<folder>-<name>``, and a name taken twice gets ``-2``.
+
+Every profile's history goes into the one archive. Hermes never shares session
+records between profiles, but two profiles can hold the same session id (a copied
+home, a restored backup). The first home's root keeps its ids in the archive; every
+other profile's sessions are archived as ``<profile>:<id>`` (:meth:`Profile.archive_id`,
+the source id kept in ``src_id``), so the two stay distinct and every link to a
+session names exactly one.
+
+A :class:`Scope` is what one request reads: one profile or all of them
+(``?profile=<name>|all``). ``StateReader`` applies it where the rows are read, on
+the connection itself (temporary views over the archive's tables), so no query can
+forget it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.repository.conventions import profile_of
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.home import HermesHome
+
+ALL = "all"  # the scope of every profile together
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+ID_SEPARATOR = ":"
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can name a profile here (a URL parameter, an id prefix)."""
+    return bool(_NAME.fullmatch(name)) and name != ALL
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One profile: its name in Recall and the home folder it is."""
+
+    name: str
+    home: HermesHome
+    primary: bool = False  # the first home's root: its session ids are kept as they are
+
+    @property
+    def state_db(self) -> Path:
+        return self.home.state_db
+
+    @property
+    def id_prefix(self) -> str:
+        """What the archive puts before this profile's session ids ("" for the primary)."""
+        return "" if self.primary else f"{self.name}{ID_SEPARATOR}"
+
+    def archive_id(self, source_id: str) -> str:
+        return f"{self.id_prefix}{source_id}"
+
+
+def discover(homes: Sequence[HermesHome]) -> list[Profile]:
+    """Every profile of ``homes``, the first home's root first (``default``, usually)."""
+    found: list[Profile] = []
+    taken: set[str] = set()
+
+    def add(name: str, home: HermesHome, primary: bool = False) -> None:
+        base = _clean(name)
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        found.append(Profile(name, home, primary))
+
+    seen: set[Path] = set()
+    for i, home in enumerate(homes):
+        root = home.root.expanduser().resolve()
+        if root in seen:
+            continue
+        seen.add(root)
+        prefix = "" if i == 0 else f"{_clean(root.name)}-"
+        # The first home is named as the importer always named it: ``default``, or the
+        # profile's own name when the home given is a ``profiles/<name>`` folder.
+        add(profile_of(root) if i == 0 else _clean(root.name), home, primary=i == 0)
+        for name, profile_home in home.profiles().items():
+            add(f"{prefix}{name}", profile_home)
+    return found
+
+
+def _clean(name: str) -> str:
+    """A folder name as a profile name: other characters become ``-``."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "home"
+    if not cleaned[0].isalnum():
+        cleaned = f"p{cleaned}"
+    cleaned = cleaned[:64]
+    return f"{cleaned}-home" if cleaned == ALL else cleaned
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The profiles one request reads: ``names`` (None: every profile, no restriction)."""
+
+    names: frozenset[str] | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.names is None
+
+    @property
+    def label(self) -> str:
+        """``all`` or the one profile's name (what ``?profile=`` says)."""
+        if self.names is None:
+            return ALL
+        return ",".join(sorted(self.names))
+
+    @classmethod
+    def of(cls, names: Iterable[str] | None) -> Scope:
+        return cls(None if names is None else frozenset(names))
+
+
+def parse_profile(value: str | None, profiles: Sequence[Profile], *, only: str | None = None
+                  ) -> str | None:  # fmt: skip
+    """``?profile=`` / ``--profile`` checked against the profiles served.
+
+    Returns the profile's name, ``all``, or None when the value is empty. A name
+    that is not served is a ValidationError, saying which are (none but ``only``
+    when Recall serves one profile).
+    """
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    names = [p.name for p in profiles]
+    if only is not None:
+        if value in (only, ALL):
+            return only
+        raise ValidationError(f"This Recall serves the profile {only!r} only.")
+    if value == ALL or value in names:
+        return value
+    raise ValidationError(
+        f"There is no profile called {value[:64]!r}; the profiles are: {', '.join(names)}."
+    )
+
+
+def by_name(profiles: Sequence[Profile], name: str) -> Profile:
+    for p in profiles:
+        if p.name == name:
+            return p
+    raise KeyError(name)

@@ -1,0 +1,99 @@
+"""Which profile a request reads: ``?profile=<name>|all``, else the browser's last choice.
+
+The choice is in the URL (so a link, a bookmark and Back say it), remembered in a
+cookie for the next page opened without one, and carried by every ``url_for`` of the
+request (``url_defaults``), so a page's links stay in its profile. With one profile
+there is nothing to choose: no switcher, no parameter added, nothing on screen
+changes. ``recall serve --profile NAME`` serves that profile only: ``all`` means it,
+any other name is a 404 that names no one else.
+
+The reader the views call (:func:`dashboard.web.reader.get_reader`) is the chosen
+profile's (``StateReader.scoped``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Flask, abort, current_app, g, request, url_for
+
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.profiles import ALL, Profile, parse_profile
+
+COOKIE_SUFFIX = "_profile"
+COOKIE_MAX_AGE = 365 * 24 * 3600
+
+
+def init_app(app: Flask) -> None:
+    """Register the choice, its cookie, the links' parameter and the switcher's context."""
+    reader = app.extensions["recall.reader"]
+    only = app.config.get("PROFILE") or None
+    profiles: list[Profile] = list(reader.profiles)
+    if only is not None:
+        profiles = [p for p in profiles if p.name == only]
+    app.extensions["recall.profiles"] = profiles
+    app.extensions["recall.only_profile"] = only
+
+    @app.before_request
+    def choose_profile() -> None:
+        g.profile, g.profile_explicit = ALL, False
+        if len(profiles) <= 1:
+            g.profile = profiles[0].name if profiles and only else ALL
+            if only and request.args.get("profile") not in (None, "", ALL, only):
+                abort(404, description=f"This Recall serves the profile {only!r} only.")
+            return
+        try:
+            asked = parse_profile(request.args.get("profile"), profiles, only=only)
+            remembered = parse_profile(request.cookies.get(cookie_name()), profiles)
+        except ValidationError as exc:
+            if "profile" in request.args:
+                abort(404, description=str(exc))
+            asked, remembered = None, None  # a stale cookie (a profile removed): ignored
+        g.profile = asked or remembered or ALL
+        g.profile_explicit = asked is not None
+
+    @app.after_request
+    def remember_profile(response: Any) -> Any:
+        chosen = g.get("profile")
+        if g.get("profile_explicit") and request.cookies.get(cookie_name()) != chosen:
+            response.set_cookie(cookie_name(), chosen, max_age=COOKIE_MAX_AGE,
+                                samesite="Strict", httponly=True)  # fmt: skip
+        return response
+
+    @app.url_defaults
+    def keep_profile(endpoint: str, values: dict[str, Any]) -> None:
+        if len(profiles) > 1 and endpoint != "static" and "profile" not in values:
+            chosen = g.get("profile")
+            if chosen:
+                values["profile"] = chosen
+
+    @app.context_processor
+    def inject_profiles() -> dict[str, object]:
+        return {"profile_choices": [p.name for p in profiles] if len(profiles) > 1 else [],
+                "current_profile": g.get("profile", ALL), "switch_profile_url": switch_url}
+
+
+def cookie_name() -> str:
+    return f"{current_app.config['SESSION_COOKIE_NAME']}{COOKIE_SUFFIX}"
+
+
+def current_profile() -> str:
+    """The profile the request reads (a name, or ``all``)."""
+    return g.get("profile", ALL)
+
+
+def switch_url(name: str) -> str:
+    """This page's URL in profile ``name``: the same path and parameters but the page
+    number (another profile has other pages). A page of one session or chain, which
+    belongs to one profile, switches to the search page of the other profile (``all``
+    still shows it)."""
+    if request.view_args and name != ALL:
+        return url_for("search.index", profile=name)
+    args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("profile", "page")]
+    args.append(("profile", name))
+    return f"{request.path}?{urlencode(args)}"
+
+
+def served_profiles() -> list[Profile]:
+    return current_app.extensions.get("recall.profiles", [])

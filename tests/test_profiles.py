@@ -1,0 +1,135 @@
+"""Profiles (issue 17): discovery, one archive for every profile, scoped readers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dashboard.repository.errors import NotFoundError, ValidationError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.profiles import ALL, discover, parse_profile, valid_name
+from dashboard.repository.search import SearchRequest
+from dashboard.repository.syncer import SyncGroup, reading_for
+from tests import hermes_shapes as hs
+
+ALL_SOURCES = ("cli", "telegram", "discord", "cron", "subagent", "tool", "acp", "whatsapp")
+
+
+@pytest.fixture
+def facts(tmp_path: Path) -> hs.ProfilesFacts:
+    return hs.build_profiles_home(tmp_path / "hermes")
+
+
+def _reading(facts: hs.ProfilesFacts, tmp_path: Path, **kw: object):
+    return reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True,
+                       folder=tmp_path / "data", **kw)  # fmt: skip
+
+
+def _found(reader, word: str) -> set[str]:
+    result = reader.search(SearchRequest(query=word, group="session", sources=ALL_SOURCES))
+    return {r.session_id for r in result.results}
+
+
+def test_discover_names_every_profile_of_every_home(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    other = tmp_path / "other hermes"
+    hs.build_current_views(other / "state.db")
+    hs.build_empty_current(other / "profiles" / "bot" / "state.db")
+    found = discover([HermesHome(facts.root), HermesHome(other), HermesHome(facts.root)])
+    assert [p.name for p in found] == ["default", "empty", "legacy", "other-hermes",
+                                       "other-hermes-bot"]
+    assert [p.id_prefix for p in found] == ["", "empty:", "legacy:", "other-hermes:",
+                                            "other-hermes-bot:"]
+    assert all(valid_name(p.name) for p in found)
+    # A home given as a profiles/<name> folder keeps the name the importer gives it.
+    assert discover([HermesHome(facts.root / "profiles" / "legacy")])[0].name == "legacy"
+
+
+def test_parse_profile_answers_names_all_and_nothing_else(facts: hs.ProfilesFacts) -> None:
+    profiles = discover([HermesHome(facts.root)])
+    assert parse_profile("legacy", profiles) == "legacy"
+    assert parse_profile(" all ", profiles) == ALL
+    assert parse_profile("", profiles) is None
+    with pytest.raises(ValidationError, match="no profile called 'nope'"):
+        parse_profile("nope", profiles)
+    with pytest.raises(ValidationError, match="serves the profile 'legacy' only"):
+        parse_profile("default", profiles, only="legacy")
+    assert parse_profile(ALL, profiles, only="legacy") == "legacy"
+
+
+def test_every_profile_lands_in_one_archive_and_shared_ids_stay_distinct(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    reading = _reading(facts, tmp_path)
+    assert isinstance(reading.syncer, SyncGroup)
+    reading.syncer.poll()
+    conn = sqlite3.connect(reading.choice.path)
+    try:
+        rows = conn.execute(
+            "SELECT id, src_id, profile FROM sessions WHERE src_id = ? ORDER BY id", (hs.S_CRON,)
+        ).fetchall()
+        source_counts = {
+            name: sqlite3.connect(db).execute("SELECT count(*) FROM sessions").fetchone()[0]
+            for name, db in facts.dbs.items()
+        }
+        archived = dict(conn.execute("SELECT profile, count(*) FROM sessions GROUP BY profile"))
+        messages = dict(conn.execute(
+            "SELECT s.profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " GROUP BY s.profile"))  # fmt: skip
+        orphans = conn.execute(
+            "SELECT count(*) FROM messages m LEFT JOIN sessions s ON s.id = m.session_id"
+            " WHERE s.id IS NULL").fetchone()[0]  # fmt: skip
+        parents = conn.execute(
+            "SELECT count(*) FROM sessions c JOIN sessions p ON p.id = c.parent_session_id"
+            " WHERE c.profile != p.profile").fetchone()[0]  # fmt: skip
+    finally:
+        conn.close()
+    assert rows == [(hs.S_CRON, hs.S_CRON, "default"), (f"legacy:{hs.S_CRON}", hs.S_CRON, "legacy")]
+    assert archived == {k: v for k, v in source_counts.items() if v}
+    legacy_messages = sqlite3.connect(facts.dbs["legacy"]).execute(
+        "SELECT count(*) FROM messages").fetchone()[0]  # fmt: skip
+    assert messages["legacy"] == legacy_messages
+    assert orphans == 0 and parents == 0  # every parent link stays inside its profile
+
+
+def test_all_finds_each_profiles_word_and_one_profile_only_its_own(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    reader = _reading(facts, tmp_path).reader
+    assert _found(reader, facts.words["default"]) == {hs.S_CRON}
+    assert _found(reader, facts.words["legacy"]) == {f"legacy:{hs.S_CRON}"}
+    legacy = reader.scoped("legacy")
+    assert legacy.home.root == facts.root / "profiles" / "legacy"
+    assert _found(legacy, facts.words["legacy"]) == {f"legacy:{hs.S_CRON}"}
+    assert _found(legacy, facts.words["default"]) == set()
+    assert _found(reader.scoped("default"), facts.words["legacy"]) == set()
+    assert _found(reader.scoped("empty"), facts.words["default"]) == set()
+    # The same reader object for the same scope: its caches are kept.
+    assert reader.scoped("legacy") is legacy and reader.scoped(ALL) is reader
+
+
+def test_a_served_profile_reads_nothing_of_the_others(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    _reading(facts, tmp_path).syncer.poll()  # the archive already holds every profile
+    reading = _reading(facts, tmp_path, only="legacy")
+    reader = reading.reader
+    assert reader.scoped(ALL) is reader and reader.scoped("default") is reader
+    assert _found(reader, facts.words["default"]) == set()
+    assert _found(reader, facts.words["legacy"]) == {f"legacy:{hs.S_CRON}"}
+    with pytest.raises(NotFoundError):
+        reader.transcript(hs.S_CRON)  # the default profile's session of that id
+    assert reader.transcript(f"legacy:{hs.S_CRON}").session.id == f"legacy:{hs.S_CRON}"
+    with pytest.raises(ValidationError, match="no profile called 'work'"):
+        _reading(facts, tmp_path, only="work")
+
+
+def test_a_home_without_profiles_reads_as_before(tmp_path: Path) -> None:
+    home = tmp_path / "hermes"
+    hs.build_current_views(home / "state.db")
+    reading = reading_for(HermesHome(home), tmp_path / "archive.db", inline=True)
+    assert not isinstance(reading.syncer, SyncGroup)
+    assert reading.reader.scoped("default") is reading.reader
