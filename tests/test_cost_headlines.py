@@ -9,12 +9,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dashboard.repository.cost_headlines import Leader, headlines
+from dashboard.repository.cost_headlines import Leader, ProfileSpend, headlines
 from dashboard.repository.costs import Spend, spend
 from dashboard.repository.home import HermesHome
 from dashboard.repository.reader import StateReader
 from tests import hermes_shapes as shapes
 from tests.archived import archived_reader
+from tests.test_costs import profiles_reader
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -113,3 +114,27 @@ def test_a_month_without_calls_is_zero(tmp_path: Path) -> None:
     assert found.spend_so_far == 0.0 and found.projection == 0.0 and found.unknown_calls == 0
     assert found.last_month_same_point == pytest.approx(2.10)
     assert found.last_month_unknown_calls == 3
+
+
+def test_all_profiles_show_each_profiles_month_beside_the_total(tmp_path: Path) -> None:
+    reader = profiles_reader(tmp_path)
+    names = tuple(p.name for p in reader.profiles)
+    now = datetime(2026, 7, 25, 12, tzinfo=PARIS)
+    record = Recorder(reader)
+    found = headlines(record, now=now, timezone="Europe/Paris", profiles=names)
+    assert ("profile", date(2026, 7, 1), date(2026, 7, 26)) in [
+        (c["by"], c["start"], c["end"]) for c in record.calls
+    ]
+    assert [p.name for p in found.by_profile] == list(names)
+    for mine in found.by_profile:
+        own = headlines(reader.scoped(mine.name).spend, now=now, timezone="Europe/Paris")
+        assert mine == ProfileSpend(mine.name, own.spend_so_far, own.unknown_calls)
+        assert own.by_profile == ()  # one profile's page: the total is its own
+    figures = {p.name: p.spend_so_far for p in found.by_profile}
+    assert figures["empty"] == 0.0 and figures["default"] != figures["legacy"]
+    assert sum(figures.values()) == pytest.approx(found.spend_so_far)
+    assert sum(p.unknown_calls for p in found.by_profile) == found.unknown_calls
+    assert found.to_json()["by_profile"][0] == {
+        "profile": "default", "spend_so_far": figures["default"],
+        "unknown_calls": found.by_profile[0].unknown_calls,
+    }  # fmt: skip

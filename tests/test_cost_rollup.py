@@ -18,13 +18,14 @@ import pytest
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend, spend
+from dashboard.repository.costs import DIMENSIONS, Spend, spend
+from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.recalldb import RecallData
 from dashboard.repository.store import SessionStore, Usage
 from tests import hermes_shapes as shapes
 from tests.archived import archive_home
-from tests.test_costs import archived
+from tests.test_costs import PROFILES_ASK, archived, profiles_reader
 
 TZ = "Europe/Stockholm"
 ZONE = ZoneInfo(TZ)
@@ -345,3 +346,62 @@ def test_questions_never_wait_for_a_background_build(demo: Path, data: RecallDat
     finally:
         GatedConnection.gate.set()
         conn.close()
+
+
+def _fresh(reader: StateReader, profile: str) -> StateReader:
+    """A reader of ``profile`` with caches of its own (the raw answers to compare with)."""
+    return StateReader(reader.home, reader.path, profiles=reader.profiles).scoped(profile)
+
+
+def _sessions(found) -> tuple[int, list[tuple[str, dict]]]:
+    return found.total, [(s.session_id, s.spend.to_json()) for s in found.sessions]
+
+
+def test_profiles_from_the_rollup_equal_each_scoped_readers_own(
+    tmp_path: Path, data: RecallData
+) -> None:
+    reader = profiles_reader(tmp_path)
+    rollup = CostRollup(data.core, str(reader.path))
+    names = [p.name for p in reader.profiles]
+    legacy = reader.scoped("legacy")
+    rolled = legacy.spend(rollup, by="model", **PROFILES_ASK)
+    assert rollup.last_refresh.get("rebuilt")  # a scoped reader asked the rollup
+
+    def rolled_profiles() -> set[str]:
+        with data.core.reading() as conn:
+            return {p for (p,) in conn.execute("SELECT DISTINCT profile FROM cost_row")}
+
+    assert rolled_profiles() == {"default", "legacy"}  # built from the whole archive
+    assert rolled.to_json() == _fresh(reader, "legacy").spend(by="model", **PROFILES_ASK).to_json()
+
+    def every_answer() -> None:
+        # By profile, from the rollup, as the raw rows say (and so each profile's own).
+        everyone = check(reader.path, rollup, by="profile", start=PROFILES_ASK["start"],
+                         end=PROFILES_ASK["end"])  # fmt: skip
+        assert {c.key for c in everyone.rows} == {"default", "legacy"}
+        for name in names:
+            scoped, raw = reader.scoped(name), _fresh(reader, name)
+            for by in DIMENSIONS:
+                want = raw.spend(by=by, **PROFILES_ASK)
+                assert_same(want, scoped.spend(rollup, by=by, **PROFILES_ASK))
+            mine = [c for c in everyone.rows if c.key == name]
+            assert [c.to_json() for c in scoped.spend(rollup, by="profile", **PROFILES_ASK).rows
+                    ] == [c.to_json() for c in mine]  # fmt: skip
+            for sort in ("cost", "calls"):
+                assert _sessions(scoped.costly_sessions(rollup, sort=sort, **PROFILES_ASK)) == (
+                    _sessions(raw.costly_sessions(sort=sort, **PROFILES_ASK))), (name, sort)
+            assert rolled_profiles() == {"default", "legacy"}, name
+
+    every_answer()
+    # New calls in two profiles: the rollup follows the whole archive (a scoped question
+    # never rebuilds it from one profile's rows), and every profile still adds up.
+    root = reader.profiles[0].home.root
+    later = datetime(2026, 12, 20, 9, tzinfo=ZONE).timestamp()  # after every call so far
+    shapes.grow_usage(root / "state.db", shapes.S_CONT1, 900, 0.125, later)
+    legacy_db = root / "profiles" / "legacy" / "state.db"  # sessions only: a turn, its sums
+    shapes.append_turn(legacy_db, shapes.S_ROOT, "one more thing", "done", later)
+    shapes.grow_usage(legacy_db, shapes.S_ROOT, 90, 0.5, later)
+    legacy.spend(rollup, by="task", **PROFILES_ASK)  # syncs (inline), then asks the rollup
+    assert "rebuilt" not in rollup.last_refresh and rollup.last_refresh["changed"] > 0
+    assert rolled_profiles() == {"default", "legacy"}
+    every_answer()

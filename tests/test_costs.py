@@ -17,11 +17,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.costs import period_label, period_starts, spend
+from dashboard.repository.costs import DIMENSIONS, period_label, period_starts, spend
 from dashboard.repository.errors import ValidationError
+from dashboard.repository.home import HermesHome
+from dashboard.repository.reader import StateReader
 from dashboard.repository.readonly import open_readonly
 from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 from dashboard.repository.store import SessionStore, Usage
+from dashboard.repository.syncer import reading_for
 from tests import hermes_shapes as shapes
 from tests.archived import archive_home
 
@@ -97,8 +100,8 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
         rows = conn.execute(
             "SELECT u.first_seen, coalesce(u.last_seen, u.first_seen), u.billing_provider,"
             " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
-            " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count, u.src_id"
-            " FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+            " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count, u.src_id,"
+            " s.profile FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
         ).fetchall()
         replies: dict[str, list] = defaultdict(list)
         for sid, ts, tokens in conn.execute(
@@ -111,7 +114,8 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
     out: dict = defaultdict(lambda: {"est": [], "act": [], "eff": [], "tokens": 0, "ids": set(),
                                      "calls": defaultdict(int)})  # fmt: skip
     everyone: set = set()
-    for first, last, provider, model, source, task, status, est, act, tokens, sid, n, src in rows:
+    for (first, last, provider, model, source, task, status, est, act, tokens, sid, n, src,
+         profile) in rows:  # fmt: skip
         if sources and source not in sources:
             continue
         # A row the importer derived from a session row sums the whole session.
@@ -130,7 +134,7 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
                 continue
             index = max(i for i, first_day in enumerate(starts) if day >= first_day)
             key = {"provider": provider or None, "model": model or None, "source": source,
-                   "task": (task or "main")}[by] or "unknown"  # fmt: skip
+                   "task": (task or "main"), "profile": profile}[by] or "unknown"  # fmt: skip
             cell = out[(period_label(period, starts[index]), key)]
             share = w / sum(weights)
             for name, value in (("est", e), ("act", a), ("eff", eff)):
@@ -423,3 +427,57 @@ def test_a_row_derived_from_a_session_is_read_as_that_session(tmp_path: Path) ->
     assert derived.effective_usd == pytest.approx(0.7)
     assert usage.status_mix["actual"] == 1 and usage.drift == pytest.approx(2.5)
     assert usage.effective_usd == pytest.approx(0.5)
+
+
+# --- Profiles (issue 17): spend by profile is each profile's own, and adds up ----------------
+
+PROFILES_ASK = {"period": "month", "start": date(2026, 1, 1), "end": date(2027, 1, 1),
+                "timezone": TZ}  # fmt: skip
+
+
+def profiles_home(root: Path) -> shapes.ProfilesFacts:
+    """Issue 17's three-profile home with a July call more in the default profile and in
+    the legacy one (each of its own size), so the profiles' figures differ."""
+    facts = shapes.build_profiles_home(root)
+    july = datetime(2026, 7, 20, 12, tzinfo=ZoneInfo(TZ)).timestamp()
+    shapes.grow_usage(facts.dbs["default"], shapes.S_ROOT, 4000, 0.25, july)
+    shapes.grow_usage(facts.dbs["legacy"], shapes.S_TELEGRAM, 700, 0.05, july)
+    return facts
+
+
+def profiles_reader(tmp_path: Path) -> StateReader:
+    """The reader of every profile of :func:`profiles_home`, synced into one archive."""
+    facts = profiles_home(tmp_path / "hermes")
+    reading = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
+                          inline=True, folder=tmp_path / "data")  # fmt: skip
+    assert reading.syncer is not None
+    reading.syncer.poll()
+    return reading.reader
+
+
+def test_spend_by_profile_is_each_profiles_own_and_adds_up(tmp_path: Path) -> None:
+    reader = profiles_reader(tmp_path)
+    names = [p.name for p in reader.profiles]
+    assert names == ["default", "empty", "legacy"]
+    _check(reader.path, "month", "profile", PROFILES_ASK["start"], PROFILES_ASK["end"])
+    with closing(open_readonly(reader.path)) as conn:
+        by_profile = spend(conn, by="profile", **PROFILES_ASK)
+        by_provider = spend(conn, by="provider", **PROFILES_ASK)
+        # The profiles filter on the whole archive answers what a scoped reader does.
+        filtered = {(name, by): spend(conn, by=by, profiles=(name,), **PROFILES_ASK)
+                    for name in names for by in DIMENSIONS}  # fmt: skip
+    assert {c.key for c in by_profile.rows} == {"default", "legacy"}  # empty spent nothing
+    for name in names:
+        own = reader.scoped(name).spend(by="profile", **PROFILES_ASK)  # its own rows only
+        mine = [c for c in by_profile.rows if c.key == name]
+        assert [c.to_json() for c in own.rows] == [c.to_json() for c in mine], name
+        for by in DIMENSIONS:
+            scoped = reader.scoped(name).spend(by=by, **PROFILES_ASK)
+            assert filtered[(name, by)].to_json() == scoped.to_json(), (name, by)
+    default, legacy = ({c.key: c for c in by_profile.rows}[n] for n in ("default", "legacy"))
+    assert default.effective_usd != legacy.effective_usd  # the test tells them apart
+    total = by_profile.totals
+    assert total.effective_usd == pytest.approx(default.effective_usd + legacy.effective_usd)
+    assert total.sessions == default.sessions + legacy.sessions  # shared ids stay distinct
+    assert total.tokens == {k: default.tokens[k] + legacy.tokens[k] for k in total.tokens}
+    assert total.to_json() == by_provider.totals.to_json()  # the same money, cut otherwise

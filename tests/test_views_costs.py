@@ -24,7 +24,7 @@ from dashboard.web.filters import usd
 from dashboard.web.reader import get_reader
 from tests import hermes_shapes as shapes
 from tests.conftest import make_app
-from tests.test_costs import assert_matches, independent
+from tests.test_costs import assert_matches, independent, profiles_home
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
 SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
@@ -745,3 +745,75 @@ def test_a_costly_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> 
     table = table[: table.index("</table>")]
     assert ids["gone"] in table and ids["kept"] in table
     assert table.count(GONE_BADGE) == 1
+
+
+# --- Profiles (issue 17): a dimension and headline cards with 2+ profiles ------------------
+
+
+@pytest.fixture(params=["rollup", "raw"])
+def profiles_client(request: pytest.FixtureRequest, tmp_path: Path) -> FlaskClient:
+    """The three-profile home's costs, from the rollup (built first) and from the raw rows."""
+    facts = profiles_home(tmp_path / "profiles-home")  # not hermes_home's folder
+    if request.param == "raw":
+        return client_for(facts.root, tmp_path / "data", now=SHAPES_NOW, COST_ROLLUP="off")
+    client = client_for(facts.root, tmp_path / "data", now=SHAPES_NOW)
+    get(client, "/api/costs", **YEAR)  # starts the background build
+    client.application.extensions["recall.cost_rollup"].wait_until_built(timeout=60)
+    return client
+
+
+def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
+    profiles_client: FlaskClient, hermes_home: Path, tmp_path: Path
+) -> None:
+    client = profiles_client
+    db = read_path(client)
+    truth = repository_spend(db, period="month", by="profile", start=date(2026, 1, 1),
+                             end=date(2027, 1, 1))  # fmt: skip
+    assert {c.key for c in truth.rows} == {"default", "legacy"}
+    html = get(client, "/costs", by="profile", **YEAR)
+    assert '<option value="profile" selected>profile</option>' in html
+    rows = shown_tables(html)["spend"]["rows"]
+    assert shown_tables(html)["spend"]["head"][1] == "Profile"
+    assert [texts(r) for r in rows] == [
+        *(expected_spend_row(c, c.period, c.key) for c in truth.rows),
+        expected_spend_row(truth.totals, "Total", "all"),
+    ]
+    # The CSV has a profile column when asked for one, and only then.
+    header, *lines = list(csv.reader(io.StringIO(get(client, "/costs.csv", by="profile", **YEAR))))
+    assert header[:2] == ["period", "profile"] and header.count("profile") == 1
+    assert [line[1] for line in lines] == [*(c.key for c in truth.rows), "all"]
+    plain = next(csv.reader(io.StringIO(get(client, "/costs.csv", by="model", **YEAR))))
+    assert "profile" not in plain
+    # Each profile's row is what that profile's own page says; the total is their sum.
+    body = json.loads(get(client, "/api/costs", by="profile", **YEAR))
+    assert body == json.loads(json.dumps(truth.to_json()))
+    for name in ("default", "empty", "legacy"):
+        own = json.loads(get(client, "/api/costs", by="profile", profile=name, **YEAR))
+        assert own["rows"] == [r for r in body["rows"] if r["key"] == name], name
+    assert sum(r["effective_usd"] for r in body["rows"]) == pytest.approx(
+        body["totals"]["effective_usd"])  # fmt: skip
+
+    # The cards of all profiles: the total, then each profile's month so far.
+    shown = cards(get(client, "/costs", profile="all"))
+    july = {"period": "month", "by": "provider", "start": date(2026, 7, 1),
+            "end": date(2026, 7, 26)}  # fmt: skip
+    assert shown["spent so far"] == _with_unknown(repository_spend(db, **july))
+    for name in ("default", "empty", "legacy"):
+        own = json.loads(get(client, "/api/costs", profile=name, **{
+            "from": "2026-07-01", "to": "2026-07-26"}))  # fmt: skip
+        mine = repository_spend(db, **july, profiles=(name,))
+        assert own["totals"] == json.loads(json.dumps(mine.totals.to_json())), name
+        # A profile without calls this month spent $0, as an empty month does.
+        assert shown[f"{name} · spent so far"] == (
+            _with_unknown(mine) if mine.rows else usd(0.0)), name  # fmt: skip
+    one = cards(get(client, "/costs", profile="legacy"))
+    assert not [label for label in one if "·" in label and "spent so far" in label]
+
+    # One profile: no profile dimension anywhere, the page as it always was.
+    single = client_for(hermes_home, tmp_path / "single", now=SHAPES_NOW)
+    page = get(single, "/costs", **YEAR)
+    assert 'value="profile"' not in page and "profile" not in page.split('id="costs"')[1]
+    assert not [label for label in cards(page) if "·" in label and "spent so far" in label]
+    for path in ("/costs", "/costs.csv", "/api/costs"):
+        assert "by must be one of provider, model, source, task" in get(
+            single, path, 400, by="profile", **YEAR)  # fmt: skip

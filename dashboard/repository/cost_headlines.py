@@ -8,12 +8,12 @@ tests), so this module holds no SQL and opens nothing itself.
 from __future__ import annotations
 
 from calendar import monthrange
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from dashboard.repository.cost_rules import known_spend
+from dashboard.repository.cost_rules import known_spend, total
 from dashboard.repository.costs import Cell, Spend
 
 SpendFunction = Callable[..., Spend]
@@ -25,6 +25,15 @@ class Leader:
 
     key: str
     effective_usd: float
+
+
+@dataclass(frozen=True)
+class ProfileSpend:
+    """One profile's month so far, beside the total of every profile (issue 17)."""
+
+    name: str
+    spend_so_far: float  # known spend, as the total's card
+    unknown_calls: int  # its calls this month whose price is unknown
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class Headlines:
     top_provider: Leader | None
     top_model: Leader | None
     actual_share: float | None  # share of this month's spend backed by billed figures
+    by_profile: tuple[ProfileSpend, ...] = ()  # each profile's, when every one is shown
 
     def to_json(self) -> dict[str, Any]:
         def leader(found: Leader | None) -> dict[str, Any] | None:
@@ -60,16 +70,20 @@ class Headlines:
             "last_month_unknown_calls": self.last_month_unknown_calls,
             "projection": self.projection, "top_provider": leader(self.top_provider),
             "top_model": leader(self.top_model), "actual_share": self.actual_share,
+            "by_profile": [{"profile": p.name, "spend_so_far": p.spend_so_far,
+                            "unknown_calls": p.unknown_calls} for p in self.by_profile],
         }  # fmt: skip
 
 
 def headlines(
     spend: SpendFunction, *, now: datetime, timezone: str | None = None,
-    sources: tuple[str, ...] = (),
+    sources: tuple[str, ...] = (), profiles: Sequence[str] = (),
 ) -> Headlines:  # fmt: skip
     """This month's figures as of ``now`` (an aware datetime in the user's timezone).
 
-    ``spend`` is called like :func:`costs.spend` without the connection.
+    ``spend`` is called like :func:`costs.spend` without the connection. ``profiles``:
+    the profiles ``spend`` sums together (every one shown), each given its own month so
+    far, in that order; a profile without calls is $0 like an empty month.
     Days are whole: "so far" runs to the end of today, and last month is cut at the end
     of the same day of the month (or its last day, when it is shorter).
     """
@@ -101,6 +115,25 @@ def headlines(
         last_month_unknown_calls=last.totals.status_mix["unknown"],
         projection=projection, top_provider=_leader(by_provider.rows),
         top_model=_leader(by_model.rows), actual_share=by_provider.totals.actual_share,
+        by_profile=_by_profile(spend, profiles, first, tomorrow, options),
+    )  # fmt: skip
+
+
+def _by_profile(
+    spend: SpendFunction, profiles: Sequence[str], start: date, end: date,
+    options: dict[str, Any],
+) -> tuple[ProfileSpend, ...]:  # fmt: skip
+    """Each profile's spend so far: one by-profile question, its cells summed per key."""
+    if not profiles:
+        return ()
+    found = spend(by="profile", start=start, end=end, **options)
+    cells: dict[str, list[Cell]] = {}
+    for cell in found.rows:
+        cells.setdefault(cell.key, []).append(cell)
+    return tuple(
+        ProfileSpend(name, known_spend(total([c.effective_usd for c in cells.get(name, [])])),
+                     sum(c.status_mix["unknown"] for c in cells.get(name, [])))
+        for name in profiles
     )  # fmt: skip
 
 

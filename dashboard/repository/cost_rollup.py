@@ -7,9 +7,9 @@ rollup keeps, per home and timezone, in Recall's own file:
 * ``cost_row``: every usage row as last read (figures read by :mod:`cost_rules`,
   one record per local day it spent on, with that day's weight from
   :mod:`cost_days`), so an updated row's old contribution can be taken back out;
-* ``cost_day``: sums per (day, provider, model, source, task);
-* ``cost_day_sessions``: distinct sessions per (dimension, key, source, day), the
-  dimension ``all`` counting every session (the total row);
+* ``cost_day``: sums per (day, provider, model, source, task, profile);
+* ``cost_day_sessions``: distinct sessions per (dimension, key, source, profile, day),
+  the dimension ``all`` counting every session (the total row);
 * ``cost_multi``: sessions whose rows fall on more than one day. A week or month
   adds up its days' distinct counts, then takes back these sessions' repeats, so
   ``sessions`` stays an exact distinct count.
@@ -21,6 +21,12 @@ days may have moved), and applies the difference in one transaction. It rebuilds
 from scratch when rows disappeared, the file was replaced, or the timezone changed.
 The archive always has usage rows: for a source without them the importer derived
 one per session, and those are summed here like any other.
+
+Every record carries its session's profile (issue 17; Recall migration 6), so one
+rollup of the whole archive answers every scope: ``profiles=`` filters each table
+on it. A session belongs to one profile, so distinct counts per profile add up. The
+rollup is always brought up to date from a connection that sees the whole archive
+(a scoped reader's own connection sees one profile: ``StateReader`` opens another).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from zoneinfo import ZoneInfo
 
 from dashboard.repository.cost_days import DayClock
 from dashboard.repository.costs import (
+    DIMENSIONS,
     MONEY_SUMS,
     SUM_COLUMNS,
     TOKEN_COLUMNS,
@@ -57,8 +64,7 @@ from dashboard.repository.writecore import WriteCore
 
 log = logging.getLogger(__name__)
 
-ROLLUP_VERSION = "3"  # bump when what a row contributes changes: forces a rebuild
-DIMENSIONS = ("provider", "model", "source", "task")
+ROLLUP_VERSION = "4"  # bump when what a row contributes changes: forces a rebuild
 EVERY = ("all", "all")  # the (dimension, key) every session counts in: the total's sessions
 # Chunks of ids per IN (...): below SQLite's variable limit. Lookups by session name
 # the index: without statistics the planner would scan the table by its home prefix.
@@ -94,6 +100,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
             weight INTEGER NOT NULL,        -- the day's share of the row (cost_days)
             sid TEXT NOT NULL,
             provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
+            profile TEXT NOT NULL,
             status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
             PRIMARY KEY (home, rid, day)
         ) WITHOUT ROWID"""
@@ -104,16 +111,17 @@ def create_tables(conn: sqlite3.Connection) -> None:
         f"""
         CREATE TABLE cost_day (
             home INTEGER NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,
-            model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL, {sums},
-            PRIMARY KEY (home, day, provider, model, source, task)
+            model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
+            profile TEXT NOT NULL, {sums},
+            PRIMARY KEY (home, day, provider, model, source, task, profile)
         ) WITHOUT ROWID"""
     )
     conn.execute(
         """
         CREATE TABLE cost_day_sessions (
             home INTEGER NOT NULL, dim TEXT NOT NULL, day INTEGER NOT NULL, key TEXT NOT NULL,
-            source TEXT NOT NULL, sessions INTEGER NOT NULL,
-            PRIMARY KEY (home, dim, day, key, source)
+            source TEXT NOT NULL, profile TEXT NOT NULL, sessions INTEGER NOT NULL,
+            PRIMARY KEY (home, dim, day, key, source, profile)
         ) WITHOUT ROWID"""
     )
     conn.execute(
@@ -130,27 +138,57 @@ def create_session_days(conn: sqlite3.Connection) -> None:
         f"""
         CREATE TABLE cost_session_day (
             home INTEGER NOT NULL, day INTEGER NOT NULL, sid TEXT NOT NULL,
-            source TEXT NOT NULL, {sums},
-            PRIMARY KEY (home, day, sid, source)
+            source TEXT NOT NULL, profile TEXT NOT NULL, {sums},
+            PRIMARY KEY (home, day, sid, source, profile)
         ) WITHOUT ROWID"""
     )
 
 
 def recreate_tables(conn: sqlite3.Connection) -> None:
     """Recall migration 4: rows spread over days (issue 13). The sums are rebuilt anyway."""
-    for table in ("cost_session_day", "cost_multi", "cost_day_sessions", "cost_day", "cost_row",
-                  "cost_rollup_state", "cost_homes"):  # fmt: skip
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    _drop_tables(conn)
     create_tables(conn)
 
 
-def memberships(row: Row) -> set[tuple[str, str, str, int]]:
-    """(dimension, key, source, day) cells this row makes its session count in."""
+def recreate_with_profiles(conn: sqlite3.Connection) -> None:
+    """Recall migration 6: every record keyed by its profile too (issue 17). The sums are
+    rebuilt from the archive by the next question (ROLLUP_VERSION 4)."""
+    _drop_tables(conn)
+    create_tables(conn)
+    create_session_days(conn)
+
+
+def _drop_tables(conn: sqlite3.Connection) -> None:
+    for table in ("cost_session_day", "cost_multi", "cost_day_sessions", "cost_day", "cost_row",
+                  "cost_rollup_state", "cost_homes"):  # fmt: skip
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+#: A cell a session counts in: (dimension, key, source, profile, day).
+Membership = tuple[str, str, str, str, int]
+
+
+def memberships(row: Row) -> set[Membership]:
+    """The cells this row makes its session count in."""
     return {
-        (dim, key, row.source, day)
+        (dim, key, row.source, row.profile, day)
         for day, _ in row.parts
         for dim, key in (*((d, row.key(d)) for d in DIMENSIONS), EVERY)
     }
+
+
+def _days_of(cells: Iterable[Membership]) -> set[int]:
+    return {cell[-1] for cell in cells}
+
+
+def _filters(question: Plan) -> tuple[str, list[object]]:
+    """The question's sources and profiles as a condition on any rollup table."""
+    where, params = "", []
+    for column, values in (("source", question.sources), ("profile", question.profiles)):
+        if values:
+            where += f" AND {column} IN ({_marks(list(values))})"
+            params.extend(values)
+    return where, params
 
 
 @dataclass(frozen=True)
@@ -214,11 +252,9 @@ class CostRollup:
         None while a first build runs in the background."""
         if not self.refresh(conn, question.zone, mark):
             return None
-        where = "home = ? AND day >= ? AND day < ?"
-        params: list[object] = [self.home, question.days[0], question.days[-1]]
-        if question.sources:
-            where += f" AND source IN ({_marks(list(question.sources))})"
-            params.extend(question.sources)
+        filters, values = _filters(question)
+        where = "home = ? AND day >= ? AND day < ?" + filters
+        params: list[object] = [self.home, question.days[0], question.days[-1], *values]
         way = "DESC" if descending else "ASC"
         order = {
             # Unknown (no row with an effective figure) sorts last either way.
@@ -284,11 +320,9 @@ class CostRollup:
         first, end = ords[0], question.end.toordinal()
         steps = " ".join(f"WHEN day < {o} THEN {i}" for i, o in enumerate(ords[1:]))
         bucket = f"CASE {steps} ELSE {len(ords) - 1} END" if steps else "0"
-        where = "home = ? AND day >= ? AND day < ?"
-        params: list[object] = [self.home, first, end]
-        if question.sources:
-            where += f" AND source IN ({','.join('?' * len(question.sources))})"
-            params.extend(question.sources)
+        filters, values = _filters(question)
+        where = "home = ? AND day >= ? AND day < ?" + filters
+        params: list[object] = [self.home, first, end, *values]
         sums = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
         with self.core.reading() as rconn:
             figures = rconn.execute(
@@ -386,19 +420,19 @@ class CostRollup:
             rows = self._read_rows(conn, zone, None)
         days: dict[tuple, list[float]] = {}
         session_days: dict[tuple, list[float]] = {}
-        members: dict[tuple[str, str, str, int], int] = defaultdict(int)
+        members: dict[Membership, int] = defaultdict(int)
         multi = []
         for row in rows.values():
             for day, vector in row.vectors():
                 add_vector(days, _day_key(row, day), vector)
                 add_vector(session_days, _session_key(row, day), vector)
-        by_session: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
+        by_session: dict[str, set[Membership]] = defaultdict(set)
         for row in rows.values():
             by_session[row.sid] |= memberships(row)
         for sid, cells in by_session.items():
             for cell in cells:
                 members[cell] += 1
-            if len({cell[3] for cell in cells}) > 1:
+            if len(_days_of(cells)) > 1:
                 multi.append(sid)
         state = (
             self.home, ROLLUP_VERSION, zone.key, mark.last_seen, max(rows, default=0),
@@ -410,7 +444,8 @@ class CostRollup:
                           "cost_session_day"):  # fmt: skip
                 w.execute(f"DELETE FROM {table} WHERE home = ?", (self.home,))
             w.executemany(
-                f"INSERT INTO cost_session_day VALUES ({', '.join('?' * (4 + len(SUM_COLUMNS)))})",
+                f"INSERT INTO cost_session_day VALUES "
+                f"({', '.join('?' * (1 + len(SESSION_KEYS) + len(SUM_COLUMNS)))})",
                 ((self.home, *key, *_clean(vec)) for key, vec in session_days.items()),
             )
             w.executemany(
@@ -418,13 +453,15 @@ class CostRollup:
                 (v for rid, row in rows.items() for v in _row_values(self.home, rid, row)),
             )
             w.executemany(
-                f"INSERT INTO cost_day VALUES ({', '.join('?' * (6 + len(SUM_COLUMNS)))})",
+                f"INSERT INTO cost_day VALUES "
+                f"({', '.join('?' * (1 + len(DAY_KEYS) + len(SUM_COLUMNS)))})",
                 ((self.home, *key, *_clean(vec)) for key, vec in days.items()),
             )
             w.executemany(
-                "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?)",
-                ((self.home, dim, day, key, src, n) for (dim, key, src, day), n in members.items()),
-            )
+                "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((self.home, dim, day, key, src, profile, n)
+                 for (dim, key, src, profile, day), n in members.items()),
+            )  # fmt: skip
             w.executemany("INSERT INTO cost_multi VALUES (?, ?)", ((self.home, s) for s in multi))
             w.execute("INSERT OR REPLACE INTO cost_rollup_state VALUES (?,?,?,?,?,?,?,?,?)", state)
 
@@ -513,11 +550,11 @@ def _marks(values: list) -> str:
 
 
 def _session_key(row: Row, day: int) -> tuple:
-    return (day, row.sid, row.source)
+    return (day, row.sid, row.source, row.profile)
 
 
 def _day_key(row: Row, day: int) -> tuple:
-    return (day, row.provider, row.model, row.source, row.task)
+    return (day, *(row.key(d) for d in DIMENSIONS))
 
 
 def _clean(vector: list[float]) -> list[float]:
@@ -536,8 +573,8 @@ def _clean(vector: list[float]) -> list[float]:
 
 def _row_values(home: int, rid: int, row: Row) -> list[tuple]:
     """The cost_row records of one row: one per day, or one on NO_DAY with no weight."""
-    figures = (row.provider, row.model, row.source, row.task, row.status, row.e, row.a,
-               *row.tokens, row.calls)  # fmt: skip
+    figures = (*(row.key(d) for d in DIMENSIONS), row.status, row.e, row.a, *row.tokens,
+               row.calls)  # fmt: skip
     parts = row.parts or ((NO_DAY, 0),)
     return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
 
@@ -549,10 +586,10 @@ def _to_rows(records: Iterable[tuple]) -> dict[int, Row]:
         grouped[record[0]].append(record)
     out: dict[int, Row] = {}
     for rid, found in grouped.items():
-        _, _, _, sid, provider, model, source, task, status, e, a, *rest = found[0]
+        _, _, _, sid, provider, model, source, task, profile, status, e, a, *rest = found[0]
         parts = tuple(sorted((r[1], r[2]) for r in found if r[2] > 0))
-        out[rid] = Row(sid, provider, model, source, task, status, e, a, tuple(rest[:-1]),
-                       rest[-1], parts)  # fmt: skip
+        out[rid] = Row(sid, provider, model, source, task, profile, status, e, a,
+                       tuple(rest[:-1]), rest[-1], parts)  # fmt: skip
     return out
 
 
@@ -571,8 +608,8 @@ def _load_rows(w: sqlite3.Connection, home: int, rows: dict[int, Row]) -> dict[i
 
 def _session_rows(
     w: sqlite3.Connection, home: int, sessions: set[str]
-) -> dict[str, set[tuple[str, str, str, int]]]:
-    out: dict[str, set[tuple[str, str, str, int]]] = {sid: set() for sid in sessions}
+) -> dict[str, set[Membership]]:
+    out: dict[str, set[Membership]] = {sid: set() for sid in sessions}
     ids = list(sessions)
     records: list[tuple] = []
     for i in range(0, len(ids), CHUNK):
@@ -587,8 +624,8 @@ def _session_rows(
     return out
 
 
-DAY_KEYS = ("day", "provider", "model", "source", "task")  # cost_day's key after home
-SESSION_KEYS = ("day", "sid", "source")  # cost_session_day's
+DAY_KEYS = ("day", *DIMENSIONS)  # cost_day's key after home
+SESSION_KEYS = ("day", "sid", "source", "profile")  # cost_session_day's
 
 
 def _apply_sums(
@@ -612,23 +649,23 @@ def _apply_sums(
 def _apply_sessions(
     w: sqlite3.Connection, home: int, before: dict[str, set], after: dict[str, set]
 ) -> None:
-    change: dict[tuple[str, str, str, int], int] = defaultdict(int)
+    change: dict[Membership, int] = defaultdict(int)
     for sid in before:
         for cell in before[sid] - after[sid]:
             change[cell] -= 1
         for cell in after[sid] - before[sid]:
             change[cell] += 1
-        multi = len({cell[3] for cell in after[sid]}) > 1
+        multi = len(_days_of(after[sid])) > 1
         if multi:
             w.execute("INSERT OR IGNORE INTO cost_multi VALUES (?, ?)", (home, sid))
         else:
             w.execute("DELETE FROM cost_multi WHERE home = ? AND sid = ?", (home, sid))
-    for (dim, key, source, day), n in change.items():
+    for (dim, key, source, profile, day), n in change.items():
         if n == 0:
             continue
         w.execute(
-            "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (home, dim, day, key, source) DO UPDATE SET sessions = sessions + ?",
-            (home, dim, day, key, source, n, n),
+            "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
+            "(home, dim, day, key, source, profile) DO UPDATE SET sessions = sessions + ?",
+            (home, dim, day, key, source, profile, n, n),
         )
     w.execute("DELETE FROM cost_day_sessions WHERE home = ? AND sessions <= 0", (home,))

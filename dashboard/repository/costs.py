@@ -19,6 +19,10 @@ spent is :mod:`cost_days`. This module reads the rows and sums them:
 * ``status_mix`` counts calls per status (a row's ``api_call_count``, at least one),
   split over days like its tokens.
 * Periods follow the user's timezone (DST included): days are local calendar days.
+* ``profile`` (issue 17) is the profile a row's session was archived under; a session
+  belongs to one profile, so the profiles' cells add up to the total, sessions too.
+  ``profiles=`` asks about some profiles only (the rollup's answer to a scoped reader,
+  whose own connection already sees its rows alone).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from dashboard.repository.errors import ValidationError
 from dashboard.repository.schema import DERIVED_USAGE_PREFIX
 
 PERIODS = ("month", "week", "day")
-DIMENSIONS = ("provider", "model", "source", "task")
+DIMENSIONS = ("provider", "model", "source", "task", "profile")
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
 TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
@@ -160,6 +164,7 @@ class Plan:
     starts: list[date]
     labels: list[str]
     sources: tuple[str, ...]
+    profiles: tuple[str, ...] = ()  # empty: every profile the connection sees
 
     @property
     def edges(self) -> list[float]:
@@ -190,7 +195,7 @@ class Plan:
 
 def plan(
     *, period: str = "month", by: str = "provider", start: date, end: date,
-    timezone: str | None = None, sources: tuple[str, ...] = (),
+    timezone: str | None = None, sources: tuple[str, ...] = (), profiles: tuple[str, ...] = (),
 ) -> Plan:  # fmt: skip
     """Check a spend question; :class:`ValidationError` names what is wrong."""
     if period not in PERIODS:
@@ -206,7 +211,8 @@ def plan(
     if len(starts) > 800:
         raise ValidationError("too many periods: choose a coarser period or a shorter range")
     labels = [period_label(period, d) for d in starts]
-    return Plan(period, by, start, end, zone, starts, labels, tuple(sources))
+    return Plan(period, by, start, end, zone, starts, labels, tuple(sources),
+                tuple(sorted(set(profiles))))  # fmt: skip
 
 
 def spend(conn: sqlite3.Connection, **options: object) -> Spend:
@@ -236,12 +242,16 @@ def spend(conn: sqlite3.Connection, **options: object) -> Spend:
 
 
 def range_rows(conn: sqlite3.Connection, question: Plan) -> dict[int, Row]:
-    """The usage rows (by rowid) that can fall in ``question``'s range and sources."""
+    """The usage rows (by rowid) that can fall in ``question``'s range, sources and
+    profiles."""
     edges = question.edges
     where, params = f"{ROW_LAST} >= ? AND {ROW_FIRST} < ?", [edges[0], edges[-1]]
     if question.sources:
         where += f" AND s.source IN ({','.join('?' * len(question.sources))})"
         params.extend(question.sources)
+    if question.profiles:
+        where += f" AND s.profile IN ({','.join('?' * len(question.profiles))})"
+        params.extend(question.profiles)
     return read_rows(conn, DayClock(question.zone), where, params)
 
 
@@ -326,7 +336,7 @@ ROW_LAST = "coalesce(u.last_seen, u.first_seen)"
 ROW_SQL = (
     f"SELECT u.rowid, u.session_id, {ROW_FIRST}, {ROW_LAST}, "
     f"{_label('u.billing_provider')}, {_label('u.model')}, {_label('s.source')}, "
-    "coalesce(nullif(u.task, ''), 'main'), "
+    f"coalesce(nullif(u.task, ''), 'main'), {_label('s.profile')}, "
     "u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
     f"{', '.join(f'u.{kind}_tokens' for kind in TOKEN_KINDS)}, u.api_call_count, "
     f"{derived_usage_sql('u')} "
@@ -344,6 +354,7 @@ class Row:
     model: str
     source: str
     task: str
+    profile: str
     status: str  # cost_rules.STATUSES
     e: float | None
     a: float | None
@@ -402,7 +413,7 @@ def read_rows(
                 if lo is not None and hi is not None and lo != hi}  # fmt: skip
     replies = _replies(conn, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
-    for (rid, sid, _, _, provider, model, source, task, *rest), (lo, hi) in zip(
+    for (rid, sid, _, _, provider, model, source, task, profile, *rest), (lo, hi) in zip(
         found, bounds, strict=True
     ):
         status, est, act, *counts, merged = rest
@@ -411,7 +422,8 @@ def read_rows(
         parts = row_parts(hi, lo, hi, replies.get(sid, ())) if lo != hi else (
             () if hi is None else ((hi, 1),))  # fmt: skip
         rows[rid] = Row(
-            str(sid), provider, model, source, task, cost.status, cost.estimated, cost.billed,
+            str(sid), provider, model, source, task, profile, cost.status, cost.estimated,
+            cost.billed,
             tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
             max(calls if type(calls) is int else _count(calls), 1), parts,
         )  # fmt: skip

@@ -22,6 +22,7 @@ from dashboard.repository.cost_sessions import (
 )
 from dashboard.repository.costs import (
     Spend,
+    SpendMark,
     fingerprint,
     first_activity,
     plan,
@@ -185,7 +186,8 @@ class StateReader:
             return found
 
     def open_for_rollup(self) -> sqlite3.Connection:
-        """A read-only connection to the archive a background cost-rollup build can own."""
+        """A read-only connection to the whole archive (every profile, whatever this
+        reader's scope) that the cost rollup is built and brought up to date from."""
         if self._before_read is not None:
             self._before_read()
         conn = open_readonly(self.path)
@@ -390,8 +392,10 @@ class StateReader:
             question = plan(**options)
             order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
             found = None
-            if rollup is not None and self.scope.everything:
-                found = rollup.session_sums(snap.conn, question, mark=mark, **order)
+            if rollup is not None:
+                with self._rollup_reading(snap, mark) as (conn, whole, scope):
+                    asked = plan(**{**options, **scope})
+                    found = rollup.session_sums(conn, asked, mark=whole, **order)
             if found is None:  # no rollup (yet): sum the raw rows by the same rules
                 sums = session_sums(range_rows(snap.conn, question).values(), question)
                 found = len(sums), rank_sessions(sums, **order)
@@ -423,9 +427,10 @@ class StateReader:
                 hit = self._spend_cache.get(key)
             if hit is not None:
                 return hit
-            # The rollup sums every profile; a scoped reader sums its own rows.
-            use = rollup is not None and self.scope.everything
-            result = rollup.spend(snap.conn, mark=mark, **options) if use else None
+            result = None
+            if rollup is not None:
+                with self._rollup_reading(snap, mark) as (conn, whole, scope):
+                    result = rollup.spend(conn, mark=whole, **{**options, **scope})
             if result is None:
                 result = spend(snap.conn, **options)
         with self._spend_lock:
@@ -433,3 +438,23 @@ class StateReader:
             while len(self._spend_cache) > SPEND_CACHE_SIZE:
                 self._spend_cache.pop(next(iter(self._spend_cache)))
         return result
+
+    @contextmanager
+    def _rollup_reading(
+        self, snap: Snapshot, mark: SpendMark
+    ) -> Iterator[tuple[sqlite3.Connection, SpendMark | None, dict[str, Any]]]:
+        """How the cost rollup is asked: ``(connection, its fingerprint, options)``.
+
+        The rollup sums every profile and must be brought up to date from all of them,
+        so a scoped reader, whose own connection sees one profile's rows, asks it through
+        a connection to the whole archive (fingerprint read there) and filters the answer
+        to its profiles (``profiles=``); a reader of every profile asks through its own.
+        """
+        if self.scope.names is None:
+            yield snap.conn, mark, {}
+            return
+        conn = self.open_for_rollup()
+        try:
+            yield conn, None, {"profiles": tuple(sorted(self.scope.names))}
+        finally:
+            conn.close()

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.cost_rollup import create_session_days
+from dashboard.repository.cost_rollup import create_session_days, recreate_with_profiles
 from dashboard.repository.cost_rollup import create_tables as create_cost_tables
 from dashboard.repository.cost_rollup import recreate_tables as recreate_cost_tables
 from dashboard.repository.errors import NotFoundError
@@ -60,6 +60,7 @@ MIGRATIONS = (
     Migration(3, "cost rollup", create_cost_tables),
     Migration(4, "cost rollup: rows spread over the days of their calls", recreate_cost_tables),
     Migration(5, "cost rollup: sums per session and day", create_session_days),
+    Migration(6, "cost rollup: every record keyed by its profile", recreate_with_profiles),
 )
 
 _REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")

@@ -14,9 +14,11 @@ from dashboard.repository.cost_headlines import headlines
 from dashboard.repository.cost_sessions import check_sort
 from dashboard.repository.costs import DIMENSIONS, DRIFT_FLAG, PERIODS, Spend
 from dashboard.repository.errors import ValidationError
+from dashboard.repository.profiles import ALL
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
 from dashboard.web.filters import url_with
 from dashboard.web.htmx import render_page
+from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import get_cost_rollup, spend_function
 
@@ -109,6 +111,22 @@ def range_shortcuts(today: date, first_activity: date | None) -> list[Shortcut]:
     ]
 
 
+def offered_dimensions() -> dict[str, str]:
+    """The dimensions of the page, its CSV and JSON, with their labels: ``profile`` only
+    when this Recall serves 2+ profiles (with one, everything stays as it always was)."""
+    several = len(served_profiles()) > 1
+    return {d: DIMENSION_LABELS[d] for d in DIMENSIONS if d != "profile" or several}
+
+
+def card_profiles() -> tuple[str, ...]:
+    """The profiles given a headline card of their own: every one served, when the page
+    shows all of them together (a chosen profile's cards are its own)."""
+    served = served_profiles()
+    if len(served) <= 1 or current_profile() != ALL:
+        return ()
+    return tuple(p.name for p in served)
+
+
 DEPRECATED_BEFORE = "before= is the old name of to= (the first day not included): read as to="
 
 
@@ -123,8 +141,9 @@ def parse_costs_request(today: date) -> CostsRequest:
     by = args.get("by") or "provider"
     if period not in PERIODS:
         raise ValidationError(f"period must be one of {', '.join(PERIODS)}")
-    if by not in DIMENSIONS:
-        raise ValidationError(f"by must be one of {', '.join(DIMENSIONS)}")
+    offered = offered_dimensions()
+    if by not in offered:
+        raise ValidationError(f"by must be one of {', '.join(offered)}")
     default_start, default_end = default_range(period, today)
     start = _day(args.get("from"), "from") or default_start
     end = _day(args.get("to"), "to")
@@ -189,7 +208,7 @@ def index():
             now.date(), None if first is None else datetime.fromtimestamp(first, now.tzinfo).date()
         ),
         "args": request.args, "sources": reader.search_facets().get("sources", []),
-        "dimension_labels": DIMENSION_LABELS, "periods": PERIODS, "drift_flag": DRIFT_FLAG,
+        "dimension_labels": offered_dimensions(), "periods": PERIODS, "drift_flag": DRIFT_FLAG,
         "budget": monthly_budget(), "error": None,
     }  # fmt: skip
     try:
@@ -203,7 +222,8 @@ def index():
     except ValidationError as exc:
         context["error"] = str(exc)
     else:
-        top = headlines(spend, now=now, timezone=current_timezone(), sources=costs.sources)
+        top = headlines(spend, now=now, timezone=current_timezone(), sources=costs.sources,
+                        profiles=card_profiles())  # fmt: skip
         context.update(
             costs=costs, spend=found, table=cost_table(found), chart=chart_data(found),
             headlines=top, last_day=costs.last_day, sessions=sessions,

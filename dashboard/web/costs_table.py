@@ -27,7 +27,8 @@ from dashboard.repository.cost_rules import (
 from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
 from dashboard.web.filters import usd
 
-DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task"}
+DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task",
+                    "profile": "Profile"}  # fmt: skip
 TOKEN_LABELS = {
     "input": "Input", "output": "Output", "cache_read": "Cache read",
     "cache_write": "Cache write", "reasoning": "Reasoning",
