@@ -287,13 +287,19 @@ class StateReader:
             return {"status": "unavailable", "reason": "corrupt", "detail": str(exc)}
         return {"status": "ok", "path": str(self.path)}
 
+    @property
+    def spans_profiles(self) -> bool:
+        """Whether this reader's answers mix profiles (every profile, and 2+ of them):
+        the pages then name each row's profile and count by profile."""
+        return self.scope.everything and len(self.profiles) > 1
+
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
                 snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs,
-            )
+                self._epochs, scoped=not self.scope.everything, by_profile=self.spans_profiles,
+            )  # fmt: skip
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
         """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
@@ -301,7 +307,7 @@ class StateReader:
         with self.snapshot() as snap:
             found = search_sessions(
                 snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs,
+                self._epochs, scoped=not self.scope.everything,
             )
             return said_only(snap.conn, found.results, terms)
 
