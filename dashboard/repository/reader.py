@@ -232,14 +232,23 @@ class StateReader:
 
     def overview(self) -> dict[str, Any]:
         """What the store read holds: layout, counts, activity range, file sizes; reading
-        an archive, also what it keeps (``archive``) and the source's state (``source``)."""
+        an archive, also what it keeps (``archive``) and the source's state (``source``);
+        reading every profile (:attr:`spans_profiles`), each one's figures and source
+        (``profiles``: name -> figures, in the profiles' order)."""
         with self.snapshot() as snap:
-            info = archive_overview(snap.conn, self.path)
+            info = archive_overview(snap.conn, self.path, by_profile=self.spans_profiles)
             info["is_demo"] = snap.state.is_demo
             if self.reads_archive:
                 info["archive"] = archive_counts(snap.conn)
         if self.reads_archive:
             info["source"] = source_overview(self.home.state_db)
+        if "profiles" in info:  # every profile: each one's figures and its own source
+            found = info["profiles"]
+            info["profiles"] = {
+                p.name: {**found.get(p.name, {"sessions": 0, "messages": 0}),
+                         "source": source_overview(p.state_db)}
+                for p in self.profiles
+            }  # fmt: skip
         info["home"] = str(self.home.root)
         info["path"] = str(self.path)
         return info
