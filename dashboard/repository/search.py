@@ -84,14 +84,14 @@ def search_sessions(
     answers yet. ``lineage`` is the session graph and ``epochs`` the in-place compaction
     epochs of sessions searched before (the reader keeps both cached). ``scoped``:
     ``conn`` sees some profiles only (reader.apply_scope), so windows are counted in
-    them; ``by_profile``: count the sessions found per profile (``SearchResult.by_profile``).
+    them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``).
     """
     began = time.perf_counter()
     parsed = parse_query(request.query)
     if request.model:
         request = replace(request, model_spellings=model_spellings(conn, request.model))
     if parsed.empty:
-        result = _recent(conn, request, lineage, by_profile)
+        result = _recent(conn, request, lineage)
     else:
         result = _matching(conn, state, request, parsed, lineage, epochs or EpochsCache(),
                            scoped, by_profile)  # fmt: skip
@@ -195,20 +195,17 @@ def _why_empty(
     return False, tuple(name for name in active if found([name])) or tuple(active)
 
 
-def _recent(
-    conn: sqlite3.Connection, request: SearchRequest, lineage: Lineage, by_profile: bool
-) -> SearchResult:
-    """The empty query: recent conversations (chain roots unless grouped by session)."""
+def _recent(conn: sqlite3.Connection, request: SearchRequest, lineage: Lineage) -> SearchResult:
+    """The empty query: recent conversations (chain roots unless grouped by session).
+
+    No count by profile: grouped by profile the count reads every session row (17 ms
+    at 10k sessions) where this one reads an index (1.5 ms); the switcher lists them.
+    """
     filters = request_filters(request)
     roots_only = " AND s.parent_session_id IS NULL" if request.group == "chain" else ""
     where = f"1{roots_only}{filters.session_sql}"
-    counts = profile_counts(conn, where, filters.session_params) if by_profile else ()
-    if by_profile:
-        total_sessions = sum(n for _, n in counts)  # the count below, profile by profile
-    else:
-        total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}",
-                             filters.session_params)  # fmt: skip
-        total_sessions = total.fetchone()[0]
+    total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}", filters.session_params)
+    total_sessions = total.fetchone()[0]
     order = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
         f"SELECT s.id FROM sessions s WHERE {where} ORDER BY s.started_at {order} LIMIT ? OFFSET ?",
@@ -216,8 +213,7 @@ def _recent(
     ).fetchall()
     groups = [Group(r[0], r[0]) for r in rows]
     results = build_cards(conn, groups, lineage, None)
-    result = SearchResult(request, parse_query(""), "recent", results, total_sessions,
-                          by_profile=counts)  # fmt: skip
+    result = SearchResult(request, parse_query(""), "recent", results, total_sessions)
     if not total_sessions:
         result.home_empty = conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None
     return result
