@@ -133,3 +133,42 @@ def test_a_home_without_profiles_reads_as_before(tmp_path: Path) -> None:
     reading = reading_for(HermesHome(home), tmp_path / "archive.db", inline=True)
     assert not isinstance(reading.syncer, SyncGroup)
     assert reading.reader.scoped("default") is reading.reader
+
+
+def test_a_second_profile_imports_into_the_indexed_archive_without_a_rebuild(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    _reading(facts, tmp_path, only="default").syncer.poll()
+    archive = tmp_path / "data" / "archive.db"
+    pending_seen: list[bool] = []
+
+    def look(_progress: object) -> None:
+        conn = sqlite3.connect(archive)
+        try:
+            row = conn.execute(
+                "SELECT value FROM state_meta WHERE key='fts_trigram_pending'"
+            ).fetchone()
+        finally:
+            conn.close()
+        pending_seen.append(row is not None and row[0] == "1")
+
+    reading = _reading(facts, tmp_path, only="legacy")
+    reading.syncer.batch_sessions = 1
+    reading.syncer.on_progress = look
+    reading.syncer.poll()
+    assert len(pending_seen) > 2 and not any(pending_seen)  # searches kept the trigram index
+    conn = sqlite3.connect(archive)
+    try:
+        for table in ("messages_fts", "messages_fts_trigram"):
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        word = facts.words["legacy"]
+        substring = conn.execute(
+            "SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?",
+            (f'"{word[1:-1]}"',),
+        ).fetchone()[0]
+        triggers = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='trigger'").fetchone()[0]  # fmt: skip
+    finally:
+        conn.close()
+    assert substring >= 2 and triggers == 3
+    assert _found(_reading(facts, tmp_path).reader, word) == {f"legacy:{hs.S_CRON}"}

@@ -26,7 +26,7 @@ from typing import Any
 from dashboard.repository import conventions, trigram_build
 from dashboard.repository.layout import Layout, detect_layout
 from dashboard.repository.readonly import open_readonly, read_snapshot
-from dashboard.repository.schema import DERIVED_USAGE_PREFIX
+from dashboard.repository.schema import DERIVED_USAGE_PREFIX, TRIGRAM_PENDING_KEY
 from dashboard.repository.store import SessionStore, index_messages
 from dashboard.repository.trigram_build import TrigramBuild
 
@@ -511,6 +511,12 @@ def _first_import(
     any_message = archive.core.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone()
     fresh = mark is None and not any_message
     trigram = TrigramBuild(archive.core.path) if fresh else None
+    # Rows of another home (profile) already indexed, no trigram index pending: each
+    # step indexes its rows in both indexes, and searches keep the trigram meanwhile.
+    pending = archive.core.conn.execute(
+        "SELECT 1 FROM state_meta WHERE key=? AND value='1'", (TRIGRAM_PENDING_KEY,)
+    ).fetchone()
+    both = bool(any_message) and not pending
     if trigram is None:
         trigram_build.discard(archive.core.path)  # a killed import's, useless now
     landed: dict[int, tuple[str, list[Any]]] = {}  # chunk -> what its transaction landed
@@ -535,7 +541,7 @@ def _first_import(
                 added[at][1] = _copy_messages(
                     c, home, copy, [s.row["_src_id"] for s in rows], now)  # fmt: skip
                 landed[at] = _landed(home, rows, now)
-                index_messages(c, *landed[at])
+                index_messages(c, *landed[at], trigram=both)
                 put_meta(c, WATERMARK_PREFIX + home, covered)
 
             yield step  # resumed once the step committed
@@ -559,7 +565,7 @@ def _first_import(
         with archive.core.attached_readonly(Path(adapter.layout.path), SOURCE_SCHEMA):
             archive.bulk_write(
                 steps(), foreign_keys=False, rebuild_index=False, index_in_steps=True,
-                trigram=trigram,
+                trigram=trigram, trigram_in_steps=both,
             )  # fmt: skip
     finally:
         if trigram is not None:

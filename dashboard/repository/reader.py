@@ -85,17 +85,22 @@ def apply_scope(conn: sqlite3.Connection, scope: Scope) -> None:
     if scope.names is None:
         return
     names = ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(scope.names))
+    # The scope's session ids, read once per statement from the covering index
+    # idx_sessions_profile(profile, id) (a session row's profile sits behind its
+    # system prompt, in overflow pages). The unary ``+`` keeps each view's filter a
+    # filter: the planner still drives a query by the indexes it chose without the
+    # scope (an FTS hit list, a session id, started_at order), and only probes the list.
     mine = f"SELECT id FROM main.sessions WHERE profile IN ({names})"
     conn.execute("PRAGMA query_only=0")
     try:
         conn.execute(
             "CREATE TEMP VIEW sessions AS SELECT rowid AS rowid, * FROM main.sessions"
-            f" WHERE profile IN ({names})"
+            f" WHERE +id IN ({mine})"
         )
         for table in SCOPED_TABLES[1:]:
             conn.execute(
                 f"CREATE TEMP VIEW {table} AS SELECT rowid AS rowid, * FROM main.{table}"
-                f" WHERE session_id IN ({mine})"
+                f" WHERE +session_id IN ({mine})"
             )
     finally:
         conn.execute("PRAGMA query_only=1")

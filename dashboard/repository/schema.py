@@ -241,7 +241,9 @@ def _v5_compacted_index(conn: sqlite3.Connection) -> None:
 def _v6_profile_index(conn: sqlite3.Connection) -> None:
     """Which sessions are one profile's (profiles.py: a scoped reader's views ask it on
     every statement)."""
-    conn.execute("CREATE INDEX idx_sessions_profile ON sessions(profile)")
+    # With the id: the scope's ids come from the index alone (a row's profile sits
+    # behind its system prompt, in overflow pages).
+    conn.execute("CREATE INDEX idx_sessions_profile ON sessions(profile, id)")
 
 
 @dataclass(frozen=True)

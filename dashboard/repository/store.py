@@ -553,6 +553,7 @@ class SessionStore:
         rebuild_index: bool = True,
         index_in_steps: bool = False,
         trigram: TrigramBuild | None = None,
+        trigram_in_steps: bool = False,
     ) -> list[T]:
         """The bulk path for any writer: each step one transaction, FTS triggers off.
 
@@ -568,10 +569,19 @@ class SessionStore:
         one. ``foreign_keys=False`` lets an importer land a child before its
         parent, or keep a child whose parent the source lost. ``trigram``: a side
         build the steps feed, taken at the end instead of the trigram rebuild.
+        ``trigram_in_steps`` (with ``index_in_steps``): the steps index both indexes
+        (``index_messages(..., trigram=True)``), and nothing is pending or rebuilt —
+        for rows added to an archive already indexed (another profile's first
+        import), where a rebuild would re-read every row already there and leave
+        every search scanning until it finished.
         """
         triggers_off = rebuild_index or index_in_steps
+        both = index_in_steps and trigram_in_steps
         if triggers_off:
-            self.core.write(_defer_fts if index_in_steps else _drop_fts_triggers)
+            off = _drop_fts_triggers
+            if index_in_steps:
+                off = _defer_nothing_pending if both else _defer_fts
+            self.core.write(off)
         results: list[T] = []
         try:
             for step in steps:
@@ -585,7 +595,9 @@ class SessionStore:
             raise
         finally:
             # Also after an error: this store stays open, and its writes need triggers.
-            if index_in_steps:
+            if both:
+                self.core.write(_restore_fts_triggers)
+            elif index_in_steps:
                 self.finish_deferred_index(trigram)
             elif rebuild_index:
                 self.repair_index()
@@ -692,6 +704,15 @@ def _defer_fts(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
 
 
+def _defer_nothing_pending(conn: sqlite3.Connection) -> None:
+    """Triggers off while the writer indexes its own rows in both indexes: nothing is
+    pending, so readers keep asking both (a kill leaves them consistent with every
+    committed step; the next open restores the triggers, rebuilding the trigram)."""
+    _put_meta(conn, "fts_triggers_off", "1")
+    for name in schema.FTS_TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
+
+
 def _finish_trigram(conn: sqlite3.Connection) -> None:
     """The trigram index is built: triggers back on, readers may ask it."""
     _restore_fts_triggers(conn)
@@ -706,20 +727,26 @@ def _restore_fts_triggers(conn: sqlite3.Connection) -> None:
     _put_meta(conn, "fts_triggers_off", None)
 
 
-def index_messages(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
-    """Add the messages matching ``where`` to the word index; return how many.
+def index_messages(
+    conn: sqlite3.Connection, where: str, params: Sequence[Any], *, trigram: bool = False
+) -> int:
+    """Add the messages matching ``where`` to the word index (``trigram``: and to the
+    trigram index); return how many.
 
     Only for rows written while the triggers are off (``bulk_write(index_in_steps=True)``):
     a row indexed twice would leave the external-content index inconsistent.
     """
     cols = ", ".join(schema.FTS_COLUMNS)
-    # In id order: FTS5 flushes its pending terms to a new segment whenever a rowid
-    # goes backwards, as it would between the sessions of a batch read by session.
-    return conn.execute(
-        f"INSERT INTO {WORDS}(rowid, {cols}) SELECT id, {cols} FROM messages WHERE {where} "
-        "ORDER BY id",
-        tuple(params),
-    ).rowcount
+    count = 0
+    for table in (WORDS, TRIGRAM) if trigram else (WORDS,):
+        # In id order: FTS5 flushes its pending terms to a new segment whenever a rowid
+        # goes backwards, as it would between the sessions of a batch read by session.
+        count = conn.execute(
+            f"INSERT INTO {table}(rowid, {cols}) SELECT id, {cols} FROM messages "
+            f"WHERE {where} ORDER BY id",
+            tuple(params),
+        ).rowcount
+    return count
 
 
 def _batches(sessions: Iterable[ImportSession], size: int) -> Iterator[list[ImportSession]]:

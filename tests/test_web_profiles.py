@@ -1,0 +1,88 @@
+"""The request's profile (web/profiles.py): ?profile=, the remembered choice, links, 404s."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+from tests import hermes_shapes as hs
+from tests.conftest import make_app
+
+
+@pytest.fixture
+def facts(tmp_path: Path) -> hs.ProfilesFacts:
+    return hs.build_profiles_home(tmp_path / "hermes")
+
+
+@pytest.fixture
+def profiles_app(facts: hs.ProfilesFacts, tmp_path: Path) -> Flask:
+    return make_app(facts.root, tmp_path / "data")
+
+
+def _cookie(app: Flask) -> str:
+    return f"{app.config['SESSION_COOKIE_NAME']}_profile"
+
+
+def test_the_switcher_lists_every_profile_and_links_keep_the_choice(profiles_app: Flask) -> None:
+    client = profiles_app.test_client()
+    page = client.get("/?profile=legacy").get_data(as_text=True)
+    assert 'class="profile-switcher"' in page
+    assert re.search(r'<strong class="current-profile">legacy</strong>', page)
+    for name in ("all", "default", "legacy", "empty"):
+        assert f'data-profile="{name}"' in page
+    # Every link the page builds stays in the profile (url_defaults), the static files do not.
+    assert 'href="/chains?profile=legacy"' in page and 'href="/costs?profile=legacy"' in page
+    assert "app.css?profile" not in page
+
+
+def test_the_choice_is_remembered_for_a_page_opened_without_one(profiles_app: Flask) -> None:
+    client = profiles_app.test_client()
+    first = client.get("/?profile=legacy")
+    assert _cookie(profiles_app) in first.headers.get("Set-Cookie", "")
+    again = client.get("/chains").get_data(as_text=True)
+    assert '<strong class="current-profile">legacy</strong>' in again
+    explicit = client.get("/chains?profile=all").get_data(as_text=True)
+    assert '<strong class="current-profile">All profiles</strong>' in explicit
+    assert '<strong class="current-profile">All profiles</strong>' in client.get("/").get_data(
+        as_text=True
+    )
+
+
+def test_an_unknown_profile_is_a_404_naming_the_profiles(profiles_app: Flask) -> None:
+    client = profiles_app.test_client()
+    response = client.get("/?profile=%3Cb%3Ework")
+    body = response.get_data(as_text=True)
+    assert response.status_code == 404
+    assert "default, empty, legacy" in body and "<b>work" not in body
+    # A stale cookie (a profile since removed) is ignored, not an error.
+    client.set_cookie(_cookie(profiles_app), "gone")
+    assert client.get("/").status_code == 200
+
+
+def test_a_session_of_a_profile_opens_by_its_archive_id(profiles_app: Flask) -> None:
+    client = profiles_app.test_client()
+    legacy = client.get(f"/sessions/legacy:{hs.S_CRON}?profile=legacy")
+    assert legacy.status_code == 200 and hs.PROFILE_WORDS["legacy"] in legacy.get_data(as_text=True)
+    assert client.get(f"/sessions/{hs.S_CRON}?profile=legacy").status_code == 404
+    mine = client.get(f"/sessions/{hs.S_CRON}?profile=default").get_data(as_text=True)
+    assert hs.PROFILE_WORDS["default"] in mine and hs.PROFILE_WORDS["legacy"] not in mine
+
+
+def test_a_served_profile_has_no_switcher_and_no_other_profile(
+    facts: hs.ProfilesFacts, tmp_path: Path
+) -> None:
+    app = make_app(facts.root, tmp_path / "data", PROFILE="legacy")
+    client = app.test_client()
+    page = client.get("/").get_data(as_text=True)
+    assert "profile-switcher" not in page
+    assert client.get("/?profile=default").status_code == 404
+    assert client.get("/?profile=all").status_code == 200
+
+
+def test_one_profile_changes_nothing(hermes_home: Path, tmp_path: Path) -> None:
+    client = make_app(hermes_home, tmp_path / "data").test_client()
+    page = client.get("/").get_data(as_text=True)
+    assert "profile-switcher" not in page and "profile=" not in page
