@@ -165,3 +165,27 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
         store.compact_in_place(solo, "part 2", at=230.0)
     assert [c.root for c in reader.chain_index("epochs").chains] == ["solo", "a0"]
     assert reader.chain_index("epochs").chains[0].epochs == 4
+
+
+def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
+    tmp_path: Path,
+) -> None:
+    from dashboard.repository.syncer import reading_for
+    from tests import hermes_shapes as hs
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    reader = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
+                         inline=True, folder=tmp_path / "data").reader  # fmt: skip
+    index = reader.chain_index("profile", descending=False)
+    assert index.sort == "profile"
+    assert [c.profile for c in index.chains] == sorted(c.profile for c in index.chains)
+    assert {(c.root, c.profile) for c in index.chains if c.segments > 1} == {
+        (hs.S_ROOT, "default"), (f"legacy:{hs.S_ROOT}", "legacy")}  # fmt: skip
+    for summary in index.chains:  # every segment of a chain is of the chain's profile
+        chain = reader.chain(summary.tip)
+        assert {s.profile for s in chain.segments} == {summary.profile}, summary.root
+        assert chain.profile == summary.profile
+    assert check_chain_sort("profile", "desc") == ("profile", True)
+    # One profile's index: its own chains, still named.
+    legacy = reader.scoped("legacy").chain_index()
+    assert {c.profile for c in legacy.chains} == {"legacy"}

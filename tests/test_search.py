@@ -595,3 +595,69 @@ def test_a_new_compaction_is_counted_on_the_next_search(tmp_path: Path) -> None:
         (card,) = reader.search(SearchRequest(query="marmot")).results
         assert [h.compaction for h in card.hits] == [(1, 2)]
         assert card.hit_count == 1  # the original, its copy and the copy's copy: one message
+
+
+# -- profiles (issue 17): every profile searched at once, or one alone ----------------------
+
+
+@pytest.fixture
+def profiles_reader(tmp_path: Path) -> tuple[shapes.ProfilesFacts, StateReader]:
+    from dashboard.repository.syncer import reading_for
+
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reading = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
+                          inline=True, folder=tmp_path / "data")  # fmt: skip
+    return facts, reading.reader
+
+
+def test_every_result_names_its_profile_and_all_counts_them(
+    profiles_reader: tuple[shapes.ProfilesFacts, StateReader],
+) -> None:
+    facts, reader = profiles_reader
+    for name, word in facts.words.items():
+        result = reader.search(SearchRequest(query=word, sources=ALL_SOURCES))
+        assert [(r.session_id, r.profile) for r in result.results] == [
+            (f"{'' if name == 'default' else name + ':'}{facts.said_in[name]}", name)
+        ]
+        assert result.by_profile == ((name, 1),)
+        assert result.to_json()["results"][0]["profile"] == name
+    # "job" is in both profiles' cron session: one card each, the same source id apart.
+    both = reader.search(SearchRequest(query="job", group="session", sources=("cron",)))
+    assert {(r.session_id, r.profile) for r in both.results} == {
+        (shapes.S_CRON, "default"), (f"legacy:{shapes.S_CRON}", "legacy")}  # fmt: skip
+    assert dict(both.by_profile) == {"default": 1, "legacy": 1}
+    assert dict(both.to_json()["by_profile"]) == {"default": 1, "legacy": 1}
+    # The empty query lists every profile's sessions (it counts none per profile).
+    recent = reader.search(SearchRequest(sources=ALL_SOURCES, group="session"))
+    assert {r.profile for r in recent.results} == {"default", "legacy"}
+    assert recent.by_profile == ()
+    # One profile's reader names its profile on every result, and counts nothing by profile.
+    legacy = reader.scoped("legacy").search(SearchRequest(query="job", sources=("cron",)))
+    assert [r.profile for r in legacy.results] == ["legacy"] and legacy.by_profile == ()
+
+
+def test_a_scoped_search_learns_nothing_of_another_profiles_matches(
+    profiles_reader: tuple[shapes.ProfilesFacts, StateReader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The FTS indexes span every profile: a window counted there would say that another
+    profile has the word (bounded, "search older", a match count) with no result shown."""
+    facts, reader = profiles_reader
+    for window in ("RANK_WINDOW", "SORT_WINDOW"):
+        monkeypatch.setattr(search_routes, window, 1)
+    legacy = reader.scoped("legacy")
+
+    def answer(word: str, sort: str) -> dict[str, object]:
+        found = legacy.search(SearchRequest(query=word, sort=sort, sources=ALL_SOURCES))
+        shown = found.to_json()
+        return {k: v for k, v in shown.items() if k not in ("query", "normalized", "took_ms")}
+
+    for sort in ("relevance", "newest", "oldest"):
+        # The other profile's word reads exactly as a word no profile ever said.
+        found = answer(facts.words["default"], sort)
+        assert found == answer("zyzzogeton", sort), sort
+        assert (found["results"], found["total_matches"], found["bounded"]) == ([], 0, False)
+        # Its own word, with the window of one: the window counts its own rows only.
+        own = legacy.search(SearchRequest(query=facts.words["legacy"], sort=sort,
+                                          sources=ALL_SOURCES))  # fmt: skip
+        assert own.bounded and own.total_matches == 2, sort
+        assert {r.profile for r in own.results} == {"legacy"}, sort

@@ -125,3 +125,48 @@ def test_the_page_without_an_archive_says_how_to_make_one(tmp_path: Path) -> Non
     ).test_client()
     assert "recall archive sync" in _html(client, "/archive")
     assert not (tmp_path / "none.db").exists()
+
+
+# -- profiles (issue 17) ---------------------------------------------------------------------
+
+
+def test_every_profile_has_its_radar_and_a_profile_column_and_one_profile_its_own(
+    tmp_path: Path,
+) -> None:
+    from tests import hermes_shapes as hs
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    legacy_config = facts.root / "profiles" / "legacy" / "config.yaml"
+    legacy_config.write_text("sessions:\n  retention_days: 36500\n", encoding="utf-8")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    html = _html(client, "/archive?profile=all&presence=all")
+    radars = {m.group(1): m.group(0) for m in re.finditer(
+        r'<section id="prune-radar-([^"]+)" class="prune-radar".*?</section>', html)}  # fmt: skip
+    assert set(radars) == {"default", "legacy", "empty"}
+    assert "36,500 days" in radars["legacy"] and "90 days" in radars["default"]
+    doomed = re.findall(r'data-session="([^"]+)"', radars["default"])
+    assert doomed and not re.findall(r'data-session="([^"]+)"', radars["legacy"])
+    # A doomed session links to its own archived copy, never to another profile's.
+    links = re.findall(r'href="/sessions/([^"?]+)', radars["default"])
+    assert links and not any(link.startswith("legacy:") for link in links)
+    listing = html.split('id="archived"', 1)[1]
+    rows = re.findall(r"<tr>.*?</tr>", listing.split("<tbody>")[1])
+    profiles = {re.search(r'href="/sessions/([^"?]+)', r).group(1):
+                re.search(r'<td class="profile">([^<]+)</td>', r).group(1) for r in rows}
+    for sid in facts.shared_ids:  # one id, two sessions, each with its profile
+        assert profiles[sid] == "default" and profiles[f"legacy:{sid}"] == "legacy"
+    # One profile: its own radar (its config), only its sessions, no column.
+    legacy = _html(client, "/archive?profile=legacy&presence=all")
+    assert legacy.count('class="prune-radar"') == 1 and "36,500 days" in legacy
+    listed = re.findall(r'href="/sessions/([^"?]+)', legacy.split('id="archived"', 1)[1])
+    assert listed and all(sid.startswith("legacy:") for sid in listed)
+    assert '<td class="profile">' not in legacy
+    # Another profile's session cannot be previewed for deletion from here.
+    assert client.get(f"/archive/sessions/{hs.S_ROOT}/delete?profile=legacy").status_code == 404
+
+
+def test_one_profile_archive_page_has_no_profile_column(tmp_path: Path) -> None:
+    client, ids, _, _ = _client(tmp_path)
+    html = _html(client, "/archive?presence=all")
+    assert 'id="prune-radar"' in html and '<td class="profile">' not in html
+    assert ">Profile</th>" not in html

@@ -526,3 +526,43 @@ def test_chains_index_lists_an_in_place_conversation_with_its_epochs(
     assert "Long in-place conversation" in row and "in place" in row
     assert re.search(r'class="num epochs">4<', row)
     assert 'href="/chains?sort=epochs&amp;dir=asc"' in html  # sortable, now descending
+
+
+# -- profiles (issue 17) ---------------------------------------------------------------------
+
+
+def test_chains_of_every_profile_have_a_profile_column_and_pages_name_it(
+    tmp_path: Path,
+) -> None:
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    html = " ".join(page(client, "/chains?profile=all&sort=profile&dir=asc").split())
+    sorted_by = 'aria-sort="ascending"><a href="/chains?profile=all&amp;sort=profile&amp;dir=desc"'
+    assert sorted_by in html
+    rows = re.findall(r"<tr>.*?</tr>", html.split("<tbody>")[1])
+    named = [re.search(r'<td class="profile">([^<]+)</td>', r).group(1) for r in rows]
+    assert named == sorted(named) and {"default", "legacy"} <= set(named)
+    tips = {re.search(r'href="/chains/([^"?]+)', r).group(1) for r in rows}
+    assert {shapes.S_CONT2, f"legacy:{shapes.S_CONT2}"} <= tips  # one source id, two chains
+    # The chain page and the session page say whose they are.
+    chain = page(client, f"/chains/legacy:{shapes.S_CONT2}?profile=all")
+    assert '<span class="profile-label" title="Profile">legacy</span>' in chain
+    session = page(client, f"/sessions/legacy:{shapes.S_CONT2}?profile=all")
+    assert '<span class="profile-label" title="Profile">legacy</span>' in session
+    assert '<span class="profile-label" title="Profile">default</span>' in page(
+        client, f"/sessions/{shapes.S_CONT2}?profile=all")  # fmt: skip
+    # One profile's pages: its chains only, no column, no label.
+    scoped = page(client, "/chains?profile=legacy")
+    assert "legacy:" in scoped and f'href="/chains/{shapes.S_CONT2}' not in scoped
+    assert '<td class="profile">' not in scoped and ">Profile</a></th>" not in scoped
+    assert "profile-label" not in page(client, f"/chains/legacy:{shapes.S_CONT2}?profile=legacy")
+
+
+def test_one_profile_chains_show_no_profile_column(
+    chain_client: FlaskClient, chain_home: ChainHome
+) -> None:
+    html = page(chain_client, "/chains")
+    assert '<td class="profile">' not in html and ">Profile" not in html
+    assert "profile-label" not in page(chain_client, f"/chains/{chain_home.line[0]}")
+    assert "profile-label" not in page(chain_client, f"/sessions/{chain_home.line[0]}")
+    assert chain_client.get("/chains?sort=profile").status_code == 200

@@ -273,3 +273,57 @@ def test_one_model_under_two_spellings_is_one_top_model(tmp_path: Path) -> None:
     models = re.findall(r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
                         r"(\d+) sessions · ([^<]+)</span>", activity)  # fmt: skip
     assert models == [("model-4-5", "3", "$1.00"), ("other", "2", "$3.00")]
+
+
+# -- profiles (issue 17) ---------------------------------------------------------------------
+
+
+def _flat(client: FlaskClient, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, url
+    return " ".join(response.get_data(as_text=True).split())
+
+
+def _source_sessions(db: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_the_overview_of_every_profile_has_a_row_per_profile_and_the_total(
+    tmp_path: Path,
+) -> None:
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    page = _flat(client, "/overview?profile=all")
+    table = re.search(r'<table class="grid profiles-table">.*?</table>', page)
+    assert table is not None
+    rows = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r'<tr data-profile="([^"]+)">.*?</tr>', table.group(0))
+    }
+    assert set(rows) == {"default", "legacy", "empty"}
+    counts = {name: _source_sessions(db) for name, db in facts.dbs.items()}
+    for name, row in rows.items():
+        assert f'<td class="num sessions">{counts[name]:,}</td>' in row, name
+        assert f"?profile={name}" in row  # the row switches to that profile
+        assert str(facts.dbs[name]) in row or "reachable" in row
+        assert '<td class="last-sync"><time' in row, name  # its own sync, done
+    total = re.search(r'<tr class="total">.*?</tr>', table.group(0)).group(0)
+    assert f'<td class="num sessions">{sum(counts.values()):,}</td>' in total
+    messages = [int(n.replace(",", "")) for n in re.findall(
+        r'<td class="num messages">([\d,]+)</td>', table.group(0))]  # fmt: skip
+    assert messages[-1] == sum(messages[:-1]) > 0
+    # One profile's overview: its own figures and its own source, no table.
+    legacy = _flat(client, "/overview?profile=legacy")
+    assert "profiles-table" not in legacy
+    assert str(facts.dbs["legacy"]) in legacy and str(facts.dbs["default"]) not in legacy
+    assert f'{counts["legacy"]:,} sessions' in legacy
+
+
+def test_the_overview_of_one_profile_homes_has_no_profile_table(client: FlaskClient) -> None:
+    assert "profiles-table" not in _flat(client, "/overview")

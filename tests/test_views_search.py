@@ -194,3 +194,90 @@ def test_a_hit_before_a_compaction_says_which_and_links_to_that_message(tmp_path
     # A hit in the live epoch says nothing of compactions.
     live = _text(client, f'/?q="now about {hs.EPOCH_WORDS[-1]}"')
     assert "compaction" not in live.split('<section id="results"')[1]
+
+
+# -- profiles (issue 17) ---------------------------------------------------------------------
+
+
+def _profiles_client(tmp_path: Path):
+    from tests import hermes_shapes as hs
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    return make_app(facts.root, tmp_path / "data").test_client(), facts
+
+
+def _cards(html: str) -> list[str]:
+    return re.findall(r'<article class="card".*?</article>', html)
+
+
+def test_search_all_finds_each_profiles_word_on_a_card_naming_its_profile(
+    tmp_path: Path,
+) -> None:
+    client, facts = _profiles_client(tmp_path)
+    for name, word in facts.words.items():
+        html = _text(client, f"/?q={word}&source=cron&profile=all")
+        (card,) = _cards(html)
+        assert f'<span class="profile-label" title="Profile">{name}</span>' in card
+        facet = re.search(r'<nav class="profile-facet".*?</nav>', html)
+        assert facet is not None
+        assert re.findall(r'data-profile="([^"]+)"[^>]*>[^<]*<span class="count">\((\d+)\)',
+                          facet.group(0)) == [(name, "1")]  # fmt: skip
+
+
+def test_the_profile_facet_counts_each_profiles_sessions_and_switches_to_it(
+    tmp_path: Path,
+) -> None:
+    client, facts = _profiles_client(tmp_path)
+    html = _text(client, "/?q=job&source=cron&group=session&profile=all")
+    cards = _cards(html)
+    labels = [re.search(r'class="profile-label"[^>]*>([^<]+)<', c).group(1) for c in cards]
+    facet = re.search(r'<nav class="profile-facet".*?</nav>', html).group(0)
+    links = re.findall(r'<a href="([^"]+)" data-profile="([^"]+)"[^>]*>[^<]*'
+                       r'<span class="count">\((\d+)\)', facet)  # fmt: skip
+    assert {p: int(n) for _, p, n in links} == {p: labels.count(p) for p in set(labels)}
+    assert sorted(labels) == ["default", "legacy"]
+    for href, name, _ in links:  # each keeps the query and switches the scope
+        href = href.replace("&amp;", "&")
+        assert "q=job" in href and f"profile={name}" in href and "profile=all" not in href
+        scoped = _text(client, href)
+        assert len(_cards(scoped)) == labels.count(name)
+        assert "profile-label" not in scoped and "profile-facet" not in scoped
+    # The shared session id: two cards, two links, one per profile.
+    hrefs = {re.search(r'<h3><a href="([^"?]+)', c).group(1) for c in cards}
+    assert hrefs == {f"/sessions/{hs_id}" for hs_id in (facts.said_in["default"],
+                                                          f"legacy:{facts.said_in['legacy']}")}
+    assert len({re.search(r'id="(card-[^"]+)"', c).group(1) for c in cards}) == 2
+    api = client.get("/api/search?q=job&source=cron&group=session&profile=all").get_json()
+    assert sorted(r["profile"] for r in api["results"]) == ["default", "legacy"]
+    assert dict(api["by_profile"]) == {"default": 1, "legacy": 1}
+
+
+def test_a_scoped_search_says_nothing_of_another_profiles_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_routes, "RANK_WINDOW", 1)
+    monkeypatch.setattr(search_routes, "SORT_WINDOW", 1)
+    client, facts = _profiles_client(tmp_path)
+    for sort in ("relevance", "newest", "oldest"):
+        other = _text(client, f"/?q={facts.words['default']}&sort={sort}&profile=legacy")
+        never = _text(client, f"/?q=zyzzogeton&sort={sort}&profile=legacy")
+        section, nothing = (re.sub(r"· \d+ ms", "", page.split('<section id="results"')[1])
+                            for page in (other, never))  # fmt: skip
+        assert section.replace(facts.words["default"], "zyzzogeton") == nothing
+        assert "older messages" not in section and "newer messages" not in section
+        assert "Nothing matches" in section and "anywhere in the profile" in section
+    api = client.get(f"/api/search?q={facts.words['default']}&profile=legacy").get_json()
+    assert (api["total_matches"], api["bounded"], api["older_than"]) == (0, False, None)
+
+
+def test_one_profile_shows_no_label_facet_or_profile_parameter(tmp_path: Path) -> None:
+    from tests import hermes_shapes as hs
+
+    hs.build_current_views(tmp_path / "home" / "state.db")
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    html = _text(client, "/?q=the&source=cron&source=cli")
+    assert _cards(html)
+    assert "profile-label" not in html and "profile-facet" not in html
+    assert "profile=" not in html
+    api = client.get("/api/search?q=the").get_json()
+    assert {r["profile"] for r in api["results"]} == {"default"} and api["by_profile"] == []

@@ -7,22 +7,31 @@ runs through the write core (``BEGIN IMMEDIATE`` with retry) in one transaction:
 the session, its messages (the FTS triggers remove them from both indexes) and its
 usage rows; sessions that continued it keep their own rows and lose the link.
 The list reads the archive read-only and never creates it.
+
+Every profile shares the one archive (profiles.py): the list, the preview and the
+delete read it in a request's scope (``reader.apply_scope``), so one profile's page
+neither lists nor deletes another's sessions; reading every profile, the page shows
+each profile's prune radar in turn (each has its own source, config and sweeps).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.repository.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.repository.gone import gone_sql, presence_sql
 from dashboard.repository.home import HermesHome
+from dashboard.repository.profiles import Profile, Scope
 from dashboard.repository.prune_radar import PruneRadar, prune_radar
+from dashboard.repository.reader import apply_scope
 from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.store import SessionStore, triggers_off
 
 PAGE_SIZE = 50
+EVERY_PROFILE = Scope()  # no restriction: what the CLI and a one-profile home read
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class ArchivedSession:
     ended_at: float | None
     messages: int  # rows in the archive
     gone_at: float | None  # when it left Hermes (gone.py), else None
+    profile: str | None = None  # the profile it belongs to
 
 
 @dataclass(frozen=True)
@@ -56,12 +66,26 @@ class ArchiveListing:
 
 
 @dataclass(frozen=True)
+class ProfileRadar:
+    """One profile's prune radar (``profile`` None: the one home shown)."""
+
+    profile: str | None
+    radar: PruneRadar
+
+
+@dataclass(frozen=True)
 class ArchivePage:
-    """What ``/archive`` shows: the prune radar and the archive's sessions."""
+    """What ``/archive`` shows: the prune radar (one per profile, reading every profile)
+    and the archive's sessions."""
 
     archive: str
-    radar: PruneRadar
+    radars: tuple[ProfileRadar, ...]
     listing: ArchiveListing
+
+    @property
+    def radar(self) -> PruneRadar:
+        """The first (with one profile, the only) radar."""
+        return self.radars[0].radar
 
 
 @dataclass(frozen=True)
@@ -109,21 +133,41 @@ IMPORTING = (
 
 
 def archive_page(
-    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None
-) -> ArchivePage:
-    """The prune radar of ``home`` against ``archive``, and one page of the archive's sessions."""
-    return ArchivePage(str(archive), prune_radar(home, archive, now), list_archived(
-        archive, presence, page))  # fmt: skip
+    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None, *,
+    profiles: Sequence[Profile] = (), scope: Scope = EVERY_PROFILE,
+) -> ArchivePage:  # fmt: skip
+    """The prune radar of ``home`` against ``archive``, and one page of the archive's
+    sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
+    from its own source and config, in place of ``home``'s."""
+    if len(profiles) > 1:
+        radars = tuple(ProfileRadar(p.name, prune_radar(p.home, archive, now)) for p in profiles)
+    else:
+        radars = (ProfileRadar(None, prune_radar(home, archive, now)),)
+    return ArchivePage(str(archive), radars, list_archived(archive, presence, page,
+                                                           scope=scope))  # fmt: skip
+
+
+def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
+    """The archive read-only, seeing ``scope``'s profiles only."""
+    conn = open_readonly(archive)
+    try:
+        apply_scope(conn, scope)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
 
 
 def list_archived(
-    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE
-) -> ArchiveListing:
-    """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py), newest first."""
+    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE, *,
+    scope: Scope = EVERY_PROFILE,
+) -> ArchiveListing:  # fmt: skip
+    """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py) in ``scope``,
+    newest first."""
     if not archive.is_file():
         return ArchiveListing(presence, page, page_size, 0, (), exists=False)
     try:
-        conn = open_readonly(archive)
+        conn = _open(archive, scope)
     except StoreUnavailableError as exc:
         return ArchiveListing(presence, page, page_size, 0, (), problem=exc.reason)
     try:
@@ -133,7 +177,7 @@ def list_archived(
             rows = conn.execute(
                 f"SELECT s.id, s.title, s.source, s.started_at, s.ended_at, "
                 f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
-                f"{gone_sql('s')} "
+                f"{gone_sql('s')}, s.profile "
                 f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id DESC "
                 "LIMIT ? OFFSET ?",
                 (page_size, (page - 1) * page_size),
@@ -147,11 +191,14 @@ def list_archived(
     )
 
 
-def deletion_preview(archive: Path, session_id: str) -> DeletionPreview:
-    """The session, its message and usage-row counts; NotFoundError if the archive lacks it."""
+def deletion_preview(
+    archive: Path, session_id: str, scope: Scope = EVERY_PROFILE
+) -> DeletionPreview:
+    """The session, its message and usage-row counts; NotFoundError if the archive lacks
+    it (or ``scope`` does not hold it)."""
     if not archive.is_file():
         raise NotFoundError(f"there is no archive at {archive}")
-    conn = open_readonly(archive)
+    conn = _open(archive, scope)
     try:
         with read_snapshot(conn):
             return _preview(conn, archive, session_id)
@@ -159,14 +206,20 @@ def deletion_preview(archive: Path, session_id: str) -> DeletionPreview:
         conn.close()
 
 
-def delete_from_archive(archive: Path, session_id: str) -> DeletionReport:
+def delete_from_archive(
+    archive: Path, session_id: str, scope: Scope = EVERY_PROFILE
+) -> DeletionReport:
     """Delete a session gone from Hermes, with its messages and usage rows, in one transaction.
 
-    NotFoundError for an unknown id (or no archive); ConflictError for a session
-    Hermes still has. The source is never opened.
+    NotFoundError for an unknown id (or no archive, or a session ``scope`` does not
+    hold); ConflictError for a session Hermes still has. The source is never opened.
     """
     if not archive.is_file():
         raise NotFoundError(f"there is no archive at {archive}")
+    if not scope.everything:
+        # The write connection cannot be scoped (its temporary views would stand in for
+        # the tables it deletes from): the scope is checked first; ids never change profile.
+        deletion_preview(archive, session_id, scope)
     # Checked before the store opens: opening a stale store rebuilds its index, which
     # must not happen under a first import still landing rows with the triggers off.
     if _importing(archive):

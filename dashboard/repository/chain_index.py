@@ -39,6 +39,7 @@ class ChainSummary:
     # When its latest segment left Hermes (gone.py): the conversation is then only in
     # Recall's archive (Hermes deletes older segments first). None while Hermes has it.
     gone_at: float | None = None
+    profile: str | None = None  # its segments' profile (parent links never cross one)
 
     @property
     def in_place(self) -> bool:
@@ -51,7 +52,7 @@ class ChainSummary:
         return self.cost.effective
 
 
-CHAIN_SORTS = ("last", "started", "segments", "epochs", "messages", "cost")
+CHAIN_SORTS = ("last", "started", "segments", "epochs", "messages", "cost", "profile")
 INDEX_LIMIT = 50  # rows of the /chains table
 
 
@@ -82,8 +83,8 @@ def chain_index(
     limit: int = INDEX_LIMIT, in_place: Mapping[str, int] | None = None,
 ) -> ChainIndex:  # fmt: skip
     """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
-    epochs, messages or effective spend. A chain with no price sorts after every priced
-    one, and a tie goes to the first segment's id.
+    epochs, messages, effective spend or profile name. A chain with no price sorts after
+    every priced one, and a tie goes to the first segment's id.
 
     ``in_place``: how many times each session compacted in place
     (:func:`epochs.in_place_counts`); one of those outside every line is a chain alone.
@@ -94,29 +95,34 @@ def chain_index(
     lines += [[sid] for sid in sorted(compacted) if sid not in lined]
     epochs = [len(line) + sum(compacted.get(sid, 0) for sid in line) for line in lines]
     membership = {sid: n for n, line in enumerate(lines) for sid in line}
-    # One pass in SQL sums every line: json_each maps each member to its line.
+    # One pass in SQL sums every line: json_each maps each member to its line. Its
+    # members share one profile (the archive's parent links stay inside a profile).
     sums = conn.execute(
         "SELECT j.value, min(s.started_at),"
         " max(coalesce(s.last_activity_at, s.ended_at, s.started_at)),"
-        " sum(coalesce(s.message_count, 0)) FROM sessions s"
+        " sum(coalesce(s.message_count, 0)), min(s.profile) FROM sessions s"
         " JOIN json_each(?) j ON s.id = j.key GROUP BY j.value",
         (json.dumps(membership),),
     ).fetchall()
-    found = {row[0]: tuple(row[1:]) for row in sums}  # line -> (started, last, messages)
+    found = {row[0]: tuple(row[1:]) for row in sums}  # line -> (started, last, messages, profile)
     # Pricing a chain combines every usage row of every segment: at 10k chains that is
     # most of the page (bench/chains.py), so only the cost sort prices them all.
     priced = line_costs(conn, lines, found) if sort == "cost" else {}
     sign = -1 if descending else 1
 
     def order(n: int) -> tuple:
-        started, last, messages = found[n]
+        started, last, messages, _ = found[n]
         value: float | None = {
             "last": last, "started": started, "segments": len(lines[n]), "epochs": epochs[n],
             "messages": messages, "cost": priced[n].effective if sort == "cost" else None,
         }[sort]  # fmt: skip
         return (value is None, sign * (value or 0), lines[n][0])
 
-    picked = sorted(found, key=order)[:limit]
+    if sort == "profile":  # by name, a tie to the first segment's id whichever way
+        by_root = sorted(found, key=lambda n: lines[n][0])
+        picked = sorted(by_root, key=lambda n: found[n][3] or "", reverse=descending)[:limit]
+    else:
+        picked = sorted(found, key=order)[:limit]
     costs = priced if sort == "cost" else line_costs(conn, lines, picked)
     items = [(lines[n], (*found[n], costs[n]), epochs[n]) for n in picked]
     details = _details(conn, items)
@@ -154,10 +160,10 @@ def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
 
 
 def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
-    line, (started, last, messages, cost), epochs = item
+    line, (started, last, messages, profile, cost), epochs = item
     title, source, model, gone = details.get(line[0], (None,) * 4)
     return ChainSummary(
         root=line[0], tip=line[-1], title=title, source=source, model=model,
         segments=len(line), epochs=epochs, started_at=started, last_activity=last or None,
-        messages=int(messages or 0), cost=cost, gone_at=gone,
+        messages=int(messages or 0), cost=cost, gone_at=gone, profile=profile,
     )  # fmt: skip

@@ -67,6 +67,7 @@ class Segment:
     summary_preview: str | None = None  # opening of the compaction summary (continuations)
     is_tip: bool = False
     gone_at: float | None = None  # when the session left Hermes (gone.py), else None
+    profile: str | None = None  # its profile (a family never leaves its profile)
     # Its in-place epochs (epochs.py), read only when asked for (load_chain(epochs=True));
     # None: not read; no epochs (Epochs()) when it never compacted in place.
     epochs: Epochs | None = None
@@ -132,6 +133,12 @@ class Chain:
     def shown_part(self, session_id: str) -> tuple[int, int] | None:
         """"Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
         return line_part(self.line, session_id)
+
+    @property
+    def profile(self) -> str | None:
+        """The profile the family belongs to: its segments' (parent links never cross)."""
+        focus = self.segment(self.focus) or (self.segments[0] if self.segments else None)
+        return focus.profile if focus is not None else None
 
     @property
     def compactions_in_place(self) -> int:
@@ -329,7 +336,7 @@ def _descendants(
 _SESSION_COLUMNS = (
     "title", "source", "model", "model_config", "started_at", "ended_at", "last_activity_at",
     "end_reason", "message_count", "tool_call_count", "input_tokens", "output_tokens",
-    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "profile",
 )  # fmt: skip
 
 
@@ -395,7 +402,7 @@ def _segment(
         last_activity=row["last_activity_at"], end_reason=row["end_reason"],
         message_count=row["message_count"] or 0, tool_call_count=row["tool_call_count"] or 0,
         tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
-        cost=cost, summary_preview=summary, gone_at=row["gone_at"],
+        cost=cost, summary_preview=summary, gone_at=row["gone_at"], profile=row["profile"],
     )  # fmt: skip
 
 

@@ -23,16 +23,52 @@ if TYPE_CHECKING:  # the reader imports this module for store_overview
     from dashboard.repository.reader import StateReader
 
 
-def archive_overview(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
+def archive_overview(
+    conn: sqlite3.Connection, path: str | Path, by_profile: bool = False
+) -> dict[str, Any]:
     """What the archive holds: counts of sessions and visible messages, first and last
-    activity, file sizes, and its own indexes' state (its layout, as the overview shows)."""
+    activity, file sizes, and its own indexes' state (its layout, as the overview shows).
+
+    ``by_profile``: the same figures per profile too (``profiles``: name -> figures),
+    their sums the totals (the one pass over the messages counts both).
+    """
     out: dict[str, Any] = {"layout": detect_layout(conn, path).summary()}
-    out.update(_counts(conn, visible_sql("m")))
+    if by_profile:
+        out["profiles"] = profile_figures(conn)
+        out.update(_counts(conn, visible_sql("m"), messages=False))
+        out["messages"] = sum(p["messages"] for p in out["profiles"].values())
+    else:
+        out.update(_counts(conn, visible_sql("m")))
     out["files"] = _files(Path(path))
     return out
 
 
-def _counts(conn: sqlite3.Connection, visible: str) -> dict[str, Any]:
+def profile_figures(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    """Per profile: sessions, visible messages, first and last activity (as :func:`_counts`
+    reads them for the whole archive), in one pass over the messages."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, sessions, first, last in conn.execute(
+        "SELECT profile, count(*), min(started_at), max(coalesce(ended_at, started_at))"
+        " FROM sessions GROUP BY profile ORDER BY profile"
+    ):
+        out[name] = {"sessions": sessions, "messages": 0, "first_activity": first,
+                     "last_activity": last}  # fmt: skip
+    # Grouped by session first (its index), then by profile: 2 s against 3.5 s for a
+    # join of every message to its session at 1M messages.
+    for name, messages, last in conn.execute(
+        f"SELECT s.profile, sum(x.visible), max(x.last) FROM (SELECT m.session_id AS sid,"
+        f" sum(CASE WHEN {visible_sql('m')} THEN 1 ELSE 0 END) AS visible,"
+        " max(m.timestamp) AS last FROM messages m GROUP BY m.session_id) x"
+        " JOIN sessions s ON s.id = x.sid GROUP BY s.profile"
+    ):
+        figures = out[name]
+        figures["messages"] = messages or 0
+        if last and (figures["last_activity"] or 0) < last:
+            figures["last_activity"] = last
+    return out
+
+
+def _counts(conn: sqlite3.Connection, visible: str, messages: bool = True) -> dict[str, Any]:
     row = conn.execute(
         "SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)) FROM sessions"
     ).fetchone()
@@ -43,7 +79,9 @@ def _counts(conn: sqlite3.Connection, visible: str) -> dict[str, Any]:
             "SELECT source, count(*) FROM sessions GROUP BY source ORDER BY 2 DESC"
         )
     }
-    out["messages"] = conn.execute(f"SELECT count(*) FROM messages m WHERE {visible}").fetchone()[0]
+    if messages:
+        count = conn.execute(f"SELECT count(*) FROM messages m WHERE {visible}")
+        out["messages"] = count.fetchone()[0]
     last = conn.execute("SELECT max(timestamp) FROM messages").fetchone()[0]
     if last and (out.get("last_activity") or 0) < last:
         out["last_activity"] = last

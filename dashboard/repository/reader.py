@@ -239,14 +239,23 @@ class StateReader:
 
     def overview(self) -> dict[str, Any]:
         """What the store read holds: layout, counts, activity range, file sizes; reading
-        an archive, also what it keeps (``archive``) and the source's state (``source``)."""
+        an archive, also what it keeps (``archive``) and the source's state (``source``);
+        reading every profile (:attr:`spans_profiles`), each one's figures and source
+        (``profiles``: name -> figures, in the profiles' order)."""
         with self.snapshot() as snap:
-            info = archive_overview(snap.conn, self.path)
+            info = archive_overview(snap.conn, self.path, by_profile=self.spans_profiles)
             info["is_demo"] = snap.state.is_demo
             if self.reads_archive:
                 info["archive"] = archive_counts(snap.conn)
         if self.reads_archive:
             info["source"] = source_overview(self.home.state_db)
+        if "profiles" in info:  # every profile: each one's figures and its own source
+            found = info["profiles"]
+            info["profiles"] = {
+                p.name: {**found.get(p.name, {"sessions": 0, "messages": 0}),
+                         "source": source_overview(p.state_db)}
+                for p in self.profiles
+            }  # fmt: skip
         info["home"] = str(self.home.root)
         info["path"] = str(self.path)
         return info
@@ -294,13 +303,19 @@ class StateReader:
             return {"status": "unavailable", "reason": "corrupt", "detail": str(exc)}
         return {"status": "ok", "path": str(self.path)}
 
+    @property
+    def spans_profiles(self) -> bool:
+        """Whether this reader's answers mix profiles (every profile, and 2+ of them):
+        the pages then name each row's profile and count by profile."""
+        return self.scope.everything and len(self.profiles) > 1
+
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
                 snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs,
-            )
+                self._epochs, scoped=not self.scope.everything, by_profile=self.spans_profiles,
+            )  # fmt: skip
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
         """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
@@ -308,7 +323,7 @@ class StateReader:
         with self.snapshot() as snap:
             found = search_sessions(
                 snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs,
+                self._epochs, scoped=not self.scope.everything,
             )
             return said_only(snap.conn, found.results, terms)
 

@@ -188,6 +188,7 @@ def build_cards(
             message_count=s["message_count"], hit_count=g.hit_count,
             session_hit_count=g.session_hits.get(s["id"], 0), title_match=g.title_match,
             hits=hits, chain_part=lineage.part_of(s["id"]), gone_at=s["gone_at"],
+            profile=s["profile"],
         ))  # fmt: skip
     return cards
 
@@ -206,7 +207,7 @@ def _session_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sql
         return {}
     rows = conn.execute(
         "SELECT id, source, title, model, started_at, ended_at, message_count, "
-        f"last_activity_at, {gone_sql('sessions')} AS gone_at FROM sessions "
+        f"last_activity_at, {gone_sql('sessions')} AS gone_at, profile FROM sessions "
         f"WHERE id IN ({','.join('?' * len(ids))})",
         ids,
     ).fetchall()

