@@ -358,10 +358,12 @@ def _serve(args: argparse.Namespace) -> int:
         "LLM_TIMEOUT": args.llm_timeout, "SUMMARY_CONCURRENCY": args.summary_concurrency,
         "SUMMARIES": args.summaries,
     }  # fmt: skip
+    homes = args.home or []
     return serve(
-        home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
-        allow_remote=args.allow_remote, settings={k: v for k, v in settings.items() if v},
-        archive=args.archive,
+        home=homes[0] if homes else None, host=args.host, port=args.port,
+        data_dir=args.data_dir, allow_remote=args.allow_remote,
+        settings={k: v for k, v in settings.items() if v}, archive=args.archive,
+        extra_homes=homes[1:], profile=args.profile,
     )  # fmt: skip
 
 
