@@ -635,3 +635,13 @@ def test_the_header_switcher_keeps_the_memory_page(
     switcher = page.split('class="profile-switcher"', 1)[1].split("</details>", 1)[0]
     assert 'href="/memory/MEMORY.md?profile=default"' in switcher
     assert 'href="/memory/MEMORY.md?profile=all"' in switcher
+
+
+def test_serving_one_profile_names_it_and_edits_only_its_files(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data", PROFILE="legacy").test_client()
+    page = client.get("/memory/USER.md").get_data(as_text=True)
+    assert re.search(r"<h1>Memory <span[^>]*>· profile legacy</span></h1>", page)
+    assert "The legacy profile&#39;s user." in page and "default" not in page.split("<main", 1)[-1]
+    assert client.get("/memory/USER.md?profile=default").status_code == 404

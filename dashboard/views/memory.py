@@ -43,7 +43,7 @@ from dashboard.repository.memoryfiles import (
 from dashboard.repository.params import whole_number
 from dashboard.repository.recalldb import RecallData
 from dashboard.web.profiles import current_profile, served_profiles
-from dashboard.web.reader import one_profile_home, profile_home
+from dashboard.web.reader import get_reader, one_profile_home, profile_home
 from dashboard.web.summaries import get_recall_data
 
 bp = Blueprint("memory", __name__)
@@ -65,8 +65,10 @@ def _home() -> HermesHome:
 
 
 def _profile_context() -> dict[str, Any]:
-    """Which profile's files the page shows (named when there are several to choose from)."""
-    return {"profile_name": current_profile() if len(served_profiles()) > 1 else None}
+    """Which profile's files the page shows: named when the homes have several profiles
+    (also when Recall serves one of them only); a home of one profile shows no name."""
+    several = len(get_reader().profiles) > 1
+    return {"profile_name": current_profile() if several else None}
 
 
 def _data() -> RecallData:
