@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,10 +15,20 @@ from dashboard.repository.home import HermesHome
 
 if TYPE_CHECKING:
     from dashboard.repository.importer import Progress
+    from dashboard.repository.profiles import Profile
     from dashboard.repository.reader import StateReader
 
-HOME_HELP = "Hermes home (default: $HERMES_HOME, else ~/.hermes, else the demo home)"
+HOME_HELP = ("Hermes home (default: $HERMES_HOME, else ~/.hermes, else the demo home); "
+             "repeat for more homes, read together (the first one's archive holds them all)")
 ARCHIVE_HELP = "the archive file (default: archive.db in the home's data directory)"
+PROFILE_HELP = "one profile's name, or all (default: all)"
+
+
+def _add_source(parser: argparse.ArgumentParser, profile_help: str = PROFILE_HELP) -> None:
+    """``--home`` (repeatable), ``--archive`` and ``--profile``: what a command reads."""
+    parser.add_argument("--home", action="append", help=HOME_HELP)
+    parser.add_argument("--archive", help=ARCHIVE_HELP)
+    parser.add_argument("--profile", help=profile_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,15 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     info = commands.add_parser("info", help="show what a Hermes home's state.db holds")
-    info.add_argument("--home", help=HOME_HELP)
-    info.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(info)
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=_info)
 
     search = commands.add_parser("search", help="search past conversations (grouped results)")
     search.add_argument("query", nargs="?", default="", help="FTS5 syntax; empty: recent sessions")
-    search.add_argument("--home", help=HOME_HELP)
-    search.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(search)
     search.add_argument("--json", action="store_true", help="print the /api/search JSON")
     search.add_argument("--limit", type=int, default=10, help="sessions to show (max 100)")
     search.add_argument("--role", action="append", default=[], help="user, assistant, tool")
@@ -63,15 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
         "preview", help="print what the agent would get for a message (read-only)"
     )
     preview.add_argument("message", help="the message, as the user would send it")
-    preview.add_argument("--home", help=HOME_HELP)
-    preview.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(preview, "the profile whose agent is previewed (default: the first home's "
+                         "own profile, usually default)")  # fmt: skip
     preview.add_argument("--session", help="preview a turn inside this session")
     preview.add_argument("--model", help="the model named in the context line")
     preview.add_argument("--json", action="store_true", help="the /api/preview JSON")
     preview.set_defaults(run=_preview)
 
     serve = commands.add_parser("serve", help="serve the dashboard on 127.0.0.1")
-    serve.add_argument("--home", help=HOME_HELP)
+    serve.add_argument("--home", action="append", help=HOME_HELP)
+    serve.add_argument("--profile", help="serve this one profile only: no page or API shows "
+                       "another (default: all)")  # fmt: skip
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8750)
     serve.add_argument("--data-dir", help="Recall's own files (default: one folder per home "
@@ -95,21 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
     archive = commands.add_parser("archive", help="Recall's own copy of the home's history")
     actions = archive.add_subparsers(dest="action", required=True)
     sync = actions.add_parser("sync", help="copy what the archive lacks, newest sessions first")
-    sync.add_argument("--home", help=HOME_HELP)
-    sync.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(sync)
     sync.add_argument("--batch", type=int, default=None,
                       help="sessions per transaction (default 50)")  # fmt: skip
     sync.set_defaults(run=_archive_sync)
     status = actions.add_parser("status", help="counts, last sync and the source's layout")
-    status.add_argument("--home", help=HOME_HELP)
-    status.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(status)
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=_archive_status)
     verify = actions.add_parser(
         "verify", help="check every source row is archived and equal, and the archive's indexes"
     )
-    verify.add_argument("--home", help=HOME_HELP)
-    verify.add_argument("--archive", help=ARCHIVE_HELP)
+    _add_source(verify)
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(run=_archive_verify)
     return parser
@@ -125,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _home(home_arg: str | None) -> HermesHome:
-    """The home ``search``, ``info`` and ``preview`` read: as ``serve`` chooses it."""
+    """The first home a command reads: as ``serve`` chooses it (the demo home when none)."""
     from dashboard.serve import chosen_home, ensure_demo_home
 
     home, demo = chosen_home(home_arg)
@@ -134,12 +142,41 @@ def _home(home_arg: str | None) -> HermesHome:
     return home
 
 
-def _reader(home: HermesHome, archive: str | None = None) -> StateReader:
+def _homes(args: argparse.Namespace) -> list[HermesHome]:
+    """Every ``--home`` given, the first chosen as ``serve`` does (:func:`_home`)."""
+    from dashboard.repository.home import resolve_home
+
+    given = args.home or []
+    return [_home(given[0] if given else None), *(resolve_home(h) for h in given[1:])]
+
+
+def _profiles(homes: list[HermesHome]) -> list[Profile]:
+    from dashboard.repository.profiles import discover
+
+    return discover(homes)
+
+
+def _chosen_profile(args: argparse.Namespace, profiles: list[Profile], default: str) -> str:
+    """``--profile`` checked against the homes' profiles (ValidationError naming them:
+    exit 2), else ``default``."""
+    from dashboard.repository.profiles import parse_profile
+
+    return parse_profile(args.profile, profiles) or default
+
+
+def _reader(args: argparse.Namespace, profile: str | None = None) -> StateReader:
     """What ``search``, ``info`` and ``preview`` read (:func:`syncer.reading_for`, as the
-    pages): the archive brought up to date once first, a progress bar only when slow."""
+    pages): the archive of every home, brought up to date once first (only the profile
+    read, when one is named), a progress bar only when slow; scoped to ``profile``
+    (``--profile``, default all)."""
+    from dashboard.repository.profiles import ALL
     from dashboard.repository.syncer import reading_for
 
-    reading = reading_for(home, archive, inline=True)
+    homes = _homes(args)
+    if profile is None:
+        profile = _chosen_profile(args, _profiles(homes), ALL)
+    only = None if profile == ALL else profile
+    reading = reading_for(homes[0], args.archive, inline=True, homes=homes[1:], only=only)
     if reading.syncer is not None:
         with _LateBar() as bar:
             reading.syncer.on_progress = bar
@@ -148,7 +185,21 @@ def _reader(home: HermesHome, archive: str | None = None) -> StateReader:
         state = reading.syncer.state()
         if state.error and state.imported:  # the archive answers; say the source did not
             print(f"recall: {state.error}; answering from the archive", file=sys.stderr)
-    return reading.reader
+    return reading.reader.scoped(only)
+
+
+def _several(reader: StateReader) -> bool:
+    """Whether the reader shows several profiles (its output then names them)."""
+    return reader.scope.everything and len(reader.profiles) > 1
+
+
+def _profile_of(session_id: str, profiles: Sequence[Profile]) -> str:
+    """The profile an archived session id belongs to: the one whose id prefix starts it
+    (:attr:`Profile.id_prefix`), else the primary profile (its ids have none)."""
+    for p in profiles:
+        if p.id_prefix and session_id.startswith(p.id_prefix):
+            return p.name
+    return next((p.name for p in profiles if p.primary), profiles[0].name)
 
 
 class _LateBar:
@@ -214,7 +265,9 @@ def _search(args: argparse.Namespace) -> int:
               "per_page": str(max(1, min(args.limit, 100)))}  # fmt: skip
     lists = {"role": args.role, "source": args.source}
     request = SearchRequest.from_params(params.get, lambda k: lists.get(k, []))
-    result = _reader(_home(args.home), args.archive).search(request)
+    reader = _reader(args)
+    result = reader.search(request)
+    several = _several(reader)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -230,7 +283,9 @@ def _search(args: argparse.Namespace) -> int:
         )
         print(f"\n{card.title or card.preview or card.session_id}")
         hits = f" · {card.hit_count} hits" if card.hit_count else ""
-        print(f"  {card.session_id} · {card.source} · {card.model or '?'} · {when}{hits}")
+        # Under several profiles, each card says whose it is (ids of one can repeat in another).
+        whose = f"{_profile_of(card.session_id, reader.profiles)} · " if several else ""
+        print(f"  {whose}{card.session_id} · {card.source} · {card.model or '?'} · {when}{hits}")
         for hit in card.hits:
             epoch = (f" · before compaction {hit.compaction[0]} of {hit.compaction[1]}"
                      if hit.compaction else "")  # fmt: skip
@@ -246,14 +301,15 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
     from dashboard.summaries import SummaryService, session_search_result
     from dashboard.summarizer import LLMConfig, Summarizer
 
-    home = _home(args.home)
-    folder, note = recall_data_dir(home, args.data_dir)
+    reader = _reader(args)
+    folder, note = recall_data_dir(reader.profiles[0].home if reader.profiles else reader.home,
+                                   args.data_dir)  # fmt: skip
     if note:
         print(f"recall: {note}", file=sys.stderr)
     folder.mkdir(parents=True, exist_ok=True)
     env = {k.removeprefix("RECALL_"): v for k, v in os.environ.items() if k.startswith("RECALL_")}
     service = SummaryService(
-        _reader(home, args.archive), RecallData(folder / "recall.db"),
+        reader, RecallData(folder / "recall.db"),
         Summarizer(LLMConfig.from_mapping(env)),
     )
     try:
@@ -268,9 +324,16 @@ def _search_with_summaries(args: argparse.Namespace) -> int:
 
 def _preview(args: argparse.Namespace) -> int:
     from dashboard.agent import MemoryManager, RecallMemoryProvider
+    from dashboard.repository.errors import ValidationError
+    from dashboard.repository.profiles import ALL
 
-    home = _home(args.home)
-    provider = RecallMemoryProvider(home, readonly=True, reader=_reader(home, args.archive))
+    profiles = _profiles(_homes(args))
+    profile = _chosen_profile(args, profiles, profiles[0].name)
+    if profile == ALL:
+        raise ValidationError("preview shows one profile's agent: name one profile with "
+                              f"--profile ({', '.join(p.name for p in profiles)})")  # fmt: skip
+    reader = _reader(args, profile)
+    provider = RecallMemoryProvider(reader.home, readonly=True, reader=reader)
     if not provider.is_available():
         print(f"recall: {provider.unavailable_reason}", file=sys.stderr)
         return 2
@@ -295,29 +358,36 @@ def _serve(args: argparse.Namespace) -> int:
         "LLM_TIMEOUT": args.llm_timeout, "SUMMARY_CONCURRENCY": args.summary_concurrency,
         "SUMMARIES": args.summaries,
     }  # fmt: skip
+    homes = args.home or []
     return serve(
-        home=args.home, host=args.host, port=args.port, data_dir=args.data_dir,
-        allow_remote=args.allow_remote, settings={k: v for k, v in settings.items() if v},
-        archive=args.archive,
+        home=homes[0] if homes else None, host=args.host, port=args.port,
+        data_dir=args.data_dir, allow_remote=args.allow_remote,
+        settings={k: v for k, v in settings.items() if v}, archive=args.archive,
+        extra_homes=homes[1:], profile=args.profile,
     )  # fmt: skip
 
 
-def _archive_location(args: argparse.Namespace) -> tuple[HermesHome, Path | None]:
-    """The home ``--home`` names and its archive (``--archive``), saying any move of it.
+def _archive_location(args: argparse.Namespace) -> tuple[list[Profile], Path | None, bool]:
+    """The profiles ``--profile`` names (all by default) and their archive (``--archive``),
+    saying any move of it; and whether the homes have several profiles.
 
-    None when the home's state.db is Recall's own store: it is its own archive
-    (``archive.read_choice``), with nothing to copy or check against; that is said.
+    The archive is None when the home's state.db is Recall's own store: it is its own
+    archive (``archive.read_choice``), with nothing to copy or check against; that is said.
     """
     from dashboard.repository.archive import read_choice
+    from dashboard.repository.profiles import ALL
 
-    home = _home(args.home)
-    choice = read_choice(home, args.archive)
+    homes = _homes(args)
+    profiles = _profiles(homes)
+    chosen = _chosen_profile(args, profiles, ALL)
+    picked = profiles if chosen == ALL else [p for p in profiles if p.name == chosen]
+    choice = read_choice(homes[0], args.archive, own=len(profiles) == 1)
     if choice.note:
         print(f"recall: {choice.note}", file=sys.stderr)
     if choice.archive is None:
-        print(f"{home.state_db} is Recall's own store: it is its own archive, with nothing "
-              "to copy (see `recall info`)")  # fmt: skip
-    return home, choice.archive
+        print(f"{homes[0].state_db} is Recall's own store: it is its own archive, with "
+              "nothing to copy (see `recall info`)")  # fmt: skip
+    return picked, choice.archive, len(profiles) > 1
 
 
 def _archive_sync(args: argparse.Namespace) -> int:
@@ -329,34 +399,41 @@ def _archive_sync(args: argparse.Namespace) -> int:
     if args.batch is not None and args.batch < 1:
         print("recall: --batch must be a whole number of at least 1", file=sys.stderr)
         return 2
-    home, path = _archive_location(args)
+    profiles, path, several = _archive_location(args)
     if path is None:
         return 0
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                "sessions", "{task.fields[messages]:,} messages", TimeRemainingColumn())  # fmt: skip
-    with open_archive(path, to_sync=True) as store, Progress(*columns) as bar:
-        task = bar.add_task("Archiving", total=None, messages=0)
-        report = sync(
-            store, home.state_db, home.root, batch_sessions=args.batch or BATCH_SESSIONS,
-            on_progress=lambda p: bar.update(
-                task, completed=p.sessions_done, total=p.sessions_total, messages=p.messages_added,
-                description="Archiving" if p.phase == "copying" else "Indexing parts of words",
-            ),
-        )  # fmt: skip
-        bar.update(task, description="Archived")
-    print(
-        f"archived {home.root} into {path}: {report.sessions_added:,} new sessions, "
-        f"{report.messages_added:,} messages, {report.usage_added:,} usage rows "
-        f"({report.sessions_total:,} sessions in the source, layout {report.adapter}"
-        f"{', resumed' if report.resumed else ''}) in {report.seconds:.1f}s"
-    )
+    for profile in profiles:
+        home = profile.home
+        whose = f" {profile.name}" if several else ""
+        with open_archive(path, to_sync=True) as store, Progress(*columns) as bar:
+            task = bar.add_task(f"Archiving{whose}", total=None, messages=0)
+            report = sync(
+                store, home.state_db, home.root, batch_sessions=args.batch or BATCH_SESSIONS,
+                profile=profile.name, id_prefix=profile.id_prefix,
+                on_progress=lambda p, task=task, bar=bar, whose=whose: bar.update(
+                    task, completed=p.sessions_done, total=p.sessions_total,
+                    messages=p.messages_added,
+                    description=f"Archiving{whose}" if p.phase == "copying"
+                    else "Indexing parts of words",
+                ),
+            )  # fmt: skip
+            bar.update(task, description=f"Archived{whose}")
+        print(
+            f"archived {home.root}{f' (profile {profile.name})' if several else ''} into "
+            f"{path}: {report.sessions_added:,} new sessions, "
+            f"{report.messages_added:,} messages, {report.usage_added:,} usage rows "
+            f"({report.sessions_total:,} sessions in the source, layout {report.adapter}"
+            f"{', resumed' if report.resumed else ''}) in {report.seconds:.1f}s"
+        )
     return 0
 
 
 def _archive_status(args: argparse.Namespace) -> int:
     from dashboard.repository.archive import archive_status, open_archive
 
-    home, path = _archive_location(args)
+    profiles, path, _ = _archive_location(args)
     if path is None:
         return 0
     if not path.exists():  # status only reads: it does not create an empty archive
@@ -366,10 +443,24 @@ def _archive_status(args: argparse.Namespace) -> int:
             print(f"no archive at {path} yet: `recall archive sync` makes it")
         return 0
     with open_archive(path, to_sync=True) as store:  # only reads: the next sync finishes
-        status = archive_status(store, home)
+        statuses = {p.name: archive_status(store, p.home) for p in profiles}
     if args.json:
-        print(json.dumps(status.to_json(), indent=2, ensure_ascii=False))
+        if len(statuses) == 1:
+            body = next(iter(statuses.values())).to_json()
+        else:
+            body = {"archive": str(path),
+                    "profiles": {n: s.to_json() for n, s in statuses.items()}}  # fmt: skip
+        print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0
+    for name, status in statuses.items():
+        if len(statuses) > 1:
+            print(f"\nprofile {name}")
+        _print_status(status, next(p.home for p in profiles if p.name == name))
+    return 0
+
+
+def _print_status(status: Any, home: HermesHome) -> None:
+    """One home's lines of ``recall archive status``."""
     print(f"{'archive':<20}{status.archive} ({status.archive_bytes / 1e6:.1f} MB)")
     print(f"{'sessions':<20}{status.sessions:,} ({status.from_home['sessions']:,} from this home)")
     print(f"{'messages':<20}{status.messages:,} ({status.from_home['messages']:,} from this home)")
@@ -389,34 +480,52 @@ def _archive_status(args: argparse.Namespace) -> int:
               f"usage rows: {'yes' if status.source['session_model_usage'] else 'no'}")  # fmt: skip
     else:
         print(f"{'source':<20}missing ({home.state_db})")
-    return 0
 
 
 def _archive_verify(args: argparse.Namespace) -> int:
     """0: the archive holds every source row and is sound; 1: problems; 2: cannot check."""
     from dashboard.repository.archive_verify import verify_archive
 
-    home, path = _archive_location(args)
+    profiles, path, _ = _archive_location(args)
     if path is None:
         return 0
-    report = verify_archive(home, path)  # VerifyError (missing, corrupt, locked): exit 2
+    # Each profile's source against its own rows; the archive's own health once (it is
+    # one file for every profile).
+    reports = {
+        p.name: verify_archive(p.home, path, profile=p.name, id_prefix=p.id_prefix,
+                               check_integrity=i == 0)
+        for i, p in enumerate(profiles)
+    }  # VerifyError (missing, corrupt, locked): exit 2  # fmt: skip
+    ok = all(r.ok for r in reports.values())
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        if len(reports) == 1:
+            body = next(iter(reports.values())).to_json()
+        else:
+            body = {"ok": ok, "profiles": {n: r.to_json() for n, r in reports.items()}}
+        print(json.dumps(body, indent=2, ensure_ascii=False))
     else:
-        print("\n".join(report.lines()))
-    return 0 if report.ok else 1
+        for name, report in reports.items():
+            if len(reports) > 1:
+                print(f"profile {name}")
+            print("\n".join(report.lines()))
+    return 0 if ok else 1
 
 
 def _info(args: argparse.Namespace) -> int:
-    home = _home(args.home)
-    overview = _reader(home, args.archive).overview()  # the archive's, with its source's state
+    reader = _reader(args)
+    overview = reader.overview()  # the archive's (the scope's rows), with its source's state
+    if _several(reader):
+        overview["profiles"] = _profile_figures(reader)
     if args.json:
         print(json.dumps(overview, indent=2, ensure_ascii=False))
         return 0
-    print(f"{'home':<20}{home.root}")
+    print(f"{'home':<20}{overview['home']}")
     print(f"{'reads':<20}{overview['path']}")
     print(f"{'sessions':<20}{overview.get('sessions')}")
     print(f"{'messages':<20}{overview.get('messages')}")
+    for name, figures in overview.get("profiles", {}).items():
+        print(f"{'profile ' + name:<20}{figures['sessions']} sessions, "
+              f"{figures['messages']} messages ({figures['home']})")  # fmt: skip
     if "archive" in overview:
         print(f"{'only in archive':<20}{overview['archive']['gone_sessions']} sessions")
     for key in ("first_activity", "last_activity"):
@@ -433,6 +542,17 @@ def _info(args: argparse.Namespace) -> int:
     for key, value in (layout or {}).items():
         print(f"{key:<20}{value}")
     return 0
+
+
+def _profile_figures(reader: StateReader) -> dict[str, dict[str, Any]]:
+    """Each profile's own counts, read through its scoped reader (the same queries)."""
+    figures = {}
+    for p in reader.profiles:
+        own = reader.scoped(p.name).overview()
+        figures[p.name] = {"home": str(p.home.root), "sessions": own.get("sessions"),
+                           "messages": own.get("messages"),
+                           "last_activity": own.get("last_activity")}  # fmt: skip
+    return figures
 
 
 if __name__ == "__main__":

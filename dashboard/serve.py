@@ -9,15 +9,17 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from dashboard.demo.build import build_demo_home
 from dashboard.repository.datadir import recall_data_dir, user_data_root
+from dashboard.repository.errors import ValidationError
 from dashboard.repository.home import HermesHome, resolve_home
 from dashboard.repository.importer import Progress
+from dashboard.repository.profiles import ALL, discover, parse_profile
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -93,6 +95,34 @@ def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
     return ServePlan(home, data_dir, demo=True, note=note)
 
 
+@dataclass(frozen=True)
+class ServedProfiles:
+    """The profiles ``recall serve`` shows: ``only`` (config ``PROFILE``) or every one."""
+
+    names: tuple[str, ...]
+    only: str | None = None
+
+    @property
+    def line(self) -> str | None:
+        """What the terminal says at start (nothing for a home of one profile)."""
+        if self.only is not None:
+            return f"profile served: {self.only} only (no page or API shows another)"
+        if len(self.names) > 1:
+            return f"profiles served: {', '.join(self.names)}"
+        return None
+
+
+def served_profiles(home_arg: str | None, extra_homes: Sequence[str], profile: str | None
+                    ) -> ServedProfiles:  # fmt: skip
+    """The profiles of the homes given (:func:`chosen_home` first) and the one ``--profile``
+    names (``all``: every one); ValidationError naming them for a name that is none."""
+    home, _ = chosen_home(home_arg)
+    profiles = discover([home, *(resolve_home(h) for h in extra_homes)])
+    chosen = parse_profile(profile, profiles)
+    names = tuple(p.name for p in profiles)
+    return ServedProfiles(names, None if chosen in (None, ALL) else chosen)
+
+
 def port_taken(host: str, port: int, exc: OSError) -> str | None:
     """The one line to print when ``exc`` says the address is in use, else None."""
     if exc.errno != errno.EADDRINUSE:
@@ -134,8 +164,14 @@ def serve(
     threads: int = 8,
     settings: dict[str, object] | None = None,
     archive: str | None = None,
+    extra_homes: Sequence[str] = (),
+    profile: str | None = None,
 ) -> int:
-    """Run the dashboard until interrupted, its archive kept in step in the background."""
+    """Run the dashboard until interrupted, its archive kept in step in the background.
+
+    ``extra_homes`` (more ``--home``) are read with the first one, in its archive;
+    ``profile`` (``--profile``) serves that one profile only.
+    """
     import waitress
 
     from dashboard import create_app
@@ -155,6 +191,12 @@ def serve(
             "your agent's history. Requests must still name this host.",
             file=sys.stderr,
         )
+    # A profile that is not there is said before anything is bound, moved or built.
+    try:
+        served = served_profiles(home, extra_homes, profile)
+    except ValidationError as exc:
+        print(f"recall: {exc}", file=sys.stderr)
+        return 2
     taken = _check_port(host, port)
     if taken:
         print(taken, file=sys.stderr)
@@ -173,6 +215,8 @@ def serve(
             "BIND_HOST": host,
             "BIND_PORT": port,
             "SYNC": "background",
+            "EXTRA_HOMES": [str(h) for h in extra_homes],
+            "PROFILE": served.only,
             # Only when given: else $RECALL_ARCHIVE, else archive.db in the data directory.
             **({"ARCHIVE": archive} if archive else {}),
             **(settings or {}),
@@ -207,6 +251,8 @@ def serve(
     read = f"{plan.home.state_db}" if syncer is None else (
         f"{plan.home.state_db} (through its archive {syncer.archive_path})")  # fmt: skip
     print(f"Recall is serving {read} at http://{shown}:{port}/", flush=True)
+    if served.line:
+        print(f"recall: {served.line}", flush=True)
     # SIGTERM (a service manager, a test) stops it as Ctrl-C does: the syncer's batch
     # commits and both its connections close before the process ends.
     signal.signal(signal.SIGTERM, _exit_on_signal)

@@ -63,3 +63,28 @@ def test_csrf_and_bad_requests(client: FlaskClient) -> None:
     token = _token(client)
     assert _put(client, "user", ["not", "an", "object"], token).status_code == 400
     assert client.get("/api/memory/soul").status_code == 404
+
+
+def test_each_profile_has_its_own_files_and_all_is_refused(tmp_path: Path) -> None:
+    from tests import hermes_shapes as hs
+    from tests.conftest import make_app
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    homes = (facts.root, facts.root / "profiles" / "legacy")
+    files = {h: h / "memories" / "USER.md" for h in homes}
+    before = {p: p.read_bytes() for p in files.values()}
+    got = client.get("/api/memory/user?profile=legacy").json
+    assert got["content"] == "The legacy profile's user.\n"
+    token = _token(client)
+    headers = {"Origin": "http://localhost", "X-CSRF-Token": token}
+    refused = client.put("/api/memory/user?profile=all", headers=headers,
+                         json={"content": "mine", "base_hash": got["hash"]})  # fmt: skip
+    assert refused.status_code == 400 and "one profile" in refused.json["error"]
+    assert client.get("/api/memory/user?profile=all").status_code == 400
+    assert {p: p.read_bytes() for p in files.values()} == before
+    saved = client.put("/api/memory/user?profile=legacy", headers=headers,
+                       json={"content": "Legacy, saved", "base_hash": got["hash"]})  # fmt: skip
+    assert saved.status_code == 200
+    assert files[facts.root / "profiles" / "legacy"].read_text() == "Legacy, saved"
+    assert files[facts.root].read_bytes() == before[files[facts.root]]

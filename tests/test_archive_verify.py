@@ -182,3 +182,29 @@ def test_a_first_import_cut_off_before_its_trigram_index_says_so(tmp_path: Path)
     assert report.integrity["messages_fts_trigram"].startswith("not built yet")
     out = _cli(home, archive)
     assert out.returncode == 1 and "not built yet" in out.stdout
+
+
+def test_each_profile_verifies_against_its_own_rows(tmp_path: Path) -> None:
+    """A profile that is not the primary is archived as ``<profile>:<id>``: its source is
+    read with the same prefix, so its rows are found (and only its rows)."""
+    from dashboard.repository.profiles import by_name, discover
+    from dashboard.repository.syncer import reading_for
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    archive = tmp_path / "archive.db"
+    reading_for(HermesHome(facts.root), archive, inline=True).syncer.poll()
+    profiles = discover([HermesHome(facts.root)])
+    legacy = by_name(profiles, "legacy")
+    report = verify_archive(legacy.home, archive, profile=legacy.name, id_prefix=legacy.id_prefix)
+    assert report.ok, report.lines()
+    assert report.source == str(facts.dbs["legacy"])
+    assert report.tables["sessions"].checked == len(facts.shared_ids)
+    assert report.tables["messages"].checked > 0
+    quick = verify_archive(legacy.home, archive, profile=legacy.name,
+                           id_prefix=legacy.id_prefix, check_integrity=False)  # fmt: skip
+    assert quick.ok and quick.integrity == {}
+    _edit(archive, "UPDATE sessions SET title = 'changed' WHERE id = ?", f"legacy:{hs.S_CRON}")
+    changed = verify_archive(legacy.home, archive, profile="legacy", id_prefix="legacy:")
+    assert changed.tables["sessions"].differing == [f"legacy:{hs.S_CRON}"]
+    default = by_name(profiles, "default")
+    assert verify_archive(default.home, archive, profile="default").ok  # untouched by the edit

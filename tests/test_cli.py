@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -144,3 +145,115 @@ def test_info_on_a_fresh_machine_builds_the_demo_home_once_and_says_so(tmp_path:
     assert (demo / "state.db").is_file() and str(demo) in first.stdout
     again = recall("info", env=env)
     assert "building" not in again.stderr and "using the demo home" in again.stderr
+
+
+# -- profiles (issue 17): --profile NAME|all and several --home ---------------------------
+
+
+def _profiles_home(tmp_path: Path) -> shapes.ProfilesFacts:
+    return shapes.build_profiles_home(tmp_path / "hermes")
+
+
+def test_search_reads_the_profile_named_and_labels_hits_under_all(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    home = ("--home", str(facts.root), "--source", "cron")
+    default_word, legacy_word = facts.words["default"], facts.words["legacy"]
+    alone = recall("search", default_word, *home, "--profile", "legacy")
+    assert alone.returncode == 0, alone.stderr
+    assert "\n0 sessions" in alone.stdout and shapes.S_CRON not in alone.stdout
+    own = recall("search", legacy_word, *home, "--profile", "legacy")
+    assert f"legacy:{shapes.S_CRON}" in own.stdout
+    both = recall("search", f"{default_word} OR {legacy_word}", *home)  # all, by default
+    assert both.returncode == 0, both.stderr
+    told = recall("search", f"{default_word} OR {legacy_word}", *home, "--profile", "all")
+    # The same cards (the first line says how long the search took).
+    assert both.stdout.split("\n", 1)[1] == told.stdout.split("\n", 1)[1]
+    lines = [line for line in both.stdout.splitlines() if shapes.S_CRON in line]
+    assert len(lines) == 2
+    assert any(line.startswith(f"  default · {shapes.S_CRON} ·") for line in lines), lines
+    assert any(line.startswith(f"  legacy · legacy:{shapes.S_CRON} ·") for line in lines), lines
+    # One profile's own search names no profile, as a home without profiles never did.
+    assert not any(line.startswith("  legacy · ") for line in own.stdout.splitlines())
+
+
+def test_an_unknown_profile_exits_2_naming_the_profiles(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    for args in (("search", "x"), ("info",), ("preview", "x"), ("archive", "verify"),
+                 ("archive", "sync"), ("archive", "status")):  # fmt: skip
+        out = recall(*args, "--home", str(facts.root), "--profile", "nope")
+        assert out.returncode == 2, (args, out.stderr)
+        assert "no profile called 'nope'" in out.stderr, (args, out.stderr)
+        assert "default, empty, legacy" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_info_shows_each_profiles_figures(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    counts = {name: sqlite3.connect(db).execute("SELECT count(*) FROM sessions").fetchone()[0]
+              for name, db in facts.dbs.items()}  # fmt: skip
+    body = json.loads(recall("info", "--home", str(facts.root), "--json").stdout)
+    assert {n: p["sessions"] for n, p in body["profiles"].items()} == counts
+    assert body["sessions"] == sum(counts.values())
+    assert body["profiles"]["legacy"]["home"] == str(facts.root / "profiles" / "legacy")
+    text = recall("info", "--home", str(facts.root)).stdout
+    assert f"{'profile legacy':<20}{counts['legacy']} sessions" in text
+    one = json.loads(recall("info", "--home", str(facts.root), "--profile", "legacy",
+                            "--json").stdout)  # fmt: skip
+    assert one["sessions"] == counts["legacy"] and "profiles" not in one
+
+
+def test_preview_reads_the_default_profile_unless_told(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    plain = recall("preview", "the report job", "--home", str(facts.root))
+    assert plain.returncode == 0, plain.stderr
+    assert "The default profile's user." in plain.stdout and "legacy" not in plain.stdout
+    legacy = recall("preview", "the report job", "--home", str(facts.root), "--profile", "legacy")
+    assert "The legacy profile's user." in legacy.stdout and "default" not in legacy.stdout
+    everything = recall("preview", "x", "--home", str(facts.root), "--profile", "all")
+    assert everything.returncode == 2 and "one profile" in everything.stderr
+
+
+def test_archive_commands_take_each_profile(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    archive = ("--home", str(facts.root), "--archive", str(tmp_path / "archive.db"))
+    synced = recall("archive", "sync", *archive, "--profile", "legacy")
+    assert synced.returncode == 0, synced.stderr
+    assert str(facts.root / "profiles" / "legacy") in synced.stdout
+    assert f"archived {facts.root} " not in synced.stdout  # the default profile was not
+    verified = recall("archive", "verify", *archive, "--profile", "legacy")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert str(facts.dbs["legacy"]) in verified.stdout and str(facts.dbs["default"]) not in (
+        verified.stdout)  # fmt: skip
+    # Under all (the default) the default profile is checked too: not archived yet.
+    assert recall("archive", "verify", *archive).returncode == 1
+    assert recall("archive", "sync", *archive).returncode == 0
+    every = recall("archive", "verify", *archive, "--json")
+    assert every.returncode == 0, every.stdout
+    reports = json.loads(every.stdout)["profiles"]
+    assert sorted(reports) == ["default", "empty", "legacy"] and all(
+        r["ok"] for r in reports.values())  # fmt: skip
+    status = json.loads(recall("archive", "status", *archive, "--json").stdout)
+    legacy_sessions = counts_of(facts.dbs["legacy"])
+    assert status["profiles"]["legacy"]["from_home"]["sessions"] == legacy_sessions
+
+
+def counts_of(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+
+
+def test_several_homes_are_read_together(tmp_path: Path) -> None:
+    facts = _profiles_home(tmp_path)
+    other = tmp_path / "work"
+    shapes.build_current_views(other / "state.db")
+    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok",
+                       1.79e9)  # fmt: skip
+    homes = ("--home", str(facts.root), "--home", str(other), "--source", "cron")
+    found = recall("search", f"wombat OR {facts.words['legacy']}", *homes)
+    assert found.returncode == 0, found.stderr
+    assert f"  work · work:{shapes.S_CRON} ·" in found.stdout
+    assert f"  legacy · legacy:{shapes.S_CRON} ·" in found.stdout
+    only = recall("search", "wombat", *homes, "--profile", "work")
+    assert f"work:{shapes.S_CRON}" in only.stdout
+    info = json.loads(recall("info", "--home", str(facts.root), "--home", str(other),
+                             "--json").stdout)  # fmt: skip
+    assert sorted(info["profiles"]) == ["default", "empty", "legacy", "work"]

@@ -711,3 +711,24 @@ def test_reconcile_catches_a_usage_row_that_grew_alone(tmp_path: Path) -> None:
         report = sync(archive, db, home, reconcile=True)
         assert report.usage_updated >= 1
         assert_mirrors(archive, db, home)
+
+
+def test_a_second_profiles_clashing_message_ids_all_land_whatever_the_order(
+    tmp_path: Path,
+) -> None:
+    """legacy first, then default (``recall search --profile legacy``, later ``recall
+    search``): default's ids clash with legacy's, and the fresh ids given to the first
+    clashes must not take ids later rows of the same batch keep."""
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    legacy = facts.root / "profiles" / "legacy"
+    with SessionStore(tmp_path / "archive.db") as store:
+        sync(store, legacy / "state.db", legacy, profile="legacy", id_prefix="legacy:")
+        report = sync(store, facts.root / "state.db", facts.root, profile="default")
+        conn = store.core.conn
+        archived = dict(conn.execute(
+            "SELECT profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " GROUP BY profile"))  # fmt: skip
+    counts = {name: sqlite3.connect(db).execute("SELECT count(*) FROM messages").fetchone()[0]
+              for name, db in facts.dbs.items() if name != "empty"}  # fmt: skip
+    assert report.messages_added == counts["default"]
+    assert archived == counts

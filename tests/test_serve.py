@@ -259,3 +259,43 @@ def test_sigterm_mid_import_stops_at_a_batch_and_exits_cleanly(
     assert 0 < _counts(archive)[0] < 300
     # Stopped, not killed: sound, the word index agrees with what landed.
     _checked(archive, against_content=("messages_fts",))
+
+
+def test_an_unknown_profile_is_refused_before_serving_naming_the_profiles(
+    tmp_path: Path,
+) -> None:
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    out = subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(facts.root),
+         "--data-dir", str(tmp_path / "data"), "--port", "0", "--profile", "nope"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "Recall is serving" not in out.stdout
+    assert "no profile called 'nope'" in out.stderr and "default, empty, legacy" in out.stderr
+    assert not (tmp_path / "data").exists()  # refused before anything was prepared
+
+
+def test_serve_reads_several_homes_or_one_profile_and_says_which(tmp_path: Path) -> None:
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    other = tmp_path / "work"
+    shapes.build_current_views(other / "state.db")
+    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok",
+                       1.79e9)  # fmt: skip
+    homes = ["--home", str(facts.root), "--home", str(other)]
+
+    def found(url: str, word: str) -> set[str]:
+        asked = {"q": word, "source": "cron", "profile": "all"}
+        body = httpx.get(f"{url}/api/search", params=asked, timeout=30).json()
+        return {r["session_id"] for r in body["results"]}
+
+    with running_server([*homes, "--data-dir", str(tmp_path / "data")], tmp_path) as server:
+        assert found(server.url, "wombat") == {f"work:{shapes.S_CRON}"}
+        assert found(server.url, facts.words["legacy"]) == {f"legacy:{shapes.S_CRON}"}
+    assert "profiles served: default, empty, legacy, work" in server.log.read_text()
+    with running_server([*homes, "--profile", "work", "--data-dir", str(tmp_path / "data")],
+                        tmp_path) as server:  # fmt: skip
+        assert found(server.url, "wombat") == {f"work:{shapes.S_CRON}"}
+        assert found(server.url, facts.words["legacy"]) == set()
+    assert "profile served: work only" in server.log.read_text()

@@ -378,47 +378,107 @@ def test_no_profile_tabs_without_profiles(client: FlaskClient) -> None:
     assert "Hermes profiles" not in page
 
 
-def test_profile_tabs_edit_each_profiles_own_files(client: FlaskClient, home: Path) -> None:
-    work = home / "profiles" / "work"
-    (work / "memories").mkdir(parents=True)
-    (work / "state.db").write_bytes(b"")
-    (work / "memories" / "USER.md").write_text("Work persona", encoding="utf-8")
-    (home / "profiles" / "not-a-profile").mkdir()  # no state.db: not listed
+@pytest.fixture
+def profiles(tmp_path: Path) -> shapes.ProfilesFacts:
+    """Issue 17's three-profile home; legacy has limits of its own in its config.yaml."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    (facts.root / "profiles" / "legacy" / "config.yaml").write_text(
+        "memory:\n  user_char_limit: 500\n  memory_char_limit: 700\n", encoding="utf-8"
+    )
+    return facts
 
-    page = client.get("/memory/USER.md").get_data(as_text=True)
-    assert 'aria-label="Hermes profiles"' in page
-    assert 'href="/memory/USER.md?profile=work"' in page
-    assert "not-a-profile" not in page
 
-    page = client.get("/memory/USER.md?profile=work").get_data(as_text=True)
-    assert "Work persona" in page and "Lives in Lisbon" not in page
-    assert re.search(r'href="/memory/USER.md\?profile=work" aria-current="page">work<', page)
-    assert 'href="/memory/MEMORY.md?profile=work"' in page  # the file tabs keep the profile
-    assert 'action="/memory/USER.md/preview?profile=work"' in page
-    assert 'action="/memory/USER.md/entries?profile=work"' in page
+def _memory_files(facts: shapes.ProfilesFacts) -> dict[Path, bytes]:
+    homes = [facts.root, *(facts.root / "profiles").iterdir()]
+    return {h / "memories" / n: (h / "memories" / n).read_bytes() for h in homes
+            for n in ("USER.md", "MEMORY.md")}  # fmt: skip
 
-    token, base = _field(page, "csrf_token"), _field(page, "base_sha256")
-    added = _post(client, "/memory/USER.md/entries?profile=work", csrf_token=token,
-                  base_sha256=base, op="add", index="1", value="Prefers Go")  # fmt: skip
-    assert added.status_code == 303 and "profile=work&saved=1" in added.headers["Location"]
-    work_user = work / "memories" / "USER.md"
-    assert work_user.read_text(encoding="utf-8") == "Work persona\n§\nPrefers Go"
-    page = client.get("/memory/USER.md?profile=work").get_data(as_text=True)
-    text = "Work persona\n§\nPrefers Rust"
-    saved = _post(client, "/memory/USER.md?profile=work", csrf_token=token,
+
+def test_each_profiles_page_edits_its_own_files_with_its_own_limits(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data").test_client()
+    legacy = profiles.root / "profiles" / "legacy" / "memories"
+    page = client.get("/memory/USER.md?profile=legacy").get_data(as_text=True)
+    assert "The legacy profile&#39;s user." in page and "The default profile" not in page
+    assert "/ 500 characters" in page  # legacy's own config.yaml
+    assert re.search(r"<h1>Memory <span[^>]*>· profile legacy</span></h1>", page)
+    assert str(legacy / "USER.md") in page  # the file it edits, by its path
+    assert 'action="/memory/USER.md/preview?profile=legacy"' in page
+    assert "/ 700 characters" in client.get("/memory/MEMORY.md?profile=legacy").get_data(
+        as_text=True)  # fmt: skip
+    default = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
+    assert "The default profile&#39;s user." in default and "/ 1,375 characters" in default
+
+    before = _memory_files(profiles)
+    text = "The legacy profile's user.\n§\nPrefers Go"
+    saved = _post(client, "/memory/USER.md?profile=legacy", csrf_token=_field(page, "csrf_token"),
                   base_sha256=_field(page, "base_sha256"), text=text)  # fmt: skip
-    assert saved.status_code == 303
-    assert "/memory/USER.md?profile=work&saved=1" in saved.headers["Location"]
-    assert (work / "memories" / "USER.md").read_text(encoding="utf-8") == text
-    assert (home / "memories" / "USER.md").read_text(encoding="utf-8") == USER_TEXT
-    # Each profile has its own history.
-    assert "edited in Recall" in client.get("/memory/USER.md?profile=work").get_data(as_text=True)
-    assert "edited in Recall" not in client.get("/memory/USER.md").get_data(as_text=True)
+    assert saved.status_code == 303 and "profile=legacy" in saved.headers["Location"]
+    after = _memory_files(profiles)
+    assert after.pop(legacy / "USER.md").decode() == text
+    assert after == {p: b for p, b in before.items() if p != legacy / "USER.md"}
 
 
-def test_an_unknown_profile_is_not_found(client: FlaskClient, home: Path) -> None:
+def test_revisions_stay_with_their_profiles_file(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data").test_client()
+    page = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
+    token = _field(page, "csrf_token")
+    _post(client, "/memory/USER.md?profile=default", csrf_token=token,
+          base_sha256=_field(page, "base_sha256"), text="Default, edited")  # fmt: skip
+    default = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
+    assert "edited in Recall" in default
+    revision = re.search(r'action="/memory/USER.md/restore/(\d+)\?profile=default"', default)
+    assert revision
+    legacy = client.get("/memory/USER.md?profile=legacy").get_data(as_text=True)
+    assert "edited in Recall" not in legacy and "Default, edited" not in legacy
+    # Default's revision, restored through legacy's page, is not legacy's to restore.
+    before = _memory_files(profiles)
+    restored = _post(client, f"/memory/USER.md/restore/{revision.group(1)}?profile=legacy",
+                     csrf_token=token, base_sha256=_field(legacy, "base_sha256"))  # fmt: skip
+    assert restored.status_code == 404
+    assert _memory_files(profiles) == before
+
+
+def test_all_profiles_lists_every_profiles_files_and_a_save_needs_one(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data").test_client()
+    page = client.get("/memory?profile=all").get_data(as_text=True)
+    assert client.get("/memory/MEMORY.md?profile=all").status_code == 200
+    for name in ("default", "legacy", "empty"):
+        home = profiles.root if name == "default" else profiles.root / "profiles" / name
+        for file in ("USER.md", "MEMORY.md"):
+            assert f'href="/memory/{file}?profile={name}"' in page
+            assert str(home / "memories" / file) in page
+    legacy_user = (profiles.root / "profiles" / "legacy" / "memories" / "USER.md").read_text()
+    assert f"{len(legacy_user)} / 500 characters" in page  # its size against its own limit
+    assert "/ 1,375 characters" in page
+    assert 'name="text"' not in page  # no editor: a save would not say whose file
+    token = _field(client.get("/memory/USER.md?profile=legacy").get_data(as_text=True),
+                   "csrf_token")  # fmt: skip
+    before = _memory_files(profiles)
+    for url in ("/memory/USER.md?profile=all", "/memory/USER.md/entries?profile=all",
+                "/memory/USER.md/preview?profile=all"):  # fmt: skip
+        refused = _post(client, url, csrf_token=token, base_sha256="x" * 64, text="mine",
+                        op="add", index="0", value="mine")  # fmt: skip
+        assert refused.status_code == 400, url
+        assert "one profile" in refused.get_data(as_text=True)
+    assert _memory_files(profiles) == before
+
+
+def test_an_unknown_profile_is_not_found(profiles: shapes.ProfilesFacts, tmp_path: Path) -> None:
+    client = make_app(profiles.root, tmp_path / "data").test_client()
     assert client.get("/memory/USER.md?profile=nope").status_code == 404
     assert client.get("/memory/USER.md?profile=../..").status_code == 404
+
+
+def test_one_profile_shows_the_editor_as_before(client: FlaskClient) -> None:
+    page = client.get("/memory/USER.md").get_data(as_text=True)
+    assert "<h1>Memory</h1>" in page and "profile" not in page.split("<h1>", 1)[1][:200]
+    assert 'action="/memory/USER.md/preview"' in page
 
 
 @pytest.mark.parametrize("value", ["'²'", "'٣'", "'" + "9" * 5000 + "'", "-5", "1.5", "[1]"])
@@ -565,3 +625,23 @@ def test_history_shows_what_each_revision_changed(client: FlaskClient, home: Pat
     changes = re.findall(r'<details class="memory-revision-changes">(.*?)</details>', history, re.S)
     assert len(changes) == 1  # the oldest revision has nothing before it
     assert "-Lives in Lisbon" in changes[0] and "+Lives in Porto" in changes[0]
+
+
+def test_the_header_switcher_keeps_the_memory_page(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data").test_client()
+    page = client.get("/memory/MEMORY.md?profile=legacy").get_data(as_text=True)
+    switcher = page.split('class="profile-switcher"', 1)[1].split("</details>", 1)[0]
+    assert 'href="/memory/MEMORY.md?profile=default"' in switcher
+    assert 'href="/memory/MEMORY.md?profile=all"' in switcher
+
+
+def test_serving_one_profile_names_it_and_edits_only_its_files(
+    profiles: shapes.ProfilesFacts, tmp_path: Path
+) -> None:
+    client = make_app(profiles.root, tmp_path / "data", PROFILE="legacy").test_client()
+    page = client.get("/memory/USER.md").get_data(as_text=True)
+    assert re.search(r"<h1>Memory <span[^>]*>· profile legacy</span></h1>", page)
+    assert "The legacy profile&#39;s user." in page and "default" not in page.split("<main", 1)[-1]
+    assert client.get("/memory/USER.md?profile=default").status_code == 404

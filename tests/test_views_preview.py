@@ -155,3 +155,30 @@ def test_a_new_session_names_the_model_from_config_yaml(
     inside = client.get("/preview", query_string={"message": "marmoset", "session": "old"})
     assert "Model: model-old" in part(inside.get_data(as_text=True), "context")
     assert 'value="cfg/model-next"' not in text  # the form's field stays empty: a default
+
+
+def test_each_profile_previews_its_own_memory_and_history_and_all_asks_for_one(
+    tmp_path: Path,
+) -> None:
+    from tests import hermes_shapes as hs
+
+    facts = hs.build_profiles_home(tmp_path / "hermes")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    # Both profiles hold this conversation (shared session ids): each recalls its own.
+    words = "the nightly report job and the read replica"
+    for name, other in (("legacy", "default"), ("default", "legacy")):
+        text = client.get("/preview", query_string={"message": words, "profile": name}
+                          ).get_data(as_text=True)  # fmt: skip
+        assert f"The {name} profile&#39;s user." in part(text, "user")
+        assert f"Notes kept by the {name} profile." in part(text, "memory")
+        assert f"The {other} profile" not in text and f"by the {other} profile" not in text
+        ids = set(re.findall(r'href="/sessions/([^"#?]+)', part(text, "recalled")))
+        assert ids and all(i.startswith("legacy:") == (name == "legacy") for i in ids), ids
+    everything = client.get("/preview", query_string={"message": words, "profile": "all"})
+    page = everything.get_data(as_text=True)
+    assert "USER PROFILE" not in page and 'data-part="user"' not in page
+    assert "one profile" in page
+    for name in ("default", "legacy", "empty"):
+        assert re.search(rf'href="/preview\?[^"]*profile={name}"', page), name
+    api = client.get("/api/preview", query_string={"message": words, "profile": "all"})
+    assert api.status_code == 400 and "one profile" in api.get_json()["error"]

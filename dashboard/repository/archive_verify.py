@@ -127,8 +127,17 @@ class VerifyReport:
         return out
 
 
-def verify_archive(home: HermesHome, archive: Path) -> VerifyReport:
-    """Compare ``archive`` with ``home``'s state.db and check the archive's indexes."""
+def verify_archive(
+    home: HermesHome, archive: Path, *, profile: str | None = None, id_prefix: str = "",
+    check_integrity: bool = True,
+) -> VerifyReport:  # fmt: skip
+    """Compare ``archive`` with ``home``'s state.db and check the archive's indexes.
+
+    ``profile`` and ``id_prefix`` are the home's profile (:class:`profiles.Profile`): the
+    source is read as a sync archives it, a non-primary profile's ids prefixed.
+    ``check_integrity=False`` leaves out the archive's own checks (one file for every
+    profile: checked once, not once per profile).
+    """
     if not archive.is_file():
         raise VerifyError(f"no archive at {archive}: `recall archive sync` makes it")
     source = _open(home.state_db, "source")
@@ -141,7 +150,8 @@ def verify_archive(home: HermesHome, archive: Path) -> VerifyReport:
     try:
         try:
             layout = detect_layout(source, home.state_db)
-            adapter = adapter_for(source, layout, home.root)
+            adapter = adapter_for(source, layout, home.root, profile=profile,
+                                  id_prefix=id_prefix)  # fmt: skip
             with read_snapshot(source), read_snapshot(conn):
                 ids = [sid for _, sid in adapter.session_keys()]
                 tables = {"sessions": TableCheck(), "messages": TableCheck(), "usage": TableCheck()}
@@ -156,7 +166,7 @@ def verify_archive(home: HermesHome, archive: Path) -> VerifyReport:
     finally:
         source.close()
         conn.close()
-    integrity = _integrity(archive)
+    integrity = _integrity(archive) if check_integrity else {}
     return VerifyReport(str(home.state_db), str(archive), adapter.name, tables, integrity, only)
 
 

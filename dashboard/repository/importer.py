@@ -634,14 +634,18 @@ def _copy_messages(
     cols = MESSAGE_COLUMNS + PROVENANCE
     marks = ",".join("?" for _ in session_ids)
     picked = ", ".join(f"c.{c}" for c in MESSAGE_COLUMNS[1:])
-    return max(conn.execute(
-        f"INSERT INTO messages ({', '.join(cols)}) "
-        "SELECT CASE WHEN EXISTS (SELECT 1 FROM main.messages x WHERE x.id = c.id) "
-        f"THEN NULL ELSE c.id END, {picked}, ?, CAST(c.id AS TEXT), ? "
-        f"FROM ({select} WHERE m.session_id IN ({marks})) c WHERE 1 ORDER BY c.id "
-        "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING",
-        [home, now, *session_ids],
-    ).rowcount, 0)  # fmt: skip
+    rows = f"FROM ({select} WHERE m.session_id IN ({marks})) c"
+    insert = (f"INSERT INTO messages ({', '.join(cols)}) SELECT {{id}}, {picked}, ?, "
+              f"CAST(c.id AS TEXT), ? {rows} WHERE {{where}} ORDER BY c.id "
+              "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING")  # fmt: skip
+    # Two statements: one statement choosing "the source's id, or a fresh one on a clash"
+    # row by row would give an early clash a fresh id (max + 1) that a later row of the
+    # same batch still holds as its own: first every row whose id is free keeps it, then
+    # the clashing rest get fresh ids.
+    free = "NOT EXISTS (SELECT 1 FROM main.messages x WHERE x.id = c.id)"
+    kept = conn.execute(insert.format(id="c.id", where=free), [home, now, *session_ids]).rowcount
+    fresh = conn.execute(insert.format(id="NULL", where="1"), [home, now, *session_ids]).rowcount
+    return max(kept, 0) + max(fresh, 0)
 
 
 def _landed(home: str, sessions: list[SourceSession], now: float) -> tuple[str, list[Any]]:

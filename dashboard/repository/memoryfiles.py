@@ -41,6 +41,7 @@ from dashboard.repository.errors import (
     ValidationError,
 )
 from dashboard.repository.home import HermesHome
+from dashboard.repository.profiles import Profile
 from dashboard.repository.recalldb import RecallData
 
 SEPARATOR = "\n§\n"
@@ -83,6 +84,7 @@ class MemoryFile:
     limit_problem: str | None = None  # why config.yaml's limit was not used
     problem: str | None = None
     editable: bool = True
+    changed_at: float | None = None  # the file's mtime (Hermes's writes count too)
 
     @property
     def used(self) -> int:
@@ -128,7 +130,13 @@ def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
         limit_problem=limit.problem,
         problem=problem,
         editable=found.data is not None or not found.exists,
+        changed_at=found.mtime,
     )
+
+
+def profile_memory_files(profiles: Sequence[Profile]) -> list[tuple[str, list[MemoryFile]]]:
+    """Each profile's name with its USER.md and MEMORY.md (size, own limit, last change)."""
+    return [(p.name, [read_memory_file(p.home, name) for name in NAMES]) for p in profiles]
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,7 @@ class _Found:
     exists: bool
     data: bytes | None = None
     problem: str | None = None
+    mtime: float | None = None
 
 
 _FILE_KINDS = (
@@ -184,7 +193,7 @@ def _read(path: Path) -> _Found:
         data = handle.read(MAX_EDITABLE_BYTES + 1)
     if len(data) > MAX_EDITABLE_BYTES:
         return _Found(exists=True, problem=_too_large(path, max(now.st_size, len(data))))
-    return _Found(exists=True, data=data)
+    return _Found(exists=True, data=data, mtime=now.st_mtime)
 
 
 def _too_large(path: Path, size: int) -> str:

@@ -32,7 +32,7 @@ from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
 from dashboard.web.lineage_svg import epoch_url
-from dashboard.web.reader import get_reader
+from dashboard.web.reader import get_reader, one_profile_home
 from dashboard.web.rollup import spend_function
 from dashboard.web.security import same_origin_only
 from dashboard.web.summaries import get_recall_data, get_summaries
@@ -194,7 +194,7 @@ def _memory_json(file: MemoryFile) -> dict[str, object]:
 @bp.get("/memory/<which>")
 def memory_file(which: str):
     """Return USER.md or MEMORY.md with its hash, limit, entries and problems."""
-    return jsonify(_memory_json(read_memory_file(get_reader().home, _memory_name(which))))
+    return jsonify(_memory_json(read_memory_file(one_profile_home(), _memory_name(which))))
 
 
 @bp.put("/memory/<which>")
@@ -204,7 +204,7 @@ def save_memory(which: str):
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("content"), str):
         raise ValidationError('send JSON {"content": "...", "base_hash": "..."}')
-    home = get_reader().home
+    home = one_profile_home()
     try:
         result = save_memory_file(
             home, name, body["content"], base_sha256=str(body.get("base_hash", "")),

@@ -32,6 +32,7 @@ from dashboard.repository.memoryfiles import (
     edit_entries,
     hidden_char,
     home_key,
+    profile_memory_files,
     read_memory_file,
     remember_loaded,
     restore_revision,
@@ -41,7 +42,8 @@ from dashboard.repository.memoryfiles import (
 )
 from dashboard.repository.params import whole_number
 from dashboard.repository.recalldb import RecallData
-from dashboard.web.reader import get_reader
+from dashboard.web.profiles import current_profile, served_profiles
+from dashboard.web.reader import get_reader, one_profile_home, profile_home
 from dashboard.web.summaries import get_recall_data
 
 bp = Blueprint("memory", __name__)
@@ -53,25 +55,20 @@ ENTRY_NOTES = {"edit": "edited entry {}", "delete": "deleted entry {}", "up": "m
                "down": "moved entry {} down", "add": "added an entry"}  # fmt: skip
 
 
-def _profile() -> str | None:
-    """The ``?profile=`` of the request (forms post to URLs that keep it); None: the home."""
-    return request.args.get("profile") or None
-
-
 def _home() -> HermesHome:
-    """The home being edited: the main one, or one of its profiles (``?profile=<name>``)."""
-    home = get_reader().home
-    profile = _profile()
-    if profile is None:
-        return home
-    profiles = home.profiles()
-    if profile not in profiles:
-        abort(404, description=f"There is no Hermes profile called {profile!r}.")
-    return profiles[profile]
+    """The home whose files are edited: the profile the request reads (web/profiles.py).
+
+    Under ``all`` of several profiles nothing here says whose file a form means, so
+    every action needs one profile (a 400; the page itself lists each profile's files).
+    """
+    return one_profile_home()
 
 
 def _profile_context() -> dict[str, Any]:
-    return {"profile": _profile(), "profiles": list(get_reader().home.profiles())}
+    """Which profile's files the page shows: named when the homes have several profiles
+    (also when Recall serves one of them only); a home of one profile shows no name."""
+    several = len(get_reader().profiles) > 1
+    return {"profile_name": current_profile() if several else None}
 
 
 def _data() -> RecallData:
@@ -262,7 +259,7 @@ def _save(name: str, action):
 
 def _saved(name: str, result: SaveResult | None):
     """Back to the file, naming the revisions before and after so the page shows the diff."""
-    args: dict[str, Any] = {"name": name, "profile": _profile(), "saved": 1}
+    args: dict[str, Any] = {"name": name, "saved": 1}
     if result is not None and result.revision_id and result.replaced_revision_id:
         args.update(change=result.revision_id, before=result.replaced_revision_id)
         if result.merged:
@@ -278,9 +275,14 @@ def index():
 
 @bp.get("/memory/<name>")
 def show(name: str):
-    """The file as entries with their findings, the raw editor, the agent's view, history."""
+    """The file as entries with their findings, the raw editor, the agent's view, history;
+    under all profiles, each profile's files."""
+    _checked_name(name)
+    if profile_home() is None:
+        return render_template("memory_profiles.html", names=NAMES,
+                               files=profile_memory_files(served_profiles()))  # fmt: skip
     home = _home()
-    file = read_memory_file(home, _checked_name(name))
+    file = read_memory_file(home, name)
     remember_loaded(home, file, _data())  # a save from this page can then merge
     return _render(file, last_change=_last_change(file))
 

@@ -10,6 +10,8 @@ from dashboard.agent import VolatileBlock
 from dashboard.repository.errors import NotFoundError, ValidationError
 from dashboard.web.agent_memory import get_preview_manager
 from dashboard.web.htmx import render_page
+from dashboard.web.profiles import served_profiles
+from dashboard.web.reader import one_profile_home, profile_home
 
 bp = Blueprint("preview", __name__)
 
@@ -23,11 +25,15 @@ def index():
     session_id = request.args.get("session", "").strip() or None
     model = request.args.get("model", "").strip() or None
     context: dict[str, object] = {"message": message, "session_id": session_id or "",
-                                  "model": model or "", "error": None, "block": None}  # fmt: skip
-    try:
-        context["block"] = preview_block(message, session_id, model)
-    except ValidationError as exc:
-        context["error"] = str(exc)
+                                  "model": model or "", "error": None, "block": None,
+                                  "choose_profile": []}  # fmt: skip
+    if profile_home() is None:  # all profiles: whose agent? The page asks.
+        context["choose_profile"] = [p.name for p in served_profiles()]
+    else:
+        try:
+            context["block"] = preview_block(message, session_id, model)
+        except ValidationError as exc:
+            context["error"] = str(exc)
     response = render_page("preview.html", "_preview.html", "preview", **context)
     if context["error"]:
         response.status_code = 400
@@ -35,7 +41,9 @@ def index():
 
 
 def preview_block(message: str, session_id: str | None, model: str | None) -> VolatileBlock:
-    """The block for a message; ValidationError for a message too long or an unknown session."""
+    """The block for a message; ValidationError for a message too long, an unknown session,
+    or no one profile to preview (each profile's agent has its own memory and history)."""
+    one_profile_home()
     if len(message) > MAX_MESSAGE_CHARS:
         raise ValidationError(
             f"The message is {len(message):,} characters; the preview takes at most "

@@ -85,10 +85,10 @@ def current_profile() -> str:
 
 def switch_url(name: str) -> str:
     """This page's URL in profile ``name``: the same path and parameters but the page
-    number (another profile has other pages). A page of one session or chain, which
-    belongs to one profile, switches to the search page of the other profile (``all``
-    still shows it)."""
-    if request.view_args and name != ALL:
+    number (another profile has other pages). A page of one session or chain (its URL
+    names a ``session_id``), which belongs to one profile, switches to the search page
+    of the other profile (``all`` still shows it)."""
+    if request.view_args and "session_id" in request.view_args and name != ALL:
         return url_for("search.index", profile=name)
     args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("profile", "page")]
     args.append(("profile", name))

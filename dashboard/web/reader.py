@@ -13,7 +13,8 @@ from pathlib import Path
 
 from flask import Flask, current_app, g
 
-from dashboard.repository.home import resolve_home
+from dashboard.repository.errors import ValidationError
+from dashboard.repository.home import HermesHome, resolve_home
 from dashboard.repository.params import whole_number
 from dashboard.repository.reader import StateReader
 from dashboard.repository.syncer import Syncer, SyncGroup, SyncState, reading_for
@@ -53,6 +54,27 @@ def init_app(app: Flask) -> None:
 def get_reader() -> StateReader:
     """The reader of the profile this request reads (web/profiles.py): the views' one."""
     return base_reader().scoped(g.get("profile"))
+
+
+def profile_home() -> HermesHome | None:
+    """The home of the one profile this request reads: its memory files and config.yaml
+    limits. None when it reads every profile of several: a memory file, a save, the
+    agent's prompt then needs a profile (whose file would it be?)."""
+    reader = get_reader()
+    if reader.scope.everything and len(reader.profiles) > 1:
+        return None
+    return reader.home
+
+
+def one_profile_home() -> HermesHome:
+    """:func:`profile_home`, a ValidationError (a 400) when the request reads all profiles."""
+    home = profile_home()
+    if home is None:
+        raise ValidationError(
+            "Choose one profile first (?profile=<name>): under all profiles, a memory file "
+            "or the agent's prompt could be any profile's. Nothing was written."
+        )
+    return home
 
 
 def base_reader() -> StateReader:
