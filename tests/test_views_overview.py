@@ -192,7 +192,7 @@ def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path)
     assert "HERMES_HOME=~/.hermes make run" in commands
     serve = next(c for c in commands if c.startswith(".venv/bin/recall "))
     args = build_parser().parse_args(serve.split()[1:])  # what `make run` installed parses it
-    assert args.command == "serve" and args.home == "~/.hermes"
+    assert args.command == "serve" and args.home == ["~/.hermes"]  # --home repeats: a list
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     first_section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     opening = [c for c in commands if c != "recall demo"]  # how this home was made
