@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,15 +192,6 @@ def _several(reader: StateReader) -> bool:
     return reader.scope.everything and len(reader.profiles) > 1
 
 
-def _profile_of(session_id: str, profiles: Sequence[Profile]) -> str:
-    """The profile an archived session id belongs to: the one whose id prefix starts it
-    (:attr:`Profile.id_prefix`), else the primary profile (its ids have none)."""
-    for p in profiles:
-        if p.id_prefix and session_id.startswith(p.id_prefix):
-            return p.name
-    return next((p.name for p in profiles if p.primary), profiles[0].name)
-
-
 class _LateBar:
     """A terminal progress bar (rich, on stderr) that appears only after LATE_BAR_S."""
 
@@ -284,7 +274,7 @@ def _search(args: argparse.Namespace) -> int:
         print(f"\n{card.title or card.preview or card.session_id}")
         hits = f" · {card.hit_count} hits" if card.hit_count else ""
         # Under several profiles, each card says whose it is (ids of one can repeat in another).
-        whose = f"{_profile_of(card.session_id, reader.profiles)} · " if several else ""
+        whose = f"{card.profile} · " if several and card.profile else ""
         print(f"  {whose}{card.session_id} · {card.source} · {card.model or '?'} · {when}{hits}")
         for hit in card.hits:
             epoch = (f" · before compaction {hit.compaction[0]} of {hit.compaction[1]}"

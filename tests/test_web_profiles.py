@@ -86,3 +86,20 @@ def test_one_profile_changes_nothing(hermes_home: Path, tmp_path: Path) -> None:
     client = make_app(hermes_home, tmp_path / "data").test_client()
     page = client.get("/").get_data(as_text=True)
     assert "profile-switcher" not in page and "profile=" not in page
+
+
+def test_a_get_form_carries_the_profile_in_a_field_not_its_action(profiles_app: Flask) -> None:
+    page = profiles_app.test_client().get("/?profile=legacy").get_data(as_text=True)
+    form = page[page.index('<form id="search-form"'):]
+    form = form[: form.index("</form>")]
+    # A browser drops the query of a GET form's action: the field carries the choice.
+    assert '<input type="hidden" name="profile" value="legacy">' in form
+    assert 'action="/"' in form and 'hx-get="/"' in form
+
+
+def test_switching_drops_what_one_profiles_page_said_after_a_save(profiles_app: Flask) -> None:
+    page = profiles_app.test_client().get("/memory/USER.md?profile=legacy&saved=1")
+    body = page.get_data(as_text=True)
+    link = re.search(r'href="([^"]*)" data-profile="default"', body)
+    assert link is not None and "saved" not in link.group(1)
+    assert link.group(1).startswith("/memory/USER.md?")

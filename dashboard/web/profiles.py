@@ -23,6 +23,9 @@ from dashboard.repository.profiles import ALL, Profile, parse_profile
 
 COOKIE_SUFFIX = "_profile"
 COOKIE_MAX_AGE = 365 * 24 * 3600
+#: Parameters a switch drops: the page number (another profile has other pages) and
+#: what one profile's memory page says after a save (``saved``, ``change``, ``before``).
+NOT_CARRIED = frozenset(("profile", "page", "saved", "change", "before"))
 
 
 def init_app(app: Flask) -> None:
@@ -84,13 +87,13 @@ def current_profile() -> str:
 
 
 def switch_url(name: str) -> str:
-    """This page's URL in profile ``name``: the same path and parameters but the page
-    number (another profile has other pages). A page of one session or chain (its URL
+    """This page's URL in profile ``name``: the same path and parameters but
+    :data:`NOT_CARRIED`. A page of one session or chain (its URL
     names a ``session_id``), which belongs to one profile, switches to the search page
     of the other profile (``all`` still shows it)."""
     if request.view_args and "session_id" in request.view_args and name != ALL:
         return url_for("search.index", profile=name)
-    args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("profile", "page")]
+    args = [(k, v) for k, v in request.args.items(multi=True) if k not in NOT_CARRIED]
     args.append(("profile", name))
     return f"{request.path}?{urlencode(args)}"
 
