@@ -56,6 +56,9 @@ class Candidate:
     messages: int  # in the source
     archived_messages: int | None  # of those, in the archive (None: no archive to ask)
     status: str  # one of STATUSES
+    # The archive's id for it (a non-primary profile's is ``<profile>:<id>``); None
+    # when the archive holds none of it.
+    archive_id: str | None = None
 
     @property
     def safe(self) -> bool:
@@ -253,14 +256,13 @@ def _check_batch(
     conn: sqlite3.Connection, key: str, rows: Sequence[dict[str, object]]
 ) -> list[Candidate]:
     ids = [str(r["session_id"]) for r in rows]
-    present = {
-        r[0]
-        for r in conn.execute(
-            "SELECT s.src_id FROM sessions s JOIN json_each(?) j ON s.src_id = j.value "
+    present = dict(
+        conn.execute(
+            "SELECT s.src_id, s.id FROM sessions s JOIN json_each(?) j ON s.src_id = j.value "
             "WHERE s.src_home = ?",
             (json.dumps(ids), key),
-        )
-    }
+        ).fetchall()
+    )
     wanted = [m for r in rows for m in r["message_ids"]]  # type: ignore[attr-defined]
     # CROSS JOIN keeps json_each outside: one index seek per id. Left to itself the
     # planner walks every message of the home and rescans the JSON for each (minutes
@@ -279,15 +281,19 @@ def _check_batch(
             out.append(_candidate(r, 0, "missing"))
             continue
         have = sum(1 for m in r["message_ids"] if m in kept)  # type: ignore[attr-defined]
-        out.append(_candidate(r, have, "archived" if have == r["messages"] else "partial"))
+        status = "archived" if have == r["messages"] else "partial"
+        out.append(_candidate(r, have, status, present[r["session_id"]]))
     return out
 
 
-def _candidate(row: dict[str, object], archived: int | None, status: str) -> Candidate:
+def _candidate(
+    row: dict[str, object], archived: int | None, status: str, archive_id: str | None = None
+) -> Candidate:
     return Candidate(
         session_id=str(row["session_id"]), title=row["title"], source=row["source"],  # type: ignore[arg-type]
         started_at=float(row["started_at"]), ended_at=row["ended_at"],  # type: ignore[arg-type]
         messages=int(row["messages"]), archived_messages=archived, status=status,  # type: ignore[arg-type]
+        archive_id=archive_id,
     )  # fmt: skip
 
 
