@@ -217,6 +217,23 @@
     });
   });
 
+  // A menu of links in a <details data-menu> (the header's profile switcher): Escape
+  // closes it, giving the focus back to its button when it was inside; a click
+  // elsewhere closes it, as any menu. Without JavaScript it opens and closes on its button.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    document.querySelectorAll("details[data-menu][open]").forEach(function (menu) {
+      const inside = menu.contains(document.activeElement);
+      menu.open = false;
+      if (inside) menu.querySelector("summary").focus();
+    });
+  });
+  document.addEventListener("click", function (event) {
+    document.querySelectorAll("details[data-menu][open]").forEach(function (menu) {
+      if (!menu.contains(event.target)) menu.open = false;
+    });
+  });
+
   // "/" focuses the page's main search or filter box, as in most search tools.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey || typing()) return;

@@ -17,6 +17,7 @@ from dashboard.repository.prune_radar import (
     retention_policy,
 )
 from dashboard.repository.store import SessionStore
+from dashboard.repository.syncer import reading_for
 from tests import hermes_shapes as shapes
 from tests.test_importer import assert_untouched, digests
 
@@ -147,3 +148,21 @@ def test_a_missing_or_corrupt_source_is_said_not_raised(tmp_path: Path) -> None:
     home.state_db.write_bytes(b"this is not sqlite" * 100)
     radar = prune_radar(home, tmp_path / "archive.db", now=NOW)
     assert radar.candidates == () and "cannot be read" in radar.source_problem
+
+
+def test_a_profiles_candidates_name_their_session_as_the_archive_does(tmp_path: Path) -> None:
+    """A non-primary profile's sessions are archived as ``<profile>:<id>``: the radar
+    of that profile links them by that id, not by the source's (another profile's)."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    archive = tmp_path / "archive.db"
+    reading = reading_for(HermesHome(facts.root), archive, inline=True, folder=tmp_path)
+    reading.syncer.poll()
+    legacy = HermesHome(facts.root / "profiles" / "legacy")
+    radar = prune_radar(legacy, archive)
+    assert radar.candidates and all(c.safe for c in radar.candidates)
+    assert {c.archive_id for c in radar.candidates} == {
+        f"legacy:{c.session_id}" for c in radar.candidates
+    }
+    default = prune_radar(HermesHome(facts.root), archive)
+    assert default.candidates
+    assert [c.archive_id for c in default.candidates] == [c.session_id for c in default.candidates]
