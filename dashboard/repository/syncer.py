@@ -137,7 +137,48 @@ class SourceWatch:
         self._conn, self._version = None, None
 
 
-class Syncer:
+class _Polling:
+    """What a syncer and a group of them share: the pages' hook and the polling thread.
+
+    A subclass gives ``poll()``, ``state()``, ``inline``, ``poll_s``, ``_stop`` (an
+    Event) and ``_thread``.
+    """
+
+    inline: bool
+    poll_s: float
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def poll(self) -> bool:
+        raise NotImplementedError
+
+    def state(self) -> SyncState:
+        raise NotImplementedError
+
+    def before_read(self) -> None:
+        """Run before a page reads the archive (see the module docstring): inline, sync
+        first; while the archive holds nothing of the home and the source cannot be
+        read, say why."""
+        if self.inline:
+            self.poll()
+        state = self.state()
+        if not state.imported and state.reason is not None:
+            raise StoreUnavailableError(state.reason, state.source, state.error or "")
+
+    def start(self) -> None:
+        """Start the background thread (a first sync at once, then a poll every POLL_S)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        self.poll()
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
+
+class Syncer(_Polling):
     """Keeps ``archive`` in step with ``state_db`` (the source of home ``home_root``)."""
 
     def __init__(
@@ -189,16 +230,6 @@ class Syncer:
     def _set(self, **changes: object) -> None:
         with self._state_lock:
             self._state = replace(self._state, **changes)
-
-    # -- the pages' hook ----------------------------------------------------------
-
-    def before_read(self) -> None:
-        """Run before a page reads the archive (see the module docstring)."""
-        if self.inline:
-            self.poll()
-        state = self.state()
-        if not state.imported and state.reason is not None:
-            raise StoreUnavailableError(state.reason, state.source, state.error or "")
 
     # -- the work -----------------------------------------------------------------
 
@@ -275,18 +306,6 @@ class Syncer:
 
     # -- the thread ---------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the background thread (a first sync at once, then a poll every POLL_S)."""
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        self.poll()
-        while not self._stop.wait(self.poll_s):
-            self.poll()
-
     def close(self) -> None:
         """Close both connections (the group's stop, with no thread of this syncer's)."""
         with self._sync_lock:
@@ -300,14 +319,10 @@ class Syncer:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        with self._sync_lock:
-            self._watch.close()
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+        self.close()
 
 
-class SyncGroup:
+class SyncGroup(_Polling):
     """Several profiles' syncers filling one archive, on one thread, one pass at a time.
 
     Each profile keeps its own :class:`Syncer` (its watch on its own ``state.db``,
@@ -375,15 +390,6 @@ class SyncGroup:
             replaced_at=max((st.replaced_at for st in states if st.replaced_at), default=None),
         )
 
-    def before_read(self) -> None:
-        """As :meth:`Syncer.before_read`; only when no profile has anything in the archive
-        and one cannot be read is there nothing to show and a reason to say."""
-        if self.inline:
-            self.poll()
-        state = self.state()
-        if not state.imported and state.reason is not None:
-            raise StoreUnavailableError(state.reason, state.source, state.error or "")
-
     def poll(self) -> bool:
         """One look at every profile's source, in order; whether any synced."""
         with self._lock:
@@ -395,17 +401,9 @@ class SyncGroup:
             return ran
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
         for m in self.members:
             m._stop = self._stop  # a member's import stops at its next batch with the group
-        self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        self.poll()
-        while not self._stop.wait(self.poll_s):
-            self.poll()
+        super().start()
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         self._stop.set()
