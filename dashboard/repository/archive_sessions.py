@@ -7,6 +7,10 @@ runs through the write core (``BEGIN IMMEDIATE`` with retry) in one transaction:
 the session, its messages (the FTS triggers remove them from both indexes) and its
 usage rows; sessions that continued it keep their own rows and lose the link.
 The list reads the archive read-only and never creates it.
+
+The archive holds every profile; a :class:`Scope` (the request's profile, or the one
+``recall serve --profile`` serves) limits the list, the preview and the delete to its
+sessions: another profile's session reads as one that does not exist.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from pathlib import Path
 from dashboard.repository.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.repository.gone import gone_sql, presence_sql
 from dashboard.repository.home import HermesHome
+from dashboard.repository.profiles import Scope
 from dashboard.repository.prune_radar import PruneRadar, prune_radar
+from dashboard.repository.reader import apply_scope
 from dashboard.repository.readonly import open_readonly, read_snapshot
 from dashboard.repository.store import SessionStore, triggers_off
 
@@ -109,16 +115,19 @@ IMPORTING = (
 
 
 def archive_page(
-    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None
-) -> ArchivePage:
-    """The prune radar of ``home`` against ``archive``, and one page of the archive's sessions."""
+    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None,
+    scope: Scope | None = None,
+) -> ArchivePage:  # fmt: skip
+    """The prune radar of ``home`` against ``archive``, and one page of the archive's
+    sessions (those of ``scope``: every profile when None)."""
     return ArchivePage(str(archive), prune_radar(home, archive, now), list_archived(
-        archive, presence, page))  # fmt: skip
+        archive, presence, page, scope=scope))  # fmt: skip
 
 
 def list_archived(
-    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE
-) -> ArchiveListing:
+    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE,
+    scope: Scope | None = None,
+) -> ArchiveListing:  # fmt: skip
     """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py), newest first."""
     if not archive.is_file():
         return ArchiveListing(presence, page, page_size, 0, (), exists=False)
@@ -127,6 +136,7 @@ def list_archived(
     except StoreUnavailableError as exc:
         return ArchiveListing(presence, page, page_size, 0, (), problem=exc.reason)
     try:
+        apply_scope(conn, scope or Scope())
         with read_snapshot(conn):
             where = presence_sql(presence, "s")
             total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}").fetchone()[0]
@@ -147,26 +157,36 @@ def list_archived(
     )
 
 
-def deletion_preview(archive: Path, session_id: str) -> DeletionPreview:
-    """The session, its message and usage-row counts; NotFoundError if the archive lacks it."""
+def deletion_preview(
+    archive: Path, session_id: str, scope: Scope | None = None
+) -> DeletionPreview:
+    """The session, its message and usage-row counts; NotFoundError if the archive lacks
+    it (or it is not one of ``scope``'s)."""
     if not archive.is_file():
         raise NotFoundError(f"there is no archive at {archive}")
     conn = open_readonly(archive)
     try:
+        apply_scope(conn, scope or Scope())
         with read_snapshot(conn):
             return _preview(conn, archive, session_id)
     finally:
         conn.close()
 
 
-def delete_from_archive(archive: Path, session_id: str) -> DeletionReport:
+def delete_from_archive(
+    archive: Path, session_id: str, scope: Scope | None = None
+) -> DeletionReport:
     """Delete a session gone from Hermes, with its messages and usage rows, in one transaction.
 
-    NotFoundError for an unknown id (or no archive); ConflictError for a session
-    Hermes still has. The source is never opened.
+    NotFoundError for an unknown id (or no archive, or a session not of ``scope``);
+    ConflictError for a session Hermes still has. The source is never opened.
     """
     if not archive.is_file():
         raise NotFoundError(f"there is no archive at {archive}")
+    if scope is not None and not scope.everything:
+        # Through the scope's own views first (a session's profile never changes): the
+        # write's connection sees every profile.
+        deletion_preview(archive, session_id, scope)
     # Checked before the store opens: opening a stale store rebuilds its index, which
     # must not happen under a first import still landing rows with the triggers off.
     if _importing(archive):

@@ -29,7 +29,8 @@ def index():
     # This page is about what only the archive holds: that is what it lists unless asked.
     presence = parse_presence(request.args.get("presence") or "archive")
     page = whole_number(request.args.get("page"), "page", 1, 100_000) or 1
-    shown = archive_page(get_reader().home, _archive(), presence, page)
+    reader = get_reader()
+    shown = archive_page(reader.home, _archive(), presence, page, scope=reader.scope)
     return render_template(
         "archive.html", shown=shown, radar=shown.radar, listing=shown.listing,
         deleted=request.args.get("deleted"),
@@ -39,11 +40,12 @@ def index():
 @bp.get("/archive/sessions/<session_id>/delete")
 def confirm_delete(session_id: str):
     """Name the session and what deleting it removes; the form posts the delete."""
-    return render_template("archive_delete.html", preview=deletion_preview(_archive(), session_id))
+    preview = deletion_preview(_archive(), session_id, get_reader().scope)
+    return render_template("archive_delete.html", preview=preview)
 
 
 @bp.post("/archive/sessions/<session_id>/delete")
 def delete(session_id: str):
     """Delete a session gone from Hermes from the archive (CSRF and origin checked before)."""
-    report = delete_from_archive(_archive(), session_id)
+    report = delete_from_archive(_archive(), session_id, get_reader().scope)
     return redirect(url_for("archive.index", deleted=report.session_id), code=303)
