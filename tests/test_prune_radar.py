@@ -147,3 +147,17 @@ def test_a_missing_or_corrupt_source_is_said_not_raised(tmp_path: Path) -> None:
     home.state_db.write_bytes(b"this is not sqlite" * 100)
     radar = prune_radar(home, tmp_path / "archive.db", now=NOW)
     assert radar.candidates == () and "cannot be read" in radar.source_problem
+
+
+def test_a_profiles_candidates_are_named_by_their_archive_ids(tmp_path: Path) -> None:
+    """A non-primary profile's sessions are archived as ``<profile>:<id>``: the radar names
+    (and the page links) those, not the source id another profile's session may share."""
+    home, ids = _home(tmp_path)
+    archive = tmp_path / "archive.db"
+    with SessionStore(archive) as store:
+        sync(store, home.state_db, home.root, profile="work", id_prefix="work:")
+    radar = prune_radar(home, archive, now=NOW)
+    assert [c.session_id for c in radar.candidates] == [
+        f"work:{ids[n]}" for n in shapes.PRUNED_BY_30_DAYS
+    ]
+    assert all(c.safe for c in radar.candidates)

@@ -48,6 +48,7 @@ class RetentionPolicy:
 class Candidate:
     """One session the next sweep deletes, and what the archive holds of it."""
 
+    # The archive's id once archived (a profile's own are prefixed), else the source's.
     session_id: str
     title: str | None
     source: str | None
@@ -253,10 +254,12 @@ def _check_batch(
     conn: sqlite3.Connection, key: str, rows: Sequence[dict[str, object]]
 ) -> list[Candidate]:
     ids = [str(r["session_id"]) for r in rows]
+    # Source id -> the archive's id: a profile's sessions are archived as <profile>:<id>,
+    # and the page links the archive's.
     present = {
-        r[0]
+        r[0]: r[1]
         for r in conn.execute(
-            "SELECT s.src_id FROM sessions s JOIN json_each(?) j ON s.src_id = j.value "
+            "SELECT s.src_id, s.id FROM sessions s JOIN json_each(?) j ON s.src_id = j.value "
             "WHERE s.src_home = ?",
             (json.dumps(ids), key),
         )
@@ -279,7 +282,8 @@ def _check_batch(
             out.append(_candidate(r, 0, "missing"))
             continue
         have = sum(1 for m in r["message_ids"] if m in kept)  # type: ignore[attr-defined]
-        out.append(_candidate(r, have, "archived" if have == r["messages"] else "partial"))
+        archived = {**r, "session_id": present[r["session_id"]]}
+        out.append(_candidate(archived, have, "archived" if have == r["messages"] else "partial"))
     return out
 
 
