@@ -41,7 +41,7 @@ from dashboard.repository.memoryfiles import (
 )
 from dashboard.repository.params import whole_number
 from dashboard.repository.recalldb import RecallData
-from dashboard.web.reader import get_reader
+from dashboard.web.reader import base_reader, get_reader
 from dashboard.web.summaries import get_recall_data
 
 bp = Blueprint("memory", __name__)
@@ -64,14 +64,22 @@ def _home() -> HermesHome:
     profile = _profile()
     if profile is None:
         return home
-    profiles = home.profiles()
+    profiles = _profiles()
     if profile not in profiles:
         abort(404, description=f"There is no Hermes profile called {profile!r}.")
     return profiles[profile]
 
 
+def _profiles() -> dict[str, HermesHome]:
+    """The home's profiles (as tabs); none when Recall serves one profile only (``recall
+    serve --profile``): the reader's home is then that profile's, and no other is shown."""
+    if not base_reader().scope.everything:
+        return {}
+    return get_reader().home.profiles()
+
+
 def _profile_context() -> dict[str, Any]:
-    return {"profile": _profile(), "profiles": list(get_reader().home.profiles())}
+    return {"profile": _profile(), "profiles": list(_profiles())}
 
 
 def _data() -> RecallData:
