@@ -89,9 +89,14 @@ class SummaryService:
 
     # -- the web's path: never waits ---------------------------------------------------
 
-    def poll(self, session_id: str, query: str) -> Summary | None:
-        """The summary if known now; else start (or keep) a background job and return None."""
-        key = self._key(session_id, query)
+    def poll(self, session_id: str, query: str, reader: StateReader | None = None
+             ) -> Summary | None:  # fmt: skip
+        """The summary if known now; else start (or keep) a background job and return None.
+
+        ``reader``: the asking request's (its profile's scope); a session it cannot read
+        is a NotFoundError, as an unknown one is.
+        """
+        key = self._key(session_id, query, reader)
         with self._lock:
             self._forget_old()
             job = self._jobs.get(key)
@@ -109,11 +114,13 @@ class SummaryService:
 
     # -- API and CLI: wait for every summary, bounded by the model slots -----------------
 
-    def summarize_many(self, session_ids: Sequence[str], query: str) -> list[Summary]:
-        """Summaries of several sessions, computed concurrently (at most N model calls)."""
+    def summarize_many(self, session_ids: Sequence[str], query: str,
+                       reader: StateReader | None = None) -> list[Summary]:  # fmt: skip
+        """Summaries of several sessions, computed concurrently (at most N model calls);
+        ``reader`` as in :meth:`poll`."""
         futures = []
         for sid in session_ids:
-            key = self._key(sid, query)
+            key = self._key(sid, query, reader)
             cached = self._cached(key)
             if cached is not None:
                 done: Future[Summary] = Future()
@@ -125,8 +132,12 @@ class SummaryService:
 
     # -- the work -------------------------------------------------------------------------
 
-    def _key(self, session_id: str, query: str) -> SummaryKey:
-        last_id = self.reader.last_message_id(session_id)  # NotFoundError for unknown ids
+    def _key(self, session_id: str, query: str, reader: StateReader | None = None
+             ) -> SummaryKey:  # fmt: skip
+        # NotFoundError for an unknown id, or one the asking scope may not read. The
+        # service's own reader sees every profile served: the key and the work are the
+        # same whichever scope asked.
+        last_id = (reader or self.reader).last_message_id(session_id)
         return SummaryKey(
             home=str(self.reader.path), session_id=session_id, query=normalise_query(query),
             last_message_id=last_id, model=self.summarizer.config.model,
@@ -203,7 +214,7 @@ def session_search_result(
         ]  # fmt: skip
         return {"success": True, "mode": "recent", "query": "", "results": results,
                 "count": len(results), "sessions_searched": found.total_sessions}  # fmt: skip
-    summaries = service.summarize_many([r.session_id for r in found.results], query)
+    summaries = service.summarize_many([r.session_id for r in found.results], query, reader)
     results = [
         {"session_id": r.session_id, "when": when(r.started_at), "source": r.source,
          "model": r.model, "summary": s.plain_text()}

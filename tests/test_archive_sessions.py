@@ -18,6 +18,7 @@ from dashboard.repository.archive_sessions import (
 from dashboard.repository.errors import ConflictError, NotFoundError
 from dashboard.repository.home import HermesHome
 from dashboard.repository.importer import sync
+from dashboard.repository.profiles import Scope
 from dashboard.repository.store import SessionStore
 from tests import hermes_shapes as shapes
 from tests.test_importer import assert_untouched, digests
@@ -150,3 +151,16 @@ def test_no_delete_while_a_first_import_rebuilds_the_index(tmp_path: Path, marke
         )
         assert conn.execute("SELECT count(*) FROM sessions WHERE id=?", (ids["ancient"],)
                             ).fetchone()[0] == 1  # fmt: skip
+
+
+def test_a_scope_lists_previews_and_deletes_only_its_profiles_sessions(tmp_path: Path) -> None:
+    """The archive holds every profile; another profile's session reads as unknown."""
+    home, archive, ids = archived_home(tmp_path)  # every session is the default profile's
+    elsewhere = Scope.of(["work"])
+    assert list_archived(archive, "archive", 1, scope=elsewhere).total == 0
+    assert list_archived(archive, "archive", 1, scope=Scope.of(["default"])).total == 2
+    for look in (deletion_preview, delete_from_archive):
+        with pytest.raises(NotFoundError, match="is not in the archive"):
+            look(archive, ids["ancient"], elsewhere)
+    assert deletion_preview(archive, ids["ancient"], Scope.of(["default"])).deletable
+    assert delete_from_archive(archive, ids["ancient"], Scope.of(["default"])).messages == 4

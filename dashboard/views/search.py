@@ -50,10 +50,10 @@ def index():
 def summary(session_id: str):
     """Show one session's recap around the query (HTMX polls until it is ready)."""
     q = request.args.get("q", "").strip()
-    service = get_summaries()
+    service, reader = get_summaries(), get_reader()  # the request's profile may read it
     if request.htmx:
-        result = service.poll(session_id, q)
+        result = service.poll(session_id, q, reader)
         return render_template("_summary.html", session_id=session_id, q=q, summary=result)
     # Without JavaScript: wait for it (the same bounded slots), then show a page.
-    (result,) = service.summarize_many([session_id], q)
+    (result,) = service.summarize_many([session_id], q, reader)
     return render_template("summary.html", session_id=session_id, q=q, summary=result)
