@@ -633,19 +633,27 @@ def _copy_messages(
     """
     cols = MESSAGE_COLUMNS + PROVENANCE
     marks = ",".join("?" for _ in session_ids)
-    picked = ", ".join(f"c.{c}" for c in MESSAGE_COLUMNS[1:])
-    rows = f"FROM ({select} WHERE m.session_id IN ({marks})) c"
-    insert = (f"INSERT INTO messages ({', '.join(cols)}) SELECT {{id}}, {picked}, ?, "
-              f"CAST(c.id AS TEXT), ? {rows} WHERE {{where}} ORDER BY c.id "
-              "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING")  # fmt: skip
-    # Two statements: one statement choosing "the source's id, or a fresh one on a clash"
-    # row by row would give an early clash a fresh id (max + 1) that a later row of the
-    # same batch still holds as its own: first every row whose id is free keeps it, then
-    # the clashing rest get fresh ids.
-    free = "NOT EXISTS (SELECT 1 FROM main.messages x WHERE x.id = c.id)"
-    kept = conn.execute(insert.format(id="c.id", where=free), [home, now, *session_ids]).rowcount
-    fresh = conn.execute(insert.format(id="NULL", where="1"), [home, now, *session_ids]).rowcount
-    return max(kept, 0) + max(fresh, 0)
+    batch = f"({select} WHERE m.session_id IN ({marks}))"
+    # A row keeps the source's id when it is free. A clashing row gets a fresh one, in
+    # source order, above both the archive's ids and every id of the batch: a fresh id
+    # chosen at insert time (max + 1) could be one a later row of the batch keeps
+    # (UNIQUE failed: a profile imported after another's rows).
+    base = conn.execute(
+        f"SELECT max(coalesce((SELECT max(id) FROM main.messages), 0),"
+        f" coalesce((SELECT max(id) FROM {batch}), 0))",
+        session_ids,
+    ).fetchone()[0]
+    picked_t = ", ".join(f"t.{c}" for c in MESSAGE_COLUMNS[1:])
+    return max(conn.execute(
+        f"INSERT INTO messages ({', '.join(cols)}) "
+        f"SELECT CASE WHEN t.clash THEN ? + t.rn ELSE t.id END, {picked_t}, ?, "
+        "CAST(t.id AS TEXT), ? FROM ("
+        "SELECT c.*, row_number() OVER (PARTITION BY c.clash ORDER BY c.id) AS rn FROM ("
+        "SELECT b.*, EXISTS (SELECT 1 FROM main.messages x WHERE x.id = b.id) AS clash"
+        f" FROM {batch} b) c) t WHERE 1 ORDER BY t.id "
+        "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING",
+        [base, home, now, *session_ids],
+    ).rowcount, 0)
 
 
 def _landed(home: str, sessions: list[SourceSession], now: float) -> tuple[str, list[Any]]:
