@@ -27,6 +27,7 @@ import os
 import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -137,7 +138,7 @@ class SourceWatch:
         self._conn, self._version = None, None
 
 
-class _Polling:
+class _Polling(ABC):
     """What a syncer and a group of them share: the pages' hook and the polling thread.
 
     A subclass gives ``poll()``, ``state()``, ``inline``, ``poll_s``, ``_stop`` (an
@@ -149,11 +150,13 @@ class _Polling:
     _stop: threading.Event
     _thread: threading.Thread | None
 
+    @abstractmethod
     def poll(self) -> bool:
-        raise NotImplementedError
+        """One look at the source(s); whether a sync ran."""
 
+    @abstractmethod
     def state(self) -> SyncState:
-        raise NotImplementedError
+        """What the pages show about the syncing."""
 
     def before_read(self) -> None:
         """Run before a page reads the archive (see the module docstring): inline, sync
