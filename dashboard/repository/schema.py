@@ -298,6 +298,20 @@ def migrate(
     pending = [m for m in migrations if start < m.version <= target]
     if start > 0 and any(m.changes_rows for m in pending):
         backup_before_migration(core, start)
+    if start == 0 and pending:
+        # A new file is made whole in one transaction: a reader opening it meanwhile
+        # (a page during a first import) never sees it half-way at an older version.
+        def create(conn: sqlite3.Connection) -> None:
+            for m in pending:
+                m.apply(conn)
+            conn.execute(
+                "INSERT INTO state_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (VERSION_KEY, str(pending[-1].version)),
+            )
+
+        core.write(create)
+        return [m.version for m in pending]
     for migration in pending:
 
         def step(conn: sqlite3.Connection, m: Migration = migration) -> None:
