@@ -304,11 +304,7 @@ def migrate(
         def create(conn: sqlite3.Connection) -> None:
             for m in pending:
                 m.apply(conn)
-            conn.execute(
-                "INSERT INTO state_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (VERSION_KEY, str(pending[-1].version)),
-            )
+            _set_version(conn, pending[-1].version)
 
         core.write(create)
         return [m.version for m in pending]
@@ -316,14 +312,19 @@ def migrate(
 
         def step(conn: sqlite3.Connection, m: Migration = migration) -> None:
             m.apply(conn)
-            conn.execute(
-                "INSERT INTO state_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (VERSION_KEY, str(m.version)),
-            )
+            _set_version(conn, m.version)
 
         core.write(step)
     return [m.version for m in pending]
+
+
+def _set_version(conn: sqlite3.Connection, version: int) -> None:
+    """Record Recall's schema version inside the migration's own transaction."""
+    conn.execute(
+        "INSERT INTO state_meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        (VERSION_KEY, str(version)),
+    )
 
 
 def backup_before_migration(core: WriteCore, version: int) -> Path:
