@@ -38,10 +38,14 @@ run: $(STAMP) $(VSTAMP)
 
 test: $(STAMP) $(VSTAMP) $(CHROMIUM)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # Refresh the README's screenshots from the last browser-test run.
 screenshots: test

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import timed  # noqa: E402
+from bench.common import timed
 
 TOOL_PREFIX = 8192
 BIG_TOOL_CHARS = 40_000
@@ -79,10 +79,9 @@ def copy_messages(source: Path, dest: Path, big_tools: float) -> tuple[int, int]
         # Every n-th tool row becomes a long file read made of the tool text around it.
         step = max(1, round(1 / big_tools))
         pool = "\n".join(
-            r[0] for r in conn.execute(
-                "SELECT content FROM messages WHERE role = 'tool' LIMIT 2000"
-            )
-        )  # fmt: skip
+            r[0]
+            for r in conn.execute("SELECT content FROM messages WHERE role = 'tool' LIMIT 2000")
+        )
         rows = conn.execute(
             "SELECT id, content FROM messages WHERE role = 'tool' AND id % ? = 0", (step,)
         ).fetchall()
@@ -165,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         help="share of tool outputs made 40 KB long (0 = as they are)",
     )
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args(argv)  # fmt: skip
+    args = parser.parse_args(argv)
     source = Path(args.home) / "state.db"
     with tempfile.TemporaryDirectory(prefix="recall-fts-layout-") as tmp:
         files = {name: Path(tmp) / f"{name}.db" for name in LAYOUTS}
@@ -181,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"(word {s['fts_s']:.1f}, trigram {s['tri_s']:.1f}) "
                 f"trigram_query_ms={query_ms(files[name], 'tri', cjk, args.rounds):.1f} "
                 f"word_query_ms={query_ms(files[name], 'fts', list(WORD_QUERIES), args.rounds):.1f}"
-            )  # fmt: skip
+            )
         full = files["every-row"]
         for name in ("hermes", "trigram-prefix"):
             for table, queries in (("tri", cjk), ("fts", list(WORD_QUERIES))):

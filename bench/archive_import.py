@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.hermes_form import to_current_views  # noqa: E402
-from dashboard.demo.build import build_demo_home  # noqa: E402
-from dashboard.repository.importer import source_key  # noqa: E402
+from bench.hermes_form import to_current_views
+from dashboard.archive.marks import source_key
+from dashboard.demo.build import build_demo_home
 
 RECENT_DAYS = 30
 POLL_S = 0.25
@@ -44,10 +44,22 @@ POLL_S = 0.25
 def _sync(home: Path, archive: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "archive", "sync", "--home", str(home),
-         "--archive", str(archive)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "archive",
+            "sync",
+            "--home",
+            str(home),
+            "--archive",
+            str(archive),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _ro(path: Path) -> sqlite3.Connection:
@@ -183,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.home:
             demo = Path(args.demo) if args.demo else work / "demo"
             if not args.demo:
-                build_demo_home(demo, sessions=args.sessions, messages=args.messages,
-                                anchor_day="2026-11-30", bulk=True)  # fmt: skip
+                build_demo_home(
+                    demo,
+                    sessions=args.sessions,
+                    messages=args.messages,
+                    anchor_day="2026-11-30",
+                    bulk=True,
+                )
             to_current_views(demo, home)
         source = home / "state.db"
         with closing(_ro(source)) as c:

@@ -45,9 +45,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct, timed  # noqa: E402
-from dashboard.repository.store import ImportSession, NewMessage, SessionStore, Usage  # noqa: E402
-from tests.browser_support import running_server  # noqa: E402
+from bench.common import pct, timed
+from dashboard.store.session_store import ImportSession, NewMessage, SessionStore, Usage
+from tests.support.browser_support import running_server
 
 
 def build_home(folder: Path, chains: int, long: int) -> tuple[str, str]:
@@ -59,15 +59,28 @@ def build_home(folder: Path, chains: int, long: int) -> tuple[str, str]:
             sid = f"{prefix}-{i:03d}"
             end = at + 600
             yield ImportSession(
-                id=sid, source="cli", started_at=at, model="m", title=f"{prefix} part {i + 1}",
+                id=sid,
+                source="cli",
+                started_at=at,
+                model="m",
+                title=f"{prefix} part {i + 1}",
                 parent_session_id=f"{prefix}-{i - 1:03d}" if i else None,
                 ended_at=end if i < count - 1 else None,
                 end_reason="compression" if i < count - 1 else None,
-                messages=[NewMessage("user", f"{prefix} question {i}", timestamp=at + 1),
-                          NewMessage("assistant", "an answer", timestamp=at + 5)],
-                usage=[Usage(model="m", input_tokens=900, output_tokens=120,
-                             estimated_cost_usd=0.01, cost_status="estimated")],
-            )  # fmt: skip
+                messages=[
+                    NewMessage("user", f"{prefix} question {i}", timestamp=at + 1),
+                    NewMessage("assistant", "an answer", timestamp=at + 5),
+                ],
+                usage=[
+                    Usage(
+                        model="m",
+                        input_tokens=900,
+                        output_tokens=120,
+                        estimated_cost_usd=0.01,
+                        cost_status="estimated",
+                    )
+                ],
+            )
             at = end + 1
 
     def everything():
@@ -95,8 +108,9 @@ def add_long_sessions(db: Path, start: float = 1.7e9) -> None:
     epochs = COMPACTIONS + 1
     with SessionStore(db) as store:
         for sid, compactions in ((IN_PLACE, COMPACTIONS), (FLAT, 0)):
-            store.create_session("cli", session_id=sid, model="m", started_at=start,
-                                 title=f"{sid} conversation")  # fmt: skip
+            store.create_session(
+                "cli", session_id=sid, model="m", started_at=start, title=f"{sid} conversation"
+            )
             at = start
             rows = turns if compactions else IN_PLACE_ROWS
             per_epoch = [rows // epochs + (1 if n < rows % epochs else 0) for n in range(epochs)]
@@ -105,15 +119,26 @@ def add_long_sessions(db: Path, start: float = 1.7e9) -> None:
                 for i in range(count):
                     at += 2
                     role = "user" if i % 2 == 0 else "assistant"
-                    batch.append(NewMessage(role, f"{sid} epoch {n} message {i}", timestamp=at,
-                                            token_count=40))  # fmt: skip
+                    batch.append(
+                        NewMessage(
+                            role, f"{sid} epoch {n} message {i}", timestamp=at, token_count=40
+                        )
+                    )
                 store.append_messages(sid, batch)
                 if compactions and n < compactions:
                     at += 2
                     store.compact_in_place(sid, f"Summary of epoch {n + 1}.", keep=KEEP, at=at)
-            store.record_usage(sid, Usage(model="m", input_tokens=5000, output_tokens=800,
-                                          estimated_cost_usd=0.5, cost_status="estimated",
-                                          at=at))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model="m",
+                    input_tokens=5000,
+                    output_tokens=800,
+                    estimated_cost_usd=0.5,
+                    cost_status="estimated",
+                    at=at,
+                ),
+            )
 
 
 def copy_archive(archive: Path, folder: Path) -> Path:
@@ -164,7 +189,7 @@ def pick_chains(db: Path) -> tuple[str, int, str, int]:
 def count_in_place(db: Path) -> int | None:
     """The whole-archive pass the chains index caches (read-only, in process); None
     for code without it (a before/after run times older code with this script)."""
-    from dashboard.repository import epochs
+    from dashboard.lineage import epochs
 
     if not hasattr(epochs, "in_place_counts"):
         return None
@@ -238,14 +263,18 @@ def main(argv: list[str] | None = None) -> int:
             middle, args.long, short, short_len = pick_chains(db)
             args.chains = chain_count(db)
             env["RECALL_COST_ROLLUP"] = "off"
-            print(f"copied {args.archive} in {time.perf_counter() - t0:.0f} s: {args.chains:,} "
-                  f"chains, the longest of {args.long} segments")  # fmt: skip
+            print(
+                f"copied {args.archive} in {time.perf_counter() - t0:.0f} s: {args.chains:,} "
+                f"chains, the longest of {args.long} segments"
+            )
         else:
             middle, short = build_home(work / "home", args.chains, args.long)
             db = work / "home" / "state.db"
             add_long_sessions(db)
-            print(f"built {args.chains:,} chains + one of {args.long} + two sessions of "
-                  f"{IN_PLACE_ROWS:,} rows in {time.perf_counter() - t0:.0f} s")  # fmt: skip
+            print(
+                f"built {args.chains:,} chains + one of {args.long} + two sessions of "
+                f"{IN_PLACE_ROWS:,} rows in {time.perf_counter() - t0:.0f} s"
+            )
         in_place = not args.archive
         serve_args = ["--home", str(work / "home"), "--data-dir", str(work / "data")]
         with running_server(serve_args, work, env) as srv:

@@ -36,15 +36,15 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct, timed  # noqa: E402
-from dashboard.demo.build import build_demo_home  # noqa: E402
-from dashboard.repository.cost_rollup import CostRollup  # noqa: E402
-from dashboard.repository.costs import spend  # noqa: E402
-from dashboard.repository.home import HermesHome  # noqa: E402
-from dashboard.repository.readonly import open_readonly  # noqa: E402
-from dashboard.repository.recalldb import RecallData  # noqa: E402
-from dashboard.repository.store import SessionStore, Usage  # noqa: E402
-from tests.browser_support import running_server  # noqa: E402
+from bench.common import pct, timed
+from dashboard.costs.rollup import CostRollup
+from dashboard.costs.spend import spend
+from dashboard.demo.build import build_demo_home
+from dashboard.hermes.home import HermesHome
+from dashboard.store.readonly import open_readonly
+from dashboard.store.recalldb import RecallData
+from dashboard.store.session_store import SessionStore, Usage
+from tests.support.browser_support import running_server
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-100k-sessions"
 PLAIN_SQL = """
@@ -68,16 +68,20 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.home / "state.db").exists():
         print(f"building a {args.sessions:,}-session demo home in {args.home} …", flush=True)
         report = build_demo_home(
-            args.home, sessions=args.sessions, messages=4 * args.sessions,
+            args.home,
+            sessions=args.sessions,
+            messages=4 * args.sessions,
             anchor_day="2026-11-30",
-        )  # fmt: skip
+        )
         print(
             f"  {report.sessions:,} sessions, {report.messages:,} messages, {report.seconds:.0f} s"
         )
     db = args.home / "state.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    sessions, usage = (conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                       for t in ("sessions", "session_model_usage"))  # fmt: skip
+    sessions, usage = (
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("sessions", "session_model_usage")
+    )
     print(f"home {args.home}: {sessions:,} sessions, {usage:,} usage rows")
     year_ago = time.time() - 365 * 86400
     plain = timed(lambda: conn.execute(PLAIN_SQL, (year_ago,)).fetchall(), args.rounds)
@@ -89,10 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     end = (today.replace(day=28) + timedelta(days=4)).replace(day=1)
     first = date(end.year - 1, end.month, 1)
     before = (first - timedelta(days=1)).replace(day=1)  # the month before the range
-    params = {"period": "month", "by": "provider", "from": first.isoformat(),
-              "to": end.isoformat()}  # fmt: skip
-    question = {"period": "month", "by": "provider", "start": first, "end": end,
-                "timezone": "UTC"}  # fmt: skip
+    params = {"period": "month", "by": "provider", "from": first.isoformat(), "to": end.isoformat()}
+    question = {"period": "month", "by": "provider", "start": first, "end": end, "timezone": "UTC"}
 
     # Baseline 2: the same question summed from the raw rows, in process.
     raw_conn = open_readonly(db)
@@ -139,33 +141,50 @@ def main(argv: list[str] | None = None) -> int:
                 written.append((time.perf_counter() - t0) * 1000)
                 answer.raise_for_status()
             client.get("/api/costs", params=params).raise_for_status()  # warm
-            api = timed(lambda: client.get("/api/costs", params=params).raise_for_status(),
-                        args.rounds)  # fmt: skip
+            api = timed(
+                lambda: client.get("/api/costs", params=params).raise_for_status(), args.rounds
+            )
             # Other dimensions, uncached too: each request asks a range not asked before.
             others = {
                 by: statistics.median(
-                    timed(lambda by=by, day=day: client.get("/api/costs", params={
-                        **params, "by": by, "from": before.replace(day=day).isoformat(),
-                    }).raise_for_status(), 1)[0]
+                    timed(
+                        lambda by=by, day=day: client.get(
+                            "/api/costs",
+                            params={
+                                **params,
+                                "by": by,
+                                "from": before.replace(day=day).isoformat(),
+                            },
+                        ).raise_for_status(),
+                        1,
+                    )[0]
                     for day in range(1, 6)
                 )
                 for by in ("model", "source", "task")
-            }  # fmt: skip
+            }
             page = statistics.median(timed(lambda: client.get("/costs").raise_for_status(), 5))
     rows = answer.json()["rows"]
     assert any(r["key"] == "bench" for r in rows), "the written usage must show up"
-    print(f"plain SQL month × provider over sessions: p50 {statistics.median(plain):.1f} ms, "
-          f"p95 {pct(plain, 0.95):.1f} ms")  # fmt: skip
+    print(
+        f"plain SQL month × provider over sessions: p50 {statistics.median(plain):.1f} ms, "
+        f"p95 {pct(plain, 0.95):.1f} ms"
+    )
     print(f"raw-row sums (costs.spend, in process): p50 {statistics.median(raw):.1f} ms")
     dims = ", ".join(f"{k} {v:.1f} ms" for k, v in others.items())
     print(f"uncached by model/source/task p50: {dims}")
     print(f"/costs page p50 {page:.1f} ms")
-    print(f"repeated /api/costs (same answer kept): p50 {statistics.median(api):.1f} ms, "
-          f"p95 {pct(api, 0.95):.1f} ms")  # fmt: skip
-    print(f"uncached /api/costs (a range not asked before): p50 {statistics.median(cold):.1f} ms, "
-          f"p95 {pct(cold, 0.95):.1f} ms")  # fmt: skip
-    print(f"/api/costs right after a write: p50 {statistics.median(written):.1f} ms, "
-          f"p95 {pct(written, 0.95):.1f} ms")  # fmt: skip
+    print(
+        f"repeated /api/costs (same answer kept): p50 {statistics.median(api):.1f} ms, "
+        f"p95 {pct(api, 0.95):.1f} ms"
+    )
+    print(
+        f"uncached /api/costs (a range not asked before): p50 {statistics.median(cold):.1f} ms, "
+        f"p95 {pct(cold, 0.95):.1f} ms"
+    )
+    print(
+        f"/api/costs right after a write: p50 {statistics.median(written):.1f} ms, "
+        f"p95 {pct(written, 0.95):.1f} ms"
+    )
     worst = max(pct(cold, 0.95), pct(written, 0.95))
     print(
         f"uncached_p95_ms={pct(cold, 0.95):.1f} after_write_p95_ms={pct(written, 0.95):.1f} "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard.demo.build import build_demo_home  # noqa: E402
+from dashboard.demo.build import build_demo_home
 
 
 def _index_sizes(db: Path) -> dict[str, float]:
@@ -39,11 +39,17 @@ def _index_sizes(db: Path) -> dict[str, float]:
         conn.close()
     sizes: dict[str, float] = {}
     for name, size in rows:
-        key = "messages_fts_trigram" if name.startswith("messages_fts_trigram") else (
-            "messages_fts" if name.startswith("messages_fts") else
-            "messages" if name.startswith(("messages", "idx_messages", "sqlite_autoindex_messages"))
-            else "other"
-        )  # fmt: skip
+        key = (
+            "messages_fts_trigram"
+            if name.startswith("messages_fts_trigram")
+            else (
+                "messages_fts"
+                if name.startswith("messages_fts")
+                else "messages"
+                if name.startswith(("messages", "idx_messages", "sqlite_autoindex_messages"))
+                else "other"
+            )
+        )
         sizes[key] = sizes.get(key, 0.0) + size / 1e6
     return sizes
 
@@ -61,9 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(args.keep) if args.keep else Path(tmp)
         scale = args.baseline_messages / args.messages
         baseline = build_demo_home(
-            base / "baseline", sessions=max(10, int(args.sessions * scale)),
-            messages=args.baseline_messages, seed=args.seed, anchor_day="2026-11-30", bulk=False,
-        )  # fmt: skip
+            base / "baseline",
+            sessions=max(10, int(args.sessions * scale)),
+            messages=args.baseline_messages,
+            seed=args.seed,
+            anchor_day="2026-11-30",
+            bulk=False,
+        )
         api_rate = baseline.messages / baseline.seconds
         print(
             f"baseline write API: {baseline.messages} messages in {baseline.seconds:.1f}s "
@@ -71,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         began = time.perf_counter()
         report = build_demo_home(
-            base / "home", sessions=args.sessions, messages=args.messages, seed=args.seed,
-            anchor_day="2026-11-30", bulk=True,
-        )  # fmt: skip
+            base / "home",
+            sessions=args.sessions,
+            messages=args.messages,
+            seed=args.seed,
+            anchor_day="2026-11-30",
+            bulk=True,
+        )
         wall = time.perf_counter() - began
         bulk_rate = report.messages / report.seconds
         sizes = _index_sizes(report.home / "state.db")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard.demo.build import build_demo_home  # noqa: E402
+from dashboard.demo.build import build_demo_home
 
 QUERIES = ("redis", "docker OR nginx", '"connection refused"', "deploy*", "timeout NOT retry")
 INLINE = """
@@ -61,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="recall-fts-bench-") as tmp:
         report = build_demo_home(
-            Path(tmp) / "home", sessions=args.sessions, messages=args.messages,
-            anchor_day="2026-11-30", bulk=True,
-        )  # fmt: skip
+            Path(tmp) / "home",
+            sessions=args.sessions,
+            messages=args.messages,
+            anchor_day="2026-11-30",
+            bulk=True,
+        )
         external = report.home / "state.db"
         inline = Path(tmp) / "inline.db"
         conn = sqlite3.connect(inline, isolation_level=None)

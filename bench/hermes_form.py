@@ -3,7 +3,7 @@
 The archive benches need a source that is not Recall's own store: today's Hermes
 file (v23+, FTS through views, tool rows out of the trigram index, usage rows,
 prompts by hash, ``active``/``compacted`` columns), built with the DDL of
-``tests/hermes_shapes.py`` (the fixtures' record of that layout), filled with
+``tests/support/hermes_shapes.py`` (the fixtures' record of that layout), filled with
 ``INSERT … SELECT`` and indexed with one ``'rebuild'`` per index, as fast as a
 bulk load can be.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import hermes_shapes as hs  # noqa: E402
+from tests.support import hermes_shapes as hs
 
 _TRIGGER = re.compile(r"CREATE TRIGGER .*?\bEND;", re.S)
 

@@ -40,9 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_timed, timed  # noqa: E402
-from dashboard import create_app  # noqa: E402
-from dashboard.repository.store import ImportSession, NewMessage, SessionStore  # noqa: E402
+from bench.common import cpu_timed, timed
+from dashboard.app import create_app
+from dashboard.store.session_store import ImportSession, NewMessage, SessionStore
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-long"
 DEFAULT_EPOCHS_HOME = ROOT / "bench" / "out" / "home-epochs"
@@ -72,15 +72,26 @@ def _messages(count: int, start: float, rng: random.Random) -> list[NewMessage]:
             out.append(NewMessage("user", _text(rng, 30) + word + "?", timestamp=at))
         elif kind == 1:
             body = f"**Plan**\n\n- {_text(rng, 12)}\n- {_text(rng, 12)}\n\n`{_text(rng, 3)}`{word}"
-            calls = [{"id": f"call_{i}", "type": "function",
-                      "function": {"name": "terminal",
-                                   "arguments": f'{{"command": "{_text(rng, 5)}"}}'}}]  # fmt: skip
+            calls = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": "terminal",
+                        "arguments": f'{{"command": "{_text(rng, 5)}"}}',
+                    },
+                }
+            ]
             out.append(NewMessage("assistant", body, tool_calls=calls, timestamp=at))
         elif kind == 2:
-            output = json.dumps({"output": "\n".join(_text(rng, 10) for _ in range(6)),
-                                 "exit_code": 0})  # fmt: skip
-            out.append(NewMessage("tool", output, tool_call_id=f"call_{i - 1}",
-                                  tool_name="terminal", timestamp=at))  # fmt: skip
+            output = json.dumps(
+                {"output": "\n".join(_text(rng, 10) for _ in range(6)), "exit_code": 0}
+            )
+            out.append(
+                NewMessage(
+                    "tool", output, tool_call_id=f"call_{i - 1}", tool_name="terminal", timestamp=at
+                )
+            )
         else:
             out.append(NewMessage("assistant", _text(rng, 60) + word, timestamp=at))
     return out
@@ -94,12 +105,28 @@ def build_home(home: Path, messages: int) -> None:
     summary = "[CONTEXT COMPACTION — REFERENCE ONLY] The work so far: " + _text(rng, 200)
     tail = [NewMessage("user", summary, timestamp=end + 1), *_messages(2000, end + 5, rng)]
     with SessionStore(home / "state.db") as store:
-        store.bulk_import([
-            ImportSession(id=LONG, source="cli", started_at=start, model="m", title="A long one",
-                          messages=long_msgs, ended_at=end, end_reason="compression"),
-            ImportSession(id=NEXT, source="cli", started_at=end + 1, model="m",
-                          parent_session_id=LONG, messages=tail),
-        ])  # fmt: skip
+        store.bulk_import(
+            [
+                ImportSession(
+                    id=LONG,
+                    source="cli",
+                    started_at=start,
+                    model="m",
+                    title="A long one",
+                    messages=long_msgs,
+                    ended_at=end,
+                    end_reason="compression",
+                ),
+                ImportSession(
+                    id=NEXT,
+                    source="cli",
+                    started_at=end + 1,
+                    model="m",
+                    parent_session_id=LONG,
+                    messages=tail,
+                ),
+            ]
+        )
 
 
 def build_epochs_home(home: Path, rows: int, compactions: int) -> None:
@@ -110,11 +137,20 @@ def build_epochs_home(home: Path, rows: int, compactions: int) -> None:
     written = compactions * (1 + KEEP)
     per_epoch = (rows - written) // (compactions + 1)
     with SessionStore(home / "state.db") as store:
-        store.bulk_import([
-            ImportSession(id=PLAIN, source="cli", started_at=start, model="m",
-                          title="A plain long one", messages=_messages(rows, start, rng),
-                          ended_at=start + rows * 3 + 10, end_reason="user_exit"),
-        ])  # fmt: skip
+        store.bulk_import(
+            [
+                ImportSession(
+                    id=PLAIN,
+                    source="cli",
+                    started_at=start,
+                    model="m",
+                    title="A plain long one",
+                    messages=_messages(rows, start, rng),
+                    ended_at=start + rows * 3 + 10,
+                    end_reason="user_exit",
+                ),
+            ]
+        )
         store.create_session("cli", session_id=IN_PLACE, model="m", started_at=start)
         at = start
         for epoch in range(compactions + 1):
@@ -135,10 +171,13 @@ def _epoch_urls(home: Path) -> list[str]:
             "SELECT count(*) FROM messages WHERE session_id = ?", (IN_PLACE,)
         ).fetchone()[0]
         # The first row of the first re-inserted tail: a copy, read as the row it repeats.
-        copy = conn.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND content LIKE ? ORDER BY id",
-            (IN_PLACE, "[CONTEXT COMPACTION%"),
-        ).fetchone()[0] + 1
+        copy = (
+            conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND content LIKE ? ORDER BY id",
+                (IN_PLACE, "[CONTEXT COMPACTION%"),
+            ).fetchone()[0]
+            + 1
+        )
     print(f"in-place session: {total:,} rows; plain session: the same size")
     return [
         f"/sessions/{PLAIN}",
@@ -156,8 +195,10 @@ def _time_urls(home: Path, urls: list[str], rounds: int, baseline: str | None = 
     with tempfile.TemporaryDirectory() as data:
         app = create_app({"HERMES_HOME": str(home), "DATA_DIR": data, "TESTING": True})
         client = app.test_client()
-        print(f"{'url':<52} {'bytes':>12} {'render_ms':>10} {'cpu_ms':>7} {'messages':>9}"
-              + (f" {'ratio':>6}" if baseline else ""))  # fmt: skip
+        print(
+            f"{'url':<52} {'bytes':>12} {'render_ms':>10} {'cpu_ms':>7} {'messages':>9}"
+            + (f" {'ratio':>6}" if baseline else "")
+        )
         base_cpu = None
         for url in urls:
             response = client.get(url)
@@ -165,14 +206,14 @@ def _time_urls(home: Path, urls: list[str], rounds: int, baseline: str | None = 
             body = response.get_data(as_text=True)
             shown = body.count('class="msg role-') + body.count('class="compaction-divider')
             ms = statistics.median(timed(lambda url=url: client.get(url).get_data(), rounds))
-            cpu = statistics.median(
-                cpu_timed(lambda url=url: client.get(url).get_data(), rounds)
-            )
+            cpu = statistics.median(cpu_timed(lambda url=url: client.get(url).get_data(), rounds))
             if url == baseline:
                 base_cpu = cpu
             ratio = f" {cpu / base_cpu:>6.2f}" if base_cpu else ""  # of CPU time: steadier
-            print(f"{url[:52]:<52} {len(body.encode()):>12,} {ms:>10.0f} {cpu:>7.0f} "
-                  f"{shown:>9,}{ratio}")  # fmt: skip
+            print(
+                f"{url[:52]:<52} {len(body.encode()):>12,} {ms:>10.0f} {cpu:>7.0f} "
+                f"{shown:>9,}{ratio}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,20 +225,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epoch-rows", type=int, default=5_000)
     parser.add_argument("--compactions", type=int, default=20)
     parser.add_argument("--only-epochs", action="store_true", help="skip the 52,000-row home")
-    parser.add_argument("--cold", action="store_true",
-                        help="keep no session's epochs between requests (every open is a first)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="keep no session's epochs between requests (every open is a first)",
+    )
     args = parser.parse_args(argv)
     if args.cold:
         try:
-            from dashboard.repository.transcript_rows import EpochsCache
+            from dashboard.sessions.rows import EpochsCache
         except ImportError:  # code from before the cache: every open is a first already
             pass
         else:
             EpochsCache.size = 0
     print(f"code: {Path(create_app.__code__.co_filename).parents[1]}")
     if not (args.epochs_home / "state.db").exists():
-        print(f"building {args.epochs_home} ({args.epoch_rows:,} rows, "
-              f"{args.compactions} in-place compactions) …", flush=True)  # fmt: skip
+        print(
+            f"building {args.epochs_home} ({args.epoch_rows:,} rows, "
+            f"{args.compactions} in-place compactions) …",
+            flush=True,
+        )
         build_epochs_home(args.epochs_home, args.epoch_rows, args.compactions)
     urls = _epoch_urls(args.epochs_home)
     _time_urls(args.epochs_home, urls, args.rounds, baseline=urls[0])

@@ -38,16 +38,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct, timed  # noqa: E402
-from dashboard.agent import RecallMemoryProvider  # noqa: E402
-from dashboard.agent.blocks import recalled_block  # noqa: E402
-from dashboard.agent.provider import PREFETCH_RANK_WINDOW, RECALLED_ROLES  # noqa: E402
-from dashboard.demo.build import build_demo_home  # noqa: E402
-from dashboard.repository.content import JSON_PREFIX  # noqa: E402
-from dashboard.repository.home import HermesHome  # noqa: E402
-from dashboard.repository.query import terms_query  # noqa: E402
-from dashboard.repository.reader import StateReader  # noqa: E402
-from dashboard.repository.search import SearchRequest  # noqa: E402
+from bench.common import pct, timed
+from dashboard.agent import RecallMemoryProvider
+from dashboard.agent.blocks import recalled_block
+from dashboard.agent.provider import PREFETCH_RANK_WINDOW, RECALLED_ROLES
+from dashboard.demo.build import build_demo_home
+from dashboard.hermes.content import JSON_PREFIX
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.query import terms_query
+from dashboard.search.sessions import SearchRequest
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-100k"
 TARGET_P95_MS = 50.0
@@ -69,8 +69,9 @@ def pick_messages(db: Path, count: int, seed: int) -> list[tuple[str, str, str |
                 break
             if sid in seen:
                 continue
-            (content,) = conn.execute("SELECT content FROM messages WHERE id = ?",
-                                      (message_id,)).fetchone()  # fmt: skip
+            (content,) = conn.execute(
+                "SELECT content FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
             if not content or content.startswith(JSON_PREFIX) or not terms_query(content):
                 continue
             following = conn.execute(
@@ -90,8 +91,10 @@ def median_ms(fn, rounds: int) -> float:
 
 
 def line(label: str, values: list[float]) -> str:
-    return (f"{label}: p50 {statistics.median(values):.1f} ms, p95 {pct(values, 0.95):.1f} ms, "
-            f"max {max(values):.1f} ms (n={len(values)})")  # fmt: skip
+    return (
+        f"{label}: p50 {statistics.median(values):.1f} ms, p95 {pct(values, 0.95):.1f} ms, "
+        f"max {max(values):.1f} ms (n={len(values)})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,16 +108,21 @@ def main(argv: list[str] | None = None) -> int:
     if not (home / "state.db").exists():
         print(f"building a 100k-message demo home in {home} …", flush=True)
         report = build_demo_home(home, sessions=1_000, messages=100_000, anchor_day="2026-11-30")
-        print(f"  {report.sessions:,} sessions, {report.messages:,} messages, "
-              f"{report.seconds:.0f} s")  # fmt: skip
+        print(
+            f"  {report.sessions:,} sessions, {report.messages:,} messages, {report.seconds:.0f} s"
+        )
     db = home / "state.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    sessions, messages, children = (conn.execute(sql).fetchone()[0] for sql in (
-        "SELECT count(*) FROM sessions", "SELECT count(*) FROM messages",
-        "SELECT count(*) FROM sessions WHERE parent_session_id IS NOT NULL"))  # fmt: skip
+    sessions, messages, children = (
+        conn.execute(sql).fetchone()[0]
+        for sql in (
+            "SELECT count(*) FROM sessions",
+            "SELECT count(*) FROM messages",
+            "SELECT count(*) FROM sessions WHERE parent_session_id IS NOT NULL",
+        )
+    )
     conn.close()
-    print(f"home {home}: {sessions:,} sessions ({children:,} with a parent), "
-          f"{messages:,} messages")  # fmt: skip
+    print(f"home {home}: {sessions:,} sessions ({children:,} with a parent), {messages:,} messages")
     picked = pick_messages(db, args.messages, args.seed)
     lengths = [len(m) for _, m, _ in picked]
     print(
@@ -153,16 +161,21 @@ def main(argv: list[str] | None = None) -> int:
     now = time.time()
     for sid, message, _ in picked:
         chain_ms.append(median_ms(lambda s=sid: provider.reader.chain_members(s), args.rounds))
-        own = SearchRequest(query=terms_query(message), roles=RECALLED_ROLES,
-                            per_page=provider.max_sessions,
-                            exclude=tuple(provider.reader.chain_members(sid)),
-                            rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
+        own = SearchRequest(
+            query=terms_query(message),
+            roles=RECALLED_ROLES,
+            per_page=provider.max_sessions,
+            exclude=tuple(provider.reader.chain_members(sid)),
+            rank_window=PREFETCH_RANK_WINDOW,
+        )
         found = provider.reader.search(own)
         routes[found.route] = routes.get(found.route, 0) + 1
         own_ms.append(median_ms(lambda r=own: provider.reader.search(r), args.rounds))
-        block_ms.append(median_ms(
-            lambda f=found: recalled_block(f.results, now, provider.budget_chars),
-            args.rounds))  # fmt: skip
+        block_ms.append(
+            median_ms(
+                lambda f=found: recalled_block(f.results, now, provider.budget_chars), args.rounds
+            )
+        )
 
     # Speculative: the previous turn queued the prefetch; this turn takes it.
     speculative: list[float] = []
@@ -179,8 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     provider.shutdown()
 
     print(f"search routes of the provider's requests: {routes}")
-    print(f"non-empty blocks: {blocks}/{len(picked)}, "
-          f"{statistics.median(block_chars or [0]):.0f} chars median")  # fmt: skip
+    print(
+        f"non-empty blocks: {blocks}/{len(picked)}, "
+        f"{statistics.median(block_chars or [0]):.0f} chars median"
+    )
     print(line("raw stage-1 search (reader.search, terms_query)", raw))
     print(
         line(

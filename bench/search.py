@@ -47,11 +47,11 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct  # noqa: E402
-from bench.common import timed as timed_ms  # noqa: E402
-from dashboard.demo.build import build_demo_home  # noqa: E402
-from dashboard.repository.query import parse_query  # noqa: E402
-from tests.browser_support import Server, running_server  # noqa: E402
+from bench.common import pct
+from bench.common import timed as timed_ms
+from dashboard.demo.build import build_demo_home
+from dashboard.search.query import parse_query
+from tests.support.browser_support import Server, running_server
 
 OUT = ROOT / "bench" / "out"
 DEFAULT_HOME = OUT / "home-1m"
@@ -62,19 +62,49 @@ IMPORT_TIMEOUT_S = 3 * 3600  # the first import of ~1M messages on a busy machin
 RATIO_TARGET = 1.3
 
 QUERIES: dict[str, list[str]] = {
-    "rare": ["zstd", "CrashLoopBackOff", "pg_stat_activity", "ECONNRESET", "terraform import",
-             "restic", "goroutines", "rebalanced", "cert-manager", "allkeys-lru"],
-    "medium": ["redis", "docker", "nginx", "postgres", "kubernetes", "timeout", "memory",
-               "deploy", "pool", "backup"],
-    "phrase": ['"connection refused"', '"database is locked"', '"no space left"',
-               '"out of memory"', '"connection pool"'],
+    "rare": [
+        "zstd",
+        "CrashLoopBackOff",
+        "pg_stat_activity",
+        "ECONNRESET",
+        "terraform import",
+        "restic",
+        "goroutines",
+        "rebalanced",
+        "cert-manager",
+        "allkeys-lru",
+    ],
+    "medium": [
+        "redis",
+        "docker",
+        "nginx",
+        "postgres",
+        "kubernetes",
+        "timeout",
+        "memory",
+        "deploy",
+        "pool",
+        "backup",
+    ],
+    "phrase": [
+        '"connection refused"',
+        '"database is locked"',
+        '"no space left"',
+        '"out of memory"',
+        '"connection pool"',
+    ],
     "prefix": ["deploy*", "conn*", "kube*", "migrat*", "time*"],
-    "and": ["redis timeout", "docker compose network", "postgres lock", "nginx 502",
-            "pool size worker"],
+    "and": [
+        "redis timeout",
+        "docker compose network",
+        "postgres lock",
+        "nginx 502",
+        "pool size worker",
+    ],
     "common": ["the", "to", "is", "and", "a", "of", "in"],
     "cjk3": ["数据库连接池", "内存泄漏", "定时任务", "部署失败", "接口超时"],
     "cjk2": ["部署", "回滚", "超时"],
-}  # fmt: skip
+}
 
 
 def naive(conn: sqlite3.Connection, query: str) -> list[dict]:
@@ -127,9 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--profiles", type=int, default=0,
-                        help="compare ?profile=all over this many 330k-message profiles "
-                             "with the 1M home")  # fmt: skip
+    parser.add_argument(
+        "--profiles",
+        type=int,
+        default=0,
+        help="compare ?profile=all over this many 330k-message profiles with the 1M home",
+    )
     args = parser.parse_args(argv)
     if args.profiles:
         if not 2 <= args.profiles <= len(PROFILE_NAMES):
@@ -149,21 +182,27 @@ def main(argv: list[str] | None = None) -> int:
     with running_server(["--home", str(home), "--data-dir", str(workdir / "data")], workdir) as srv:
         client = httpx.Client(base_url=srv.url, timeout=60)
         client.get("/api/search", params={"q": "warmup"})
-        print(f"{'class':<8} {'query':<26} {'first_ms':>8} {'api_ms':>8} {'naive_ms':>9} "
-              f"{'route':<10} sessions")  # fmt: skip
+        print(
+            f"{'class':<8} {'query':<26} {'first_ms':>8} {'api_ms':>8} {'naive_ms':>9} "
+            f"{'route':<10} sessions"
+        )
         for kind, queries in QUERIES.items():
             for q in queries:
                 began = time.perf_counter()
                 body = client.get("/api/search", params={"q": q}).json()
                 first_ms.append((time.perf_counter() - began) * 1000)
-                a = timed(lambda q=q: client.get("/api/search", params={"q": q}).raise_for_status(),
-                          args.rounds)  # fmt: skip
+                a = timed(
+                    lambda q=q: client.get("/api/search", params={"q": q}).raise_for_status(),
+                    args.rounds,
+                )
                 n = timed(lambda q=q: naive(conn, q), args.rounds)
                 api_ms.append(a)
                 naive_ms.append(n)
                 bound = "*" if body.get("bounded") else ""
-                print(f"{kind:<8} {q:<26} {first_ms[-1]:8.1f} {a:8.1f} {n:9.1f} "
-                      f"{body['route']:<10} {body['total_sessions']}{bound}")  # fmt: skip
+                print(
+                    f"{kind:<8} {q:<26} {first_ms[-1]:8.1f} {a:8.1f} {n:9.1f} "
+                    f"{body['route']:<10} {body['total_sessions']}{bound}"
+                )
         browse = timed(lambda: client.get("/api/search").raise_for_status(), 5)
         newest = [
             timed(
@@ -171,14 +210,16 @@ def main(argv: list[str] | None = None) -> int:
                     "/api/search", params={"q": q, "sort": "newest"}
                 ).raise_for_status(),
                 args.rounds,
-            )  # fmt: skip
+            )
             for q in QUERIES["medium"]
         ]
         client.close()
     conn.close()
     print(f"empty-query browse: {browse:.1f} ms (target < 10)")
-    print(f"newest-first, medium words: p50 {statistics.median(newest):.1f} ms, "
-          f"max {max(newest):.1f} ms (target < 10)")  # fmt: skip
+    print(
+        f"newest-first, medium words: p50 {statistics.median(newest):.1f} ms, "
+        f"max {max(newest):.1f} ms (target < 10)"
+    )
     api_p95, naive_p95 = pct(api_ms, 0.95), pct(naive_ms, 0.95)
     print(
         f"api_p50_ms={statistics.median(api_ms):.1f} api_p95_ms={api_p95:.1f} "
@@ -215,8 +256,10 @@ def copy_home(demo: Path, target: Path) -> None:
     shutil.copy2(demo / "config.yaml", target / "config.yaml")
     part = target / "state.db.part"
     part.unlink(missing_ok=True)
-    with closing(sqlite3.connect(f"file:{demo / 'state.db'}?mode=ro", uri=True)) as src, \
-            closing(sqlite3.connect(part)) as dst:  # fmt: skip
+    with (
+        closing(sqlite3.connect(f"file:{demo / 'state.db'}?mode=ro", uri=True)) as src,
+        closing(sqlite3.connect(part)) as dst,
+    ):
         src.backup(dst)
     part.rename(target / "state.db")
 
@@ -235,8 +278,11 @@ def wait_for_import(srv: Server) -> None:
             raise TimeoutError(f"the first import did not finish: {srv.log}")
         if time.monotonic() - last_said >= 30:
             last_said = time.monotonic()
-            print(f"  importing: {sync.get('sessions_done', 0):,}/{sync.get('sessions_total', 0):,}"
-                  f" sessions ({time.monotonic() - began:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"  importing: {sync.get('sessions_done', 0):,}/{sync.get('sessions_total', 0):,}"
+                f" sessions ({time.monotonic() - began:.0f} s)",
+                flush=True,
+            )
         time.sleep(2)
 
 
@@ -245,22 +291,34 @@ def compare_profiles(single_home: Path, count: int, rounds: int) -> int:
     ensure_1m_home(single_home)
     arranged = profiles_home(count)
     one = PROFILE_NAMES[1]
-    print(f"single home {single_home}; profiles home {arranged} ({count} profiles); "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(
+        f"single home {single_home}; profiles home {arranged} ({count} profiles); "
+        f"load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     with ExitStack() as stack:
-        single = stack.enter_context(running_server(
-            ["--home", str(single_home), "--data-dir", str(OUT / "data")], OUT))  # fmt: skip
-        many = stack.enter_context(running_server(
-            ["--home", str(arranged), "--data-dir", str(OUT / f"data-profiles-{count}")], OUT,
-            wait_for_import=False))  # fmt: skip
+        single = stack.enter_context(
+            running_server(["--home", str(single_home), "--data-dir", str(OUT / "data")], OUT)
+        )
+        many = stack.enter_context(
+            running_server(
+                ["--home", str(arranged), "--data-dir", str(OUT / f"data-profiles-{count}")],
+                OUT,
+                wait_for_import=False,
+            )
+        )
         wait_for_import(many)
         targets = {
             "single": (stack.enter_context(httpx.Client(base_url=single.url, timeout=120)), {}),
-            "all": (stack.enter_context(httpx.Client(base_url=many.url, timeout=120)),
-                    {"profile": "all"}),
-            one: (stack.enter_context(httpx.Client(base_url=many.url, timeout=120)),
-                  {"profile": one}),
-        }  # fmt: skip
+            "all": (
+                stack.enter_context(httpx.Client(base_url=many.url, timeout=120)),
+                {"profile": "all"},
+            ),
+            one: (
+                stack.enter_context(httpx.Client(base_url=many.url, timeout=120)),
+                {"profile": one},
+            ),
+        }
         queries = [(kind, q) for kind, qs in QUERIES.items() for q in qs]
         found: dict[str, dict[str, str]] = {name: {} for name in targets}
         first: dict[str, list[float]] = {name: [] for name in targets}
@@ -284,10 +342,13 @@ def compare_profiles(single_home: Path, count: int, rounds: int) -> int:
                     t0 = time.perf_counter()
                     client.get("/api/search", params={"q": q, **extra}).raise_for_status()
                     samples[name][q].append((time.perf_counter() - t0) * 1000)
-    medians = {name: {q: statistics.median(v) for q, v in per.items()}
-               for name, per in samples.items()}  # fmt: skip
-    print(f"{'class':<8} {'query':<26} {'single_ms':>9} {'all_ms':>8} {one + '_ms':>8}  "
-          f"sessions single/all/{one}")  # fmt: skip
+    medians = {
+        name: {q: statistics.median(v) for q, v in per.items()} for name, per in samples.items()
+    }
+    print(
+        f"{'class':<8} {'query':<26} {'single_ms':>9} {'all_ms':>8} {one + '_ms':>8}  "
+        f"sessions single/all/{one}"
+    )
     for kind, q in queries:
         print(
             f"{kind:<8} {q:<26} {medians['single'][q]:9.1f} {medians['all'][q]:8.1f} "
@@ -296,9 +357,12 @@ def compare_profiles(single_home: Path, count: int, rounds: int) -> int:
     p95 = {name: pct(list(m.values()), 0.95) for name, m in medians.items()}
     p50 = {name: statistics.median(m.values()) for name, m in medians.items()}
     ratio = p95["all"] / p95["single"]
-    print(f"p50 ms: single {p50['single']:.1f}, all {p50['all']:.1f}, {one} {p50[one]:.1f}; "
-          f"first requests p95: " + ", ".join(f"{n} {pct(v, 0.95):.1f}" for n, v in first.items())
-          + f"; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"p50 ms: single {p50['single']:.1f}, all {p50['all']:.1f}, {one} {p50[one]:.1f}; "
+        f"first requests p95: "
+        + ", ".join(f"{n} {pct(v, 0.95):.1f}" for n, v in first.items())
+        + f"; load {os.getloadavg()[0]:.1f}"
+    )
     verdict = "PASS" if ratio <= RATIO_TARGET else "FAIL"
     print(
         f"single_p95_ms={p95['single']:.1f} all_p95_ms={p95['all']:.1f} "

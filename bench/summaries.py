@@ -27,26 +27,32 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dashboard.repository.store import NewMessage, SessionStore  # noqa: E402
-from tests.browser_support import running_server  # noqa: E402
-from tests.llm_stub import StubLLM  # noqa: E402
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support.browser_support import running_server
+from tests.support.llm_stub import StubLLM
 
 
 def build_home(folder: Path, sessions: int) -> Path:
     with SessionStore(folder / "state.db") as store:
         for i in range(sessions):
             sid = store.create_session("cli", session_id=f"bench{i:02d}", started_at=1.7e9 + i)
-            store.append_messages(sid, [
-                NewMessage("user", f"the redis pool is exhausted on worker-{i} again"),
-                NewMessage("assistant", f"Set max_connections={20 + i} and share one pool."),
-            ])  # fmt: skip
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"the redis pool is exhausted on worker-{i} again"),
+                    NewMessage("assistant", f"Set max_connections={20 + i} and share one pool."),
+                ],
+            )
     return folder
 
 
 def run(home: Path, stub: StubLLM, sessions: int, concurrency: int, work: Path) -> dict:
     """Wall time of one session_search over all sessions, and search latencies meanwhile."""
-    env = {"RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "bench-model",
-           "RECALL_SUMMARY_CONCURRENCY": str(concurrency)}  # fmt: skip
+    env = {
+        "RECALL_LLM_BASE_URL": stub.url,
+        "RECALL_LLM_MODEL": "bench-model",
+        "RECALL_SUMMARY_CONCURRENCY": str(concurrency),
+    }
     data = work / f"data-{concurrency}"
     with running_server(["--home", str(home), "--data-dir", str(data)], work, env) as srv:
         searches: list[float] = []
@@ -72,8 +78,13 @@ def run(home: Path, stub: StubLLM, sessions: int, concurrency: int, work: Path) 
             done.set()
             searcher.join()
     models = sum(1 for r in body["results"] if not r["summary"].startswith("[Raw preview"))
-    return {"wall": wall, "count": body["count"], "models": models,
-            "max_in_flight": stub.max_in_flight, "searches": searches}  # fmt: skip
+    return {
+        "wall": wall,
+        "count": body["count"],
+        "models": models,
+        "max_in_flight": stub.max_in_flight,
+        "searches": searches,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

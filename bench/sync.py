@@ -37,20 +37,25 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct  # noqa: E402
+from bench.common import pct
 
 
 def writer(db: str, turns: int, interval: float) -> int:
     """The agent: one session, a turn per ``interval``; prints ``word commit_time``."""
-    from dashboard.repository.store import NewMessage, SessionStore
+    from dashboard.store.session_store import NewMessage, SessionStore
 
     with SessionStore(db) as store:
         sid = store.create_session("cli", session_id=f"bench-sync-{os.getpid()}", model="m-1")
         for i in range(turns):
             began = time.monotonic()
             word = f"syncbench{os.getpid()}x{i}"
-            store.append_messages(sid, [NewMessage("user", f"turn {i}: {word} arrived"),
-                                        NewMessage("assistant", f"noted {word}")])  # fmt: skip
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"turn {i}: {word} arrived"),
+                    NewMessage("assistant", f"noted {word}"),
+                ],
+            )
             print(word, time.time(), flush=True)
             time.sleep(max(0.0, interval - (time.monotonic() - began)))
     return 0
@@ -158,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--idle", type=float, default=60.0)
     parser.add_argument("--workdir", help="keep the home and archive here (default: a temp dir)")
-    parser.add_argument("--writer", nargs=3, metavar=("DB", "TURNS", "INTERVAL"),
-                        help=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument(
+        "--writer", nargs=3, metavar=("DB", "TURNS", "INTERVAL"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.writer:
         return writer(args.writer[0], int(args.writer[1]), float(args.writer[2]))
@@ -170,18 +176,47 @@ def main(argv: list[str] | None = None) -> int:
     if not (home / "state.db").exists():
         sessions = args.sessions or max(1, args.messages // 100)
         t0 = time.monotonic()
-        subprocess.run([sys.executable, "-m", "dashboard.cli", "demo", "--home", str(home),
-                        "--sessions", str(sessions), "--messages", str(args.messages),
-                        "--bulk"], check=True, env=env)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dashboard.cli",
+                "demo",
+                "--home",
+                str(home),
+                "--sessions",
+                str(sessions),
+                "--messages",
+                str(args.messages),
+                "--bulk",
+            ],
+            check=True,
+            env=env,
+        )
         print(f"built the source in {time.monotonic() - t0:.0f}s", flush=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (work / "serve.log").open("w")
     serve = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(home), "--port", str(port),
-         "--data-dir", str(work / "data"), "--archive", str(archive)],
-        stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "serve",
+            "--home",
+            str(home),
+            "--port",
+            str(port),
+            "--data-dir",
+            str(work / "data"),
+            "--archive",
+            str(archive),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     try:
         took = wait_first_import(url, serve, timeout=1800)
         print(f"first import: {took:.1f}s (archive {archive.stat().st_size / 1e6:.0f} MB)")
@@ -231,10 +266,18 @@ def measure_delays(url: str, home: Path, args: argparse.Namespace) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     watcher = Watcher(url)
     agent = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--writer", str(home / "state.db"),
-         str(args.turns), str(args.interval)],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--writer",
+            str(home / "state.db"),
+            str(args.turns),
+            str(args.interval),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert agent.stdout is not None
     for line in agent.stdout:
         word, committed = line.split()
@@ -242,8 +285,11 @@ def measure_delays(url: str, home: Path, args: argparse.Namespace) -> None:
     agent.wait()
     lost = watcher.finish()
     delays = watcher.delays
-    print(f"turns={len(delays)} lost={len(lost)} p50_s={pct(delays, 0.5):.3f} "
-          f"p95_s={pct(delays, 0.95):.3f} max_s={max(delays):.3f}", flush=True)  # fmt: skip
+    print(
+        f"turns={len(delays)} lost={len(lost)} p50_s={pct(delays, 0.5):.3f} "
+        f"p95_s={pct(delays, 0.95):.3f} max_s={max(delays):.3f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

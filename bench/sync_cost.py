@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import pct  # noqa: E402
-from dashboard.repository.importer import sync  # noqa: E402
-from dashboard.repository.store import SessionStore  # noqa: E402
-from dashboard.repository.writecore import WriteCore  # noqa: E402
+from bench.common import pct
+from dashboard.archive.importer import sync
+from dashboard.store.session_store import SessionStore
+from dashboard.store.writecore import WriteCore
 
 
 def write_turn(writer: WriteCore, session_id: str, text: str) -> None:
@@ -54,8 +54,10 @@ def main() -> int:
     with SessionStore(path) as archive:
         t0 = time.perf_counter()
         first = sync(archive, db, args.home)
-        print(f"sync on opening: {time.perf_counter() - t0:.1f}s "
-              f"({first.messages_added:,} messages added, bulk={first.bulk})")  # fmt: skip
+        print(
+            f"sync on opening: {time.perf_counter() - t0:.1f}s "
+            f"({first.messages_added:,} messages added, bulk={first.bulk})"
+        )
         writer = WriteCore(db, wal=False)  # the home's own journal mode stays
         sid = writer.conn.execute(
             "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1"
@@ -68,8 +70,10 @@ def main() -> int:
             costs.append((time.perf_counter() - t0) * 1000)
             assert report.messages_added == 1 and not report.reconciled, report
         writer.close()
-        print(f"one new message, {args.rounds} rounds: p50 {pct(costs, 0.5):.0f} ms, "
-              f"p95 {pct(costs, 0.95):.0f} ms, max {max(costs):.0f} ms")  # fmt: skip
+        print(
+            f"one new message, {args.rounds} rounds: p50 {pct(costs, 0.5):.0f} ms, "
+            f"p95 {pct(costs, 0.95):.0f} ms, max {max(costs):.0f} ms"
+        )
         t0 = time.perf_counter()
         sync(archive, db, args.home, reconcile=True)
         print(f"reconciliation, nothing changed: {time.perf_counter() - t0:.1f}s")

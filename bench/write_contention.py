@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard.repository.store import NewMessage, SessionStore  # noqa: E402
+from dashboard.store.session_store import NewMessage, SessionStore
 
 QUERIES = ("redis", "docker OR nginx", '"connection refused"', "deploy*", "writer3")
 

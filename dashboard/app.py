@@ -1,4 +1,4 @@
-"""Recall: a local dashboard over an agent's memory (Hermes Agent's state.db and USER.md)."""
+"""The Flask application: ``create_app`` builds it from defaults, environment and config."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ from typing import Any
 
 from flask import Flask
 
+from dashboard.hermes.home import resolve_home
+from dashboard.store.datadir import recall_data_dir
+from dashboard.views import register_blueprints
+from dashboard.web import errors as error_pages
+from dashboard.web import filters, htmx, profiles, reader, resources, security, summaries
+
 ROOT = Path(__file__).resolve().parent.parent
-__version__ = "0.1.0"
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app: defaults, then ``RECALL_*`` environment, then ``config``."""
-    from dashboard.views import register_blueprints
-    from dashboard.web import errors as error_pages
-    from dashboard.web import filters, htmx, profiles, reader, resources, security, summaries
-
     app = Flask(
         __name__,
         template_folder=str(ROOT / "templates"),
@@ -41,9 +42,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
     if not app.config.get("DATA_DIR"):  # never inside the home: the user's data directory
-        from dashboard.repository.datadir import recall_data_dir
-        from dashboard.repository.home import resolve_home
-
         folder, _ = recall_data_dir(resolve_home(app.config.get("HERMES_HOME")))
         app.config["DATA_DIR"] = str(folder)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from dashboard.repository.errors import ValidationError
+from dashboard.errors import ValidationError
 
 # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and "٣" or
 # "３" (which int() reads as 3); neither is a number anyone means in a URL.

@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from dashboard.archive.importer import Progress
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.datadir import recall_data_dir, user_data_root
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome, resolve_home
-from dashboard.repository.importer import Progress
-from dashboard.repository.profiles import ALL, discover, parse_profile
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome, resolve_home
+from dashboard.hermes.profiles import ALL, discover, parse_profile
+from dashboard.store.datadir import recall_data_dir, user_data_root
 
 if TYPE_CHECKING:
     from flask import Flask
 
-    from dashboard.repository.syncer import Syncer
+    from dashboard.archive.syncer import Syncer
 
 DEFAULT_PORT = 8750
 DEMO_SESSIONS = 600
@@ -70,11 +70,16 @@ def ensure_demo_home(home: HermesHome, out: TextIO) -> None:
         return
     print(
         f"recall: no Hermes home found; building a demo home in {home.root} (once, "
-        "about half a minute) …", file=out, flush=True,
-    )  # fmt: skip
+        "about half a minute) …",
+        file=out,
+        flush=True,
+    )
     report = build_demo_home(home.root, sessions=DEMO_SESSIONS)
-    print(f"  {report.sessions} sessions, {report.messages:,} messages in "
-          f"{report.seconds:.0f}s", file=out, flush=True)  # fmt: skip
+    print(
+        f"  {report.sessions} sessions, {report.messages:,} messages in {report.seconds:.0f}s",
+        file=out,
+        flush=True,
+    )
 
 
 def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
@@ -112,8 +117,9 @@ class ServedProfiles:
         return None
 
 
-def served_profiles(home_arg: str | None, extra_homes: Sequence[str], profile: str | None
-                    ) -> ServedProfiles:  # fmt: skip
+def served_profiles(
+    home_arg: str | None, extra_homes: Sequence[str], profile: str | None
+) -> ServedProfiles:
     """The profiles of the homes given (:func:`chosen_home` first) and the one ``--profile``
     names (``all``: every one); ValidationError naming them for a name that is none."""
     home, _ = chosen_home(home_arg)
@@ -174,7 +180,7 @@ def serve(
     """
     import waitress
 
-    from dashboard import create_app
+    from dashboard.app import create_app
     from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
     from dashboard.web.rollup import prepare_cost_rollup
 
@@ -248,8 +254,11 @@ def serve(
             syncer.on_progress = _ImportLine(syncer, sys.stdout)
             start_syncer()  # the first import, then a look at the source every 500 ms
     shown = f"[{host}]" if ":" in host else host
-    read = f"{plan.home.state_db}" if syncer is None else (
-        f"{plan.home.state_db} (through its archive {syncer.archive_path})")  # fmt: skip
+    read = (
+        f"{plan.home.state_db}"
+        if syncer is None
+        else (f"{plan.home.state_db} (through its archive {syncer.archive_path})")
+    )
     print(f"Recall is serving {read} at http://{shown}:{port}/", flush=True)
     if served.line:
         print(f"recall: {served.line}", flush=True)
@@ -292,6 +301,10 @@ class _ImportLine:
         tenth = p.sessions_done * 10 // p.sessions_total
         if tenth > self.shown:
             self.shown = tenth
-            print(f"recall: importing the history into the archive: "
-                  f"{p.sessions_done * 100 // p.sessions_total}% ({p.sessions_done:,} of "
-                  f"{p.sessions_total:,} sessions)", file=self.out, flush=True)  # fmt: skip
+            print(
+                f"recall: importing the history into the archive: "
+                f"{p.sessions_done * 100 // p.sessions_total}% ({p.sessions_done:,} of "
+                f"{p.sessions_total:,} sessions)",
+                file=self.out,
+                flush=True,
+            )

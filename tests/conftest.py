@@ -10,10 +10,10 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from dashboard import create_app
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes
-from tests.llm_stub import StubLLM
+from dashboard.app import create_app
+from dashboard.store.session_store import SessionStore
+from tests.support import hermes_shapes
+from tests.support.llm_stub import StubLLM
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,14 +10,17 @@ import sys
 from pathlib import Path
 
 from dashboard.demo.build import build_demo_home
-from tests import hermes_shapes as shapes
+from tests.support import hermes_shapes as shapes
 
 
 def recall(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dashboard.cli", *args],
-        capture_output=True, text=True, timeout=180, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
 
 
 def test_search_prints_grouped_results(hermes_home: Path) -> None:
@@ -34,8 +37,21 @@ def test_search_says_which_compaction_a_hit_came_before(tmp_path: Path) -> None:
 
 
 def test_search_json_is_the_api_shape(hermes_home: Path) -> None:
-    out = recall("search", "pool", "--home", str(hermes_home), "--json", "--limit", "2",
-                 "--role", "user", "--source", "cli", "--source", "telegram")  # fmt: skip
+    out = recall(
+        "search",
+        "pool",
+        "--home",
+        str(hermes_home),
+        "--json",
+        "--limit",
+        "2",
+        "--role",
+        "user",
+        "--source",
+        "cli",
+        "--source",
+        "telegram",
+    )
     body = json.loads(out.stdout)
     assert body["per_page"] == 2 and body["route"] == "unicode61"
     assert all(h["role"] == "user" for r in body["results"] for h in r["hits"])
@@ -58,8 +74,17 @@ def test_info_reports_the_layout(hermes_home: Path) -> None:
 
 
 def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:
-    first = recall("demo", "--home", str(tmp_path / "d"), "--sessions", "6", "--messages", "60",
-                   "--anchor", "2026-11-30")  # fmt: skip
+    first = recall(
+        "demo",
+        "--home",
+        str(tmp_path / "d"),
+        "--sessions",
+        "6",
+        "--messages",
+        "60",
+        "--anchor",
+        "2026-11-30",
+    )
     assert first.returncode == 0 and "6 sessions" in first.stdout
     again = recall("demo", "--home", str(tmp_path / "d"), "--sessions", "6")
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
@@ -70,15 +95,30 @@ def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:
 def test_search_with_summaries_is_the_tool_shape(hermes_home: Path, tmp_path: Path) -> None:
     import os
 
-    from tests.llm_stub import StubLLM
+    from tests.support.llm_stub import StubLLM
 
     with StubLLM() as stub:
         out = subprocess.run(
-            [sys.executable, "-m", "dashboard.cli", "search", "pool", "--summaries", "--json",
-             "--home", str(hermes_home), "--data-dir", str(tmp_path / "data"), "--limit", "2"],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "dashboard.cli",
+                "search",
+                "pool",
+                "--summaries",
+                "--json",
+                "--home",
+                str(hermes_home),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--limit",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
             env={**os.environ, "RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub"},
-        )  # fmt: skip
+        )
         assert out.returncode == 0, out.stderr
         body = json.loads(out.stdout)
         assert body["success"] and body["count"] == len(body["results"]) <= 2
@@ -87,7 +127,7 @@ def test_search_with_summaries_is_the_tool_shape(hermes_home: Path, tmp_path: Pa
 
 
 def test_preview_prints_the_block_and_writes_nothing(tmp_path: Path) -> None:
-    from dashboard.repository.store import NewMessage, SessionStore
+    from dashboard.store.session_store import NewMessage, SessionStore
 
     home = tmp_path / "home"
     (home / "memories").mkdir(parents=True)
@@ -178,8 +218,14 @@ def test_search_reads_the_profile_named_and_labels_hits_under_all(tmp_path: Path
 
 def test_an_unknown_profile_exits_2_naming_the_profiles(tmp_path: Path) -> None:
     facts = _profiles_home(tmp_path)
-    for args in (("search", "x"), ("info",), ("preview", "x"), ("archive", "verify"),
-                 ("archive", "sync"), ("archive", "status")):  # fmt: skip
+    for args in (
+        ("search", "x"),
+        ("info",),
+        ("preview", "x"),
+        ("archive", "verify"),
+        ("archive", "sync"),
+        ("archive", "status"),
+    ):
         out = recall(*args, "--home", str(facts.root), "--profile", "nope")
         assert out.returncode == 2, (args, out.stderr)
         assert "no profile called 'nope'" in out.stderr, (args, out.stderr)
@@ -188,16 +234,19 @@ def test_an_unknown_profile_exits_2_naming_the_profiles(tmp_path: Path) -> None:
 
 def test_info_shows_each_profiles_figures(tmp_path: Path) -> None:
     facts = _profiles_home(tmp_path)
-    counts = {name: sqlite3.connect(db).execute("SELECT count(*) FROM sessions").fetchone()[0]
-              for name, db in facts.dbs.items()}  # fmt: skip
+    counts = {
+        name: sqlite3.connect(db).execute("SELECT count(*) FROM sessions").fetchone()[0]
+        for name, db in facts.dbs.items()
+    }
     body = json.loads(recall("info", "--home", str(facts.root), "--json").stdout)
     assert {n: p["sessions"] for n, p in body["profiles"].items()} == counts
     assert body["sessions"] == sum(counts.values())
     assert body["profiles"]["legacy"]["home"] == str(facts.root / "profiles" / "legacy")
     text = recall("info", "--home", str(facts.root)).stdout
     assert f"{'profile legacy':<20}{counts['legacy']} sessions" in text
-    one = json.loads(recall("info", "--home", str(facts.root), "--profile", "legacy",
-                            "--json").stdout)  # fmt: skip
+    one = json.loads(
+        recall("info", "--home", str(facts.root), "--profile", "legacy", "--json").stdout
+    )
     assert one["sessions"] == counts["legacy"] and "profiles" not in one
 
 
@@ -222,7 +271,8 @@ def test_archive_commands_take_each_profile(tmp_path: Path) -> None:
     verified = recall("archive", "verify", *archive, "--profile", "legacy")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert str(facts.dbs["legacy"]) in verified.stdout and str(facts.dbs["default"]) not in (
-        verified.stdout)  # fmt: skip
+        verified.stdout
+    )
     # Under all (the default) the default profile is checked too: not archived yet.
     assert recall("archive", "verify", *archive).returncode == 1
     assert recall("archive", "sync", *archive).returncode == 0
@@ -230,7 +280,8 @@ def test_archive_commands_take_each_profile(tmp_path: Path) -> None:
     assert every.returncode == 0, every.stdout
     reports = json.loads(every.stdout)["profiles"]
     assert sorted(reports) == ["default", "empty", "legacy"] and all(
-        r["ok"] for r in reports.values())  # fmt: skip
+        r["ok"] for r in reports.values()
+    )
     status = json.loads(recall("archive", "status", *archive, "--json").stdout)
     legacy_sessions = counts_of(facts.dbs["legacy"])
     assert status["profiles"]["legacy"]["from_home"]["sessions"] == legacy_sessions
@@ -245,8 +296,7 @@ def test_several_homes_are_read_together(tmp_path: Path) -> None:
     facts = _profiles_home(tmp_path)
     other = tmp_path / "work"
     shapes.build_current_views(other / "state.db")
-    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok",
-                       1.79e9)  # fmt: skip
+    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok", 1.79e9)
     homes = ("--home", str(facts.root), "--home", str(other), "--source", "cron")
     found = recall("search", f"wombat OR {facts.words['legacy']}", *homes)
     assert found.returncode == 0, found.stderr
@@ -254,6 +304,7 @@ def test_several_homes_are_read_together(tmp_path: Path) -> None:
     assert f"  legacy · legacy:{shapes.S_CRON} ·" in found.stdout
     only = recall("search", "wombat", *homes, "--profile", "work")
     assert f"work:{shapes.S_CRON}" in only.stdout
-    info = json.loads(recall("info", "--home", str(facts.root), "--home", str(other),
-                             "--json").stdout)  # fmt: skip
+    info = json.loads(
+        recall("info", "--home", str(facts.root), "--home", str(other), "--json").stdout
+    )
     assert sorted(info["profiles"]) == ["default", "empty", "legacy", "work"]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.params import date_bound, table_sort, whole_number
+from dashboard.errors import ValidationError
+from dashboard.params import date_bound, table_sort, whole_number
 
 
 @pytest.mark.parametrize("text", ["²", "٣", "３", "1.5", "-3", "+3", "1e3", "0x10", "1_000", "x"])

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,8 +19,14 @@ def test_the_embedding_example_runs(tmp_path: Path) -> None:
     assert found, "the README lost its embedding example"
     script = tmp_path / "agent.py"
     script.write_text(found.group(1), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT)})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
     reader = StateReader(HermesHome(tmp_path / "agent-home"))
     messages = reader.transcript("20261130_101500_a1b2c3").messages

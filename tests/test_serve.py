@@ -17,13 +17,13 @@ import httpx
 import pytest
 
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.readonly import readonly_uri
-from dashboard.repository.recalldb import RecallData
 from dashboard.serve import port_taken
+from dashboard.store.readonly import readonly_uri
+from dashboard.store.recalldb import RecallData
 from dashboard.web.security import load_secret_key
-from tests import hermes_shapes as shapes
-from tests.archive_checks import FTS, fts_checks, meta
-from tests.browser_support import running_server
+from tests.support import hermes_shapes as shapes
+from tests.support.archive_checks import FTS, fts_checks, meta
+from tests.support.browser_support import running_server
 
 
 def test_serve_builds_the_cost_rollup_before_anyone_asks(tmp_path: Path) -> None:
@@ -137,10 +137,22 @@ def test_a_port_already_in_use_is_one_line_naming_port_and_exit_2(tmp_path: Path
         taken.listen()
         port = taken.getsockname()[1]
         out = subprocess.run(
-            [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(home),
-             "--data-dir", str(tmp_path / "data"), "--port", str(port)],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "dashboard.cli",
+                "serve",
+                "--home",
+                str(home),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert "Recall is serving" not in out.stdout
@@ -154,10 +166,24 @@ def test_a_hermes_file_named_as_the_archive_is_refused_before_serving(tmp_path: 
     foreign = shapes.build_current_views(other / "state.db")
     before = foreign.read_bytes()
     out = subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(home),
-         "--data-dir", str(tmp_path / "data"), "--port", "0", "--archive", str(foreign)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "serve",
+            "--home",
+            str(home),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            "0",
+            "--archive",
+            str(foreign),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert "Recall is serving" not in out.stdout
@@ -173,8 +199,6 @@ def test_the_port_suggested_when_one_is_taken_is_a_port() -> None:
 
 
 # --- The archive's syncer inside a real `recall serve` -----------------------------------
-
-
 
 
 def _health(url: str) -> dict:
@@ -206,8 +230,10 @@ def _meta(archive: Path, key: str) -> str | None:
 
 def _counts(db: Path) -> tuple[int, int, int]:
     with closing(sqlite3.connect(readonly_uri(db), uri=True)) as conn:
-        return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                     for t in ("sessions", "messages", "session_model_usage"))  # type: ignore[return-value]  # fmt: skip
+        return tuple(
+            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sessions", "messages", "session_model_usage")
+        )  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -222,8 +248,14 @@ def test_kill_9_mid_import_leaves_a_sound_archive_and_the_next_start_finishes(
     big_source: Path, tmp_path: Path
 ) -> None:
     archive = tmp_path / "archive.db"
-    args = ["--home", str(big_source), "--data-dir", str(tmp_path / "data"),
-            "--archive", str(archive)]  # fmt: skip
+    args = [
+        "--home",
+        str(big_source),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--archive",
+        str(archive),
+    ]
     env = {"RECALL_SYNC_BATCH": "5"}
     with running_server(args, tmp_path, env, wait_for_import=False) as server:
         _wait_importing(server.url, past=60)
@@ -249,8 +281,14 @@ def test_sigterm_mid_import_stops_at_a_batch_and_exits_cleanly(
     big_source: Path, tmp_path: Path
 ) -> None:
     archive = tmp_path / "archive.db"
-    args = ["--home", str(big_source), "--data-dir", str(tmp_path / "data"),
-            "--archive", str(archive)]  # fmt: skip
+    args = [
+        "--home",
+        str(big_source),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--archive",
+        str(archive),
+    ]
     with running_server(args, tmp_path, {"RECALL_SYNC_BATCH": "5"}, wait_for_import=False) as s:
         _wait_importing(s.url, past=30)
         s.process.terminate()
@@ -266,10 +304,24 @@ def test_an_unknown_profile_is_refused_before_serving_naming_the_profiles(
 ) -> None:
     facts = shapes.build_profiles_home(tmp_path / "hermes")
     out = subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--home", str(facts.root),
-         "--data-dir", str(tmp_path / "data"), "--port", "0", "--profile", "nope"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "serve",
+            "--home",
+            str(facts.root),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            "0",
+            "--profile",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert "Recall is serving" not in out.stdout
@@ -281,8 +333,7 @@ def test_serve_reads_several_homes_or_one_profile_and_says_which(tmp_path: Path)
     facts = shapes.build_profiles_home(tmp_path / "hermes")
     other = tmp_path / "work"
     shapes.build_current_views(other / "state.db")
-    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok",
-                       1.79e9)  # fmt: skip
+    shapes.append_turn(other / "state.db", shapes.S_CRON, "the wombat deploy?", "wombat ok", 1.79e9)
     homes = ["--home", str(facts.root), "--home", str(other)]
 
     def found(url: str, word: str) -> set[str]:
@@ -294,8 +345,9 @@ def test_serve_reads_several_homes_or_one_profile_and_says_which(tmp_path: Path)
         assert found(server.url, "wombat") == {f"work:{shapes.S_CRON}"}
         assert found(server.url, facts.words["legacy"]) == {f"legacy:{shapes.S_CRON}"}
     assert "profiles served: default, empty, legacy, work" in server.log.read_text()
-    with running_server([*homes, "--profile", "work", "--data-dir", str(tmp_path / "data")],
-                        tmp_path) as server:  # fmt: skip
+    with running_server(
+        [*homes, "--profile", "work", "--data-dir", str(tmp_path / "data")], tmp_path
+    ) as server:
         assert found(server.url, "wombat") == {f"work:{shapes.S_CRON}"}
         assert found(server.url, facts.words["legacy"]) == set()
     assert "profile served: work only" in server.log.read_text()

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from dashboard.repository.search import SessionResult
+from dashboard.search.sessions import SessionResult
 
 HEADER = "# Relevant Memories"
 RECENT_S = 48 * 3600  # younger than this is "Recent", older is "Long-term"
@@ -92,16 +92,30 @@ class VolatileBlock:
     def to_json(self) -> dict[str, object]:
         """The ``/api/preview`` shape."""
         return {
-            "text": self.text, "chars": self.chars, "tokens": self.tokens,
+            "text": self.text,
+            "chars": self.chars,
+            "tokens": self.tokens,
             "notes": list(self.notes),
             "parts": [
-                {"kind": p.kind, "title": p.title, "text": p.text, "chars": p.chars,
-                 "tokens": p.tokens,
-                 "items": [{"session_id": i.session_id, "message_id": i.message_id,
-                            "label": i.label, "title": i.title} for i in p.items]}
+                {
+                    "kind": p.kind,
+                    "title": p.title,
+                    "text": p.text,
+                    "chars": p.chars,
+                    "tokens": p.tokens,
+                    "items": [
+                        {
+                            "session_id": i.session_id,
+                            "message_id": i.message_id,
+                            "label": i.label,
+                            "title": i.title,
+                        }
+                        for i in p.items
+                    ],
+                }
                 for p in self.parts
             ],
-        }  # fmt: skip
+        }
 
 
 def age_words(seconds: float) -> str:
@@ -169,8 +183,11 @@ def recalled_block(
             body = entry.split("\n", 1)[1] if "\n" in entry else ""
         pieces.append(entry)
         used += len(entry) + 2
-        items.append(RecalledItem(result.session_id, best.message_id if best else None, label,
-                                  body, result.title))  # fmt: skip
+        items.append(
+            RecalledItem(
+                result.session_id, best.message_id if best else None, label, body, result.title
+            )
+        )
     return RecalledBlock("\n\n".join(pieces), tuple(items), 0)
 
 

@@ -53,8 +53,9 @@ class MemoryManager:
         """
         if check_available and not provider.is_available():
             reason = getattr(provider, "unavailable_reason", None) or "not available"
-            log.warning("memory provider %r is not available (%s); not added", provider.name,
-                        reason)  # fmt: skip
+            log.warning(
+                "memory provider %r is not available (%s); not added", provider.name, reason
+            )
             return False
         builtin = provider.name == BUILTIN
         if any(p.name == provider.name for p in self.providers):
@@ -64,22 +65,29 @@ class MemoryManager:
             current = next(p.name for p in self.providers if p.name != BUILTIN)
             log.warning(
                 "memory provider %r refused: only one external provider is allowed (%r is "
-                "registered); two would each expose memory tools", provider.name, current,
-            )  # fmt: skip
+                "registered); two would each expose memory tools",
+                provider.name,
+                current,
+            )
             return False
         offered = {self._tool_name(t) for t in provider.get_tool_schemas()}
         shadowing = offered & HERMES_CORE_TOOLS
         if shadowing:
             log.warning(
                 "memory provider %r refused: tool %s would shadow Hermes's core tool "
-                "(Hermes refuses it)", provider.name, ", ".join(sorted(shadowing)),
-            )  # fmt: skip
+                "(Hermes refuses it)",
+                provider.name,
+                ", ".join(sorted(shadowing)),
+            )
             return False
         taken = {self._tool_name(t) for p in self.providers for t in p.get_tool_schemas()}
         clash = taken & offered
         if clash:
-            log.warning("memory provider %r refused: tool %s is taken", provider.name,
-                        ", ".join(sorted(clash)))  # fmt: skip
+            log.warning(
+                "memory provider %r refused: tool %s is taken",
+                provider.name,
+                ", ".join(sorted(clash)),
+            )
             return False
         # The built-in provider comes first in every block.
         self.providers.insert(0, provider) if builtin else self.providers.append(provider)
@@ -115,9 +123,13 @@ class MemoryManager:
                 log.exception("memory provider %r: queue_prefetch failed", provider.name)
 
     def volatile_block(
-        self, message: str, *, session_id: str | None = None, model: str | None = None,
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
         now: float | None = None,
-    ) -> VolatileBlock:  # fmt: skip
+    ) -> VolatileBlock:
         """The whole per-turn end of the system prompt for ``message``.
 
         USER.md and MEMORY.md (the session's frozen snapshot), any external
@@ -143,8 +155,10 @@ class MemoryManager:
         )
         notes = []
         if self.stats["late"]:
-            notes.append(f"{self.stats['late']} prefetch(es) so far took longer than "
-                         f"{self.prefetch_wait_s:g} s and were left out")  # fmt: skip
+            notes.append(
+                f"{self.stats['late']} prefetch(es) so far took longer than "
+                f"{self.prefetch_wait_s:g} s and were left out"
+            )
         return VolatileBlock(tuple(parts), tuple(notes))
 
     def _prefetch(self, query: str, session_id: str) -> list[tuple[MemoryProvider, RecalledBlock]]:
@@ -156,8 +170,9 @@ class MemoryManager:
                     # Still busy with an earlier turn: asking again would only pile up
                     # threads behind a backend that is not answering.
                     self.stats["late"] += 1
-                    log.warning("memory provider %r: still on an earlier prefetch; skipped",
-                                provider.name)  # fmt: skip
+                    log.warning(
+                        "memory provider %r: still on an earlier prefetch; skipped", provider.name
+                    )
                     continue
                 job = self._pool.submit(self._one_prefetch, provider, query, session_id)
                 self._running[id(provider)] = job
@@ -167,8 +182,11 @@ class MemoryManager:
             with self._lock:
                 self.stats["late"] += len(late)
             for job in late:
-                log.warning("memory provider %r: prefetch took over %.1f s; left out of this turn",
-                            jobs[job].name, self.prefetch_wait_s)  # fmt: skip
+                log.warning(
+                    "memory provider %r: prefetch took over %.1f s; left out of this turn",
+                    jobs[job].name,
+                    self.prefetch_wait_s,
+                )
         out = []
         for job, provider in jobs.items():  # registration order, not finishing order
             if job in done and job.exception() is None:
@@ -176,8 +194,7 @@ class MemoryManager:
             elif job in done:
                 with self._lock:
                     self.stats["failed"] += 1
-                log.error("memory provider %r: prefetch failed: %s", provider.name,
-                          job.exception())  # fmt: skip
+                log.error("memory provider %r: prefetch failed: %s", provider.name, job.exception())
         return out
 
     @staticmethod
@@ -197,9 +214,12 @@ class MemoryManager:
     # -- after the turn ------------------------------------------------------------------
 
     def sync_all(
-        self, turn_messages: Sequence[Mapping[str, Any]] | None = None, *,
-        user_msg: str | None = None, assistant_response: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        turn_messages: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        user_msg: str | None = None,
+        assistant_response: str | None = None,
+    ) -> None:
         """Hand the finished turn to every provider (the seed's ``sync_all``).
 
         Pass the turn's messages (OpenAI format), or ``user_msg`` and

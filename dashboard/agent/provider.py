@@ -28,19 +28,20 @@ from typing import Any
 from dashboard.agent.blocks import DEFAULT_BUDGET_CHARS, RecalledBlock, recalled_block
 from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
-from dashboard.repository.content import JSON_PREFIX
-from dashboard.repository.datadir import data_dir_for, recall_data_dir
-from dashboard.repository.errors import RecallError, StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.memoryfiles import NAMES, agent_block, read_memory_file
-from dashboard.repository.query import parse_query, terms_query
-from dashboard.repository.reader import StateReader
-from dashboard.repository.recalldb import RecallData
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.repository.syncer import reading_for
-from dashboard.summaries import SummaryService
-from dashboard.summarizer import LLMConfig, Summarizer
+from dashboard.errors import RecallError, StoreUnavailableError, ValidationError
+from dashboard.hermes.content import JSON_PREFIX
+from dashboard.hermes.home import HermesHome
+from dashboard.memory.files import NAMES, read_memory_file
+from dashboard.memory.prompt import agent_block
+from dashboard.reader.opening import reading_for
+from dashboard.reader.reader import StateReader
+from dashboard.search.query import parse_query, terms_query
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.datadir import data_dir_for, recall_data_dir
+from dashboard.store.recalldb import RecallData
+from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.summaries.llm import LLMConfig, Summarizer
+from dashboard.summaries.service import SummaryService
 
 log = logging.getLogger(__name__)
 
@@ -131,10 +132,9 @@ class RecallMemoryProvider(MemoryProvider):
         self._data_dir_given = data_dir is not None
         self.data_dir = Path(data_dir) if data_dir else data_dir_for(self.home)
         self.llm = llm or LLMConfig()
-        # What the pages read (syncer.reading_for): the home's own store when it is
+        # What the pages read (opening.reading_for): the home's own store when it is
         # Recall's (or will be: an agent writing here creates it), else its archive.
-        self.reader = reader or reading_for(self.home, inline=True,
-                                            will_create=not readonly).reader  # fmt: skip
+        self.reader = reader or reading_for(self.home, inline=True, will_create=not readonly).reader
         self.readonly = readonly
         self.budget_chars = budget_chars
         self.max_sessions = max_sessions
@@ -249,9 +249,13 @@ class RecallMemoryProvider(MemoryProvider):
         if not terms:
             return RecalledBlock("")
         try:
-            request = SearchRequest(query=terms, roles=RECALLED_ROLES, per_page=self.max_sessions,
-                                    exclude=self._chain(session_id),
-                                    rank_window=PREFETCH_RANK_WINDOW)  # fmt: skip
+            request = SearchRequest(
+                query=terms,
+                roles=RECALLED_ROLES,
+                per_page=self.max_sessions,
+                exclude=self._chain(session_id),
+                rank_window=PREFETCH_RANK_WINDOW,
+            )
             results = self.reader.said(request, parse_query(terms).highlight_terms())
         except StoreUnavailableError as exc:
             log.warning("recall: prefetch skipped, the store is unavailable (%s)", exc)
@@ -354,9 +358,12 @@ def to_new_message(message: Mapping[str, Any]) -> NewMessage:
         content = JSON_PREFIX + json.dumps(content, ensure_ascii=False)
     calls = message.get("tool_calls") or None
     return NewMessage(
-        role=role, content=content, tool_calls=calls,
+        role=role,
+        content=content,
+        tool_calls=calls,
         tool_call_id=message.get("tool_call_id"),
         tool_name=message.get("name") or message.get("tool_name"),
         reasoning=message.get("reasoning") or message.get("reasoning_content"),
-        finish_reason=message.get("finish_reason"), timestamp=message.get("timestamp"),
-    )  # fmt: skip
+        finish_reason=message.get("finish_reason"),
+        timestamp=message.get("timestamp"),
+    )

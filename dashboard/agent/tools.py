@@ -14,25 +14,55 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dashboard.repository.errors import RecallError
-from dashboard.repository.reader import StateReader
-from dashboard.summaries import DEFAULT_TOOL_LIMIT, SummaryService, session_search_result
+from dashboard.errors import RecallError
+from dashboard.reader.reader import StateReader
+from dashboard.summaries.service import DEFAULT_TOOL_LIMIT, SummaryService, session_search_result
 
 TOOL_NAME = "recall_search"
 # The tools Hermes registers for every platform (its ``_HERMES_CORE_TOOLS`` in
 # toolsets.py, late 2026): Hermes refuses a memory provider exposing any of them.
 HERMES_CORE_TOOLS = frozenset(
     {
-        "web_search", "web_extract", "terminal", "process", "read_file", "write_file",
-        "patch", "search_files", "vision_analyze", "image_generate", "mixture_of_agents",
-        "skills_list", "skill_view", "skill_manage", "browser_navigate", "browser_snapshot",
-        "browser_click", "browser_type", "browser_scroll", "browser_back", "browser_press",
-        "browser_close", "browser_get_images", "browser_vision", "browser_console",
-        "text_to_speech", "todo", "memory", "session_search", "clarify", "execute_code",
-        "delegate_task", "cronjob", "send_message", "ha_list_entities", "ha_get_state",
-        "ha_list_services", "ha_call_service",
+        "web_search",
+        "web_extract",
+        "terminal",
+        "process",
+        "read_file",
+        "write_file",
+        "patch",
+        "search_files",
+        "vision_analyze",
+        "image_generate",
+        "mixture_of_agents",
+        "skills_list",
+        "skill_view",
+        "skill_manage",
+        "browser_navigate",
+        "browser_snapshot",
+        "browser_click",
+        "browser_type",
+        "browser_scroll",
+        "browser_back",
+        "browser_press",
+        "browser_close",
+        "browser_get_images",
+        "browser_vision",
+        "browser_console",
+        "text_to_speech",
+        "todo",
+        "memory",
+        "session_search",
+        "clarify",
+        "execute_code",
+        "delegate_task",
+        "cronjob",
+        "send_message",
+        "ha_list_entities",
+        "ha_get_state",
+        "ha_list_services",
+        "ha_call_service",
     }
-)  # fmt: skip
+)
 MAX_LIMIT = 5  # each session costs a model call: keep a single tool call affordable
 MAX_QUERY_CHARS = 500
 
@@ -71,9 +101,11 @@ RECALL_SEARCH = {
 
 
 def recall_search_tool(
-    reader: StateReader, service: SummaryService, arguments: Mapping[str, Any] | str,
+    reader: StateReader,
+    service: SummaryService,
+    arguments: Mapping[str, Any] | str,
     exclude: Sequence[str] = (),
-) -> str:  # fmt: skip
+) -> str:
     """Run a ``recall_search`` call; always a JSON string (``success: false`` on bad input)."""
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)

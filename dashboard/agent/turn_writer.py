@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.store.session_store import NewMessage, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +130,17 @@ class TurnWriter:
                 op.attempts += 1
                 self._failures += 1
                 wait = min(RETRY_MAX_S, RETRY_BASE_S * 2 ** min(op.attempts, 6))
-                log.warning("recall: writing a %s for %s failed (%s); retrying in %.2fs",
-                            op.kind, op.session_id, exc, wait)  # fmt: skip
+                log.warning(
+                    "recall: writing a %s for %s failed (%s); retrying in %.2fs",
+                    op.kind,
+                    op.session_id,
+                    exc,
+                    wait,
+                )
                 if self._closed and op.attempts > 20:
-                    log.error("recall: giving up on a %s for %s at shutdown", op.kind,
-                              op.session_id)  # fmt: skip
+                    log.error(
+                        "recall: giving up on a %s for %s at shutdown", op.kind, op.session_id
+                    )
                     return
                 time.sleep(wait * random.uniform(0.8, 1.2))
 

@@ -17,26 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository.datadir import recall_data_dir
-from dashboard.repository.errors import StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import (
-    LAST_SYNC_PREFIX,
-    read_watermark,
-    source_key,
-)
-from dashboard.repository.layout import detect_layout
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.schema import LATEST_VERSION, current_version
-from dashboard.repository.store import SessionStore
+from dashboard.archive.layout import detect_layout
+from dashboard.archive.marks import LAST_SYNC_PREFIX, read_watermark, source_key
+from dashboard.errors import StoreUnavailableError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.store.datadir import recall_data_dir
+from dashboard.store.readonly import open_readonly
+from dashboard.store.schema import LATEST_VERSION, current_version
+from dashboard.store.session_store import SessionStore
 
 ARCHIVE_FILE = "archive.db"
 
 
 def archive_path(
-    home: HermesHome, explicit: str | os.PathLike[str] | None = None,
+    home: HermesHome,
+    explicit: str | os.PathLike[str] | None = None,
     folder: str | os.PathLike[str] | None = None,
-) -> tuple[Path, str | None]:  # fmt: skip
+) -> tuple[Path, str | None]:
     """Where ``home``'s archive lives, and a line about moved data (datadir's note).
 
     ``explicit`` (``--archive``) first; else ``archive.db`` in ``folder`` (the data
@@ -180,9 +177,13 @@ class ReadChoice:
 
 
 def read_choice(
-    home: HermesHome, explicit: str | os.PathLike[str] | None = None, *,
-    folder: str | os.PathLike[str] | None = None, will_create: bool = False, own: bool = True,
-) -> ReadChoice:  # fmt: skip
+    home: HermesHome,
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    folder: str | os.PathLike[str] | None = None,
+    will_create: bool = False,
+    own: bool = True,
+) -> ReadChoice:
     """The one rule for what is read: the home's own store if it is Recall's, else the archive.
 
     An explicit archive (``--archive``) is always used, even over a Recall store (a

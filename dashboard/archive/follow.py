@@ -42,12 +42,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dashboard.repository.importer import (
+from dashboard.archive.marks import LAST_SYNC_PREFIX, put_meta
+from dashboard.archive.source import (
     FLAG_COLUMNS,
     IDENTITY_COLUMNS,
-    LAST_SYNC_PREFIX,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     USAGE_COLUMNS,
@@ -56,15 +56,12 @@ from dashboard.repository.importer import (
     SourceSession,
     add_checksum,
     message_sums_select,
-    put_meta,
     row_digest,
     usage_sets,
     usage_source_id,
 )
-from dashboard.repository.readonly import read_snapshot
-
-if TYPE_CHECKING:
-    from dashboard.repository.store import SessionStore
+from dashboard.store.readonly import read_snapshot
+from dashboard.store.session_store import SessionStore
 
 SOURCE_STATE_PREFIX = "archive_source:"
 CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
@@ -74,6 +71,7 @@ RECONCILE_BATCH = 100  # dirty sessions per archive transaction in a reconciliat
 @dataclass
 class Changes:
     """What one pass changed in the archive."""
+
     sessions_added: int = 0
     sessions_updated: int = 0
     messages_added: int = 0
@@ -92,6 +90,7 @@ class Changes:
 @dataclass(frozen=True)
 class FollowReport:
     """A later sync's outcome: what changed, whether it reconciled and why."""
+
     changes: Changes
     sessions_total: int  # sessions in the source
     reconciled: bool
@@ -107,9 +106,14 @@ def read_source_state(conn: sqlite3.Connection, home: str) -> dict[str, Any] | N
 
 
 def follow(
-    archive: SessionStore, adapter: Adapter, home: str, state_db: Path, *, reconcile: bool,
+    archive: SessionStore,
+    adapter: Adapter,
+    home: str,
+    state_db: Path,
+    *,
+    reconcile: bool,
     copied: bool = False,
-) -> FollowReport:  # fmt: skip
+) -> FollowReport:
     """Bring the archive level with the source after the first import (see the module).
 
     ``copied``: a first import just copied the whole file while no one wrote to it,
@@ -150,9 +154,7 @@ def _inode(path: Path) -> list[int]:
 
 def _newest(adapter: Adapter) -> dict[str, Any] | None:
     """The identity of the source's highest message id (None: no messages)."""
-    rows = adapter.messages_where(
-        "m.id = (SELECT max(id) FROM messages)", (), columns=FLAG_COLUMNS
-    )
+    rows = adapter.messages_where("m.id = (SELECT max(id) FROM messages)", (), columns=FLAG_COLUMNS)
     return _identity_of(rows[0]) if rows else None
 
 
@@ -188,9 +190,10 @@ def _session_sets(
 ) -> tuple[set[str], set[str]]:
     """Sessions new, changed or back in the source; sessions the source lost."""
     dirty = {
-        sid for sid, digest in source.items()
+        sid
+        for sid, digest in source.items()
         if sid not in kept or kept[sid][0] != digest or kept[sid][1] is not None
-    }  # fmt: skip
+    }
     lost = {sid for sid, (_, gone) in kept.items() if gone is None and sid not in source}
     return dirty, lost
 
@@ -262,10 +265,13 @@ def archive_message_sums(conn: sqlite3.Connection, home: str) -> dict[str, tuple
 
 def archive_usage_sums(conn: sqlite3.Connection, home: str) -> dict[str, frozenset[tuple]]:
     """The archive's side of :meth:`Adapter.usage_sums`: ``home``'s rows still in it."""
-    return usage_sets(conn.execute(
-        f"SELECT {', '.join(USAGE_COLUMNS)} FROM session_model_usage"
-        " WHERE src_home=? AND gone_from_source_at IS NULL", (home,),
-    ))  # fmt: skip
+    return usage_sets(
+        conn.execute(
+            f"SELECT {', '.join(USAGE_COLUMNS)} FROM session_model_usage"
+            " WHERE src_home=? AND gone_from_source_at IS NULL",
+            (home,),
+        )
+    )
 
 
 # -- making the archive's rows of some sessions equal the source's ------------------------
@@ -385,9 +391,11 @@ def _merge_messages(
     lost = [
         r["id"]
         for sid, r in kept.items()
-        if sid not in present and r["gone_from_source_at"] is None
-        and r["src_id"] is not None and str(r["session_id"]) in merged
-    ]  # fmt: skip
+        if sid not in present
+        and r["gone_from_source_at"] is None
+        and r["src_id"] is not None
+        and str(r["session_id"]) in merged
+    ]
     changes.marked_gone += _mark_gone(c, "messages", "id", lost, now)
     if new:
         wanted = set(new)
@@ -469,15 +477,23 @@ def _merge_usage(
         )
         changes.usage_updated += updated
         changes.back_in_source += back
-    lost = [r["rid"] for sid, r in kept.items()
-            if sid not in present and r["gone_from_source_at"] is None]  # fmt: skip
+    lost = [
+        r["rid"]
+        for sid, r in kept.items()
+        if sid not in present and r["gone_from_source_at"] is None
+    ]
     changes.marked_gone += _mark_gone(c, "session_model_usage", "rowid", lost, now)
 
 
 def _refresh(
-    c: sqlite3.Connection, table: str, key: str, key_value: object,
-    mine: sqlite3.Row, source: dict[str, Any], columns: Sequence[str],
-) -> tuple[bool, bool]:  # fmt: skip
+    c: sqlite3.Connection,
+    table: str,
+    key: str,
+    key_value: object,
+    mine: sqlite3.Row,
+    source: dict[str, Any],
+    columns: Sequence[str],
+) -> tuple[bool, bool]:
     """Copy the source row's differing ``columns`` onto the archived one and clear its
     gone mark (it is in the source again); return (whether it changed, whether it was back)."""
     differ = [k for k in columns if mine[k] != source[k]]
@@ -497,8 +513,11 @@ def mark_sessions_gone(c: sqlite3.Connection, home: str, ids: Sequence[str]) -> 
     marked = 0
     for chunk in _chunks(ids):
         marks = ",".join("?" for _ in chunk)
-        for table, column in (("sessions", "id"), ("messages", "session_id"),
-                              ("session_model_usage", "session_id")):  # fmt: skip
+        for table, column in (
+            ("sessions", "id"),
+            ("messages", "session_id"),
+            ("session_model_usage", "session_id"),
+        ):
             marked += c.execute(
                 f"UPDATE {table} SET gone_from_source_at=? WHERE src_home=?"
                 f" AND gone_from_source_at IS NULL AND {column} IN ({marks})",

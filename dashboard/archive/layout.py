@@ -15,8 +15,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dashboard.repository.conventions import visible_rows_sql
-from dashboard.repository.schema import DEMO_KEY, TRIGRAM_PENDING_KEY
+from dashboard.hermes.conventions import visible_rows_sql
+from dashboard.store.schema import DEMO_KEY, TRIGRAM_PENDING_KEY
 
 FTS_NAMES = ("messages_fts", "messages_fts_trigram", "messages_fts_cjk")
 
@@ -142,16 +142,18 @@ class Layout:
             "word_index": bool(self.word_index),
             "trigram_index": bool(self.trigram_index),
             "cjk_index": (
-                "usable" if self.cjk_index else
-                ("unusable: " + (self.fts["messages_fts_cjk"].error or "?"))
-                if "messages_fts_cjk" in self.fts else "absent"
+                "usable"
+                if self.cjk_index
+                else ("unusable: " + (self.fts["messages_fts_cjk"].error or "?"))
+                if "messages_fts_cjk" in self.fts
+                else "absent"
             ),
             "fts_stale": self.fts_stale,
             "fts_rebuilding": self.fts_rebuilding,
             "trigram_pending": self.trigram_pending,
             "visible_rows_filter": self.visible_messages_sql(),
             "session_model_usage": self.has_model_usage,
-        }  # fmt: skip
+        }
 
 
 def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:

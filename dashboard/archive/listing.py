@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.errors import ConflictError, NotFoundError, StoreUnavailableError
-from dashboard.repository.gone import gone_sql, presence_sql
-from dashboard.repository.home import HermesHome
-from dashboard.repository.profiles import Profile, Scope
-from dashboard.repository.prune_radar import PruneRadar, prune_radar
-from dashboard.repository.reader import apply_scope
-from dashboard.repository.readonly import open_readonly, read_snapshot
-from dashboard.repository.store import SessionStore, triggers_off
+from dashboard.archive.prune_radar import PruneRadar, prune_radar
+from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import Profile, Scope
+from dashboard.store.presence import gone_sql, presence_sql
+from dashboard.store.readonly import open_readonly, read_snapshot
+from dashboard.store.scope import apply_scope
+from dashboard.store.session_store import SessionStore, triggers_off
 
 PAGE_SIZE = 50
 EVERY_PROFILE = Scope()  # no restriction: what the CLI and a one-profile home read
@@ -133,9 +133,15 @@ IMPORTING = (
 
 
 def archive_page(
-    home: HermesHome, archive: Path, presence: str, page: int, now: float | None = None, *,
-    profiles: Sequence[Profile] = (), scope: Scope = EVERY_PROFILE,
-) -> ArchivePage:  # fmt: skip
+    home: HermesHome,
+    archive: Path,
+    presence: str,
+    page: int,
+    now: float | None = None,
+    *,
+    profiles: Sequence[Profile] = (),
+    scope: Scope = EVERY_PROFILE,
+) -> ArchivePage:
     """The prune radar of ``home`` against ``archive``, and one page of the archive's
     sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
     from its own source and config, in place of ``home``'s."""
@@ -143,8 +149,7 @@ def archive_page(
         radars = tuple(ProfileRadar(p.name, prune_radar(p.home, archive, now)) for p in profiles)
     else:
         radars = (ProfileRadar(None, prune_radar(home, archive, now)),)
-    return ArchivePage(str(archive), radars, list_archived(archive, presence, page,
-                                                           scope=scope))  # fmt: skip
+    return ArchivePage(str(archive), radars, list_archived(archive, presence, page, scope=scope))
 
 
 def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
@@ -159,9 +164,13 @@ def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
 
 
 def list_archived(
-    archive: Path, presence: str, page: int, page_size: int = PAGE_SIZE, *,
+    archive: Path,
+    presence: str,
+    page: int,
+    page_size: int = PAGE_SIZE,
+    *,
     scope: Scope = EVERY_PROFILE,
-) -> ArchiveListing:  # fmt: skip
+) -> ArchiveListing:
     """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py) in ``scope``,
     newest first."""
     if not archive.is_file():

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.errors import StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import source_key
-from dashboard.repository.params import whole_number
-from dashboard.repository.readonly import open_readonly, read_snapshot
+from dashboard.archive.marks import source_key
+from dashboard.errors import StoreUnavailableError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.params import whole_number
+from dashboard.store.readonly import open_readonly, read_snapshot
 
 DEFAULT_AUTO_PRUNE = True  # the default since 2026-09-02
 DEFAULT_RETENTION_DAYS = 90
@@ -108,19 +108,25 @@ def retention_policy(home: HermesHome) -> RetentionPolicy:
     config, unreadable = home._config()
     if unreadable:
         return RetentionPolicy(
-            DEFAULT_AUTO_PRUNE, DEFAULT_RETENTION_DAYS,
-            (f"{unreadable}: assuming Hermes's defaults (auto_prune on, "
-             f"{DEFAULT_RETENTION_DAYS} days)",),
-        )  # fmt: skip
+            DEFAULT_AUTO_PRUNE,
+            DEFAULT_RETENTION_DAYS,
+            (
+                f"{unreadable}: assuming Hermes's defaults (auto_prune on, "
+                f"{DEFAULT_RETENTION_DAYS} days)",
+            ),
+        )
     sessions = config.get("sessions")
     if sessions is None:
         return RetentionPolicy(DEFAULT_AUTO_PRUNE, DEFAULT_RETENTION_DAYS)
     if not isinstance(sessions, dict):
         return RetentionPolicy(
-            DEFAULT_AUTO_PRUNE, DEFAULT_RETENTION_DAYS,
-            (f"config.yaml sessions is {_shown(sessions)}, not a section of settings: assuming "
-             f"Hermes's defaults (auto_prune on, {DEFAULT_RETENTION_DAYS} days)",),
-        )  # fmt: skip
+            DEFAULT_AUTO_PRUNE,
+            DEFAULT_RETENTION_DAYS,
+            (
+                f"config.yaml sessions is {_shown(sessions)}, not a section of settings: assuming "
+                f"Hermes's defaults (auto_prune on, {DEFAULT_RETENTION_DAYS} days)",
+            ),
+        )
     notes: list[str] = []
     auto = sessions.get("auto_prune", DEFAULT_AUTO_PRUNE)
     if not isinstance(auto, bool):
@@ -159,8 +165,9 @@ def prune_radar(home: HermesHome, archive: Path, now: float | None = None) -> Pr
     finally:
         conn.close()
     candidates, archive_problem = _check_archive(home, archive, rows)
-    return PruneRadar(policy, cutoff, tuple(candidates), spared, last,
-                      archive_problem=archive_problem)  # fmt: skip
+    return PruneRadar(
+        policy, cutoff, tuple(candidates), spared, last, archive_problem=archive_problem
+    )
 
 
 # -- the source ---------------------------------------------------------------------------
@@ -189,9 +196,11 @@ def _doomed(
     ).fetchone()
     for row in rows:
         row["message_ids"] = [
-            str(r[0]) for r in conn.execute(
-                "SELECT id FROM messages WHERE session_id = ?", (row["session_id"],))
-        ]  # fmt: skip
+            str(r[0])
+            for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id = ?", (row["session_id"],)
+            )
+        ]
         row["messages"] = len(row["message_ids"])
     return rows, {"pinned": int(spared_pinned), "open": int(spared_open)}
 
@@ -226,12 +235,15 @@ def _check_archive(
     if not rows:
         return [], None
     if not archive.is_file():
-        problem = (f"no archive at {archive} yet: run `recall archive sync` before Hermes's "
-                   "next start, or these sessions are lost")  # fmt: skip
+        problem = (
+            f"no archive at {archive} yet: run `recall archive sync` before Hermes's "
+            "next start, or these sessions are lost"
+        )
         return [_candidate(r, None, "no-archive") for r in rows], problem
     if archive.resolve() == home.state_db.resolve():
-        problem = ("this home's store is its own archive: what Hermes deletes from it is "
-                   "kept nowhere else")  # fmt: skip
+        problem = (
+            "this home's store is its own archive: what Hermes deletes from it is kept nowhere else"
+        )
         return [_candidate(r, None, "no-archive") for r in rows], problem
     try:
         conn = open_readonly(archive)
@@ -290,11 +302,16 @@ def _candidate(
     row: dict[str, object], archived: int | None, status: str, archive_id: str | None = None
 ) -> Candidate:
     return Candidate(
-        session_id=str(row["session_id"]), title=row["title"], source=row["source"],  # type: ignore[arg-type]
-        started_at=float(row["started_at"]), ended_at=row["ended_at"],  # type: ignore[arg-type]
-        messages=int(row["messages"]), archived_messages=archived, status=status,  # type: ignore[arg-type]
+        session_id=str(row["session_id"]),
+        title=row["title"],
+        source=row["source"],  # type: ignore[arg-type]
+        started_at=float(row["started_at"]),
+        ended_at=row["ended_at"],  # type: ignore[arg-type]
+        messages=int(row["messages"]),
+        archived_messages=archived,
+        status=status,  # type: ignore[arg-type]
         archive_id=archive_id,
-    )  # fmt: skip
+    )
 
 
 # -- config values ------------------------------------------------------------------------

@@ -32,20 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dashboard.repository.archive import (
-    ReadChoice,
-    foreign_file,
-    migrate_own_store,
+from dashboard.archive.files import (
     open_archive,
-    read_choice,
 )
-from dashboard.repository.errors import StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import BATCH_SESSIONS, Progress, read_watermark, source_key, sync
-from dashboard.repository.profiles import Scope, discover
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import classify, open_readonly
-from dashboard.repository.store import SessionStore
+from dashboard.archive.importer import BATCH_SESSIONS, Progress, sync
+from dashboard.archive.marks import read_watermark, source_key
+from dashboard.errors import StoreUnavailableError
+from dashboard.store.readonly import classify, open_readonly
+from dashboard.store.session_store import SessionStore
 
 POLL_S = 0.5
 RECONCILE_S = 600.0  # a reconciliation pass this often, when the source moved meanwhile
@@ -291,15 +285,25 @@ class Syncer(_Polling):
         def progress(p: Progress) -> None:
             if self._stop.is_set():
                 raise SyncStopped  # between transactions: the watermark covers what landed
-            self._set(sessions_done=p.sessions_done, sessions_total=p.sessions_total,
-                      imported=self._state.imported or p.messages_added > 0)  # fmt: skip
+            self._set(
+                sessions_done=p.sessions_done,
+                sessions_total=p.sessions_total,
+                imported=self._state.imported or p.messages_added > 0,
+            )
             if self.on_progress:
                 self.on_progress(p)
 
         try:
-            sync(store, self.state_db, self.home_root, batch_sessions=self.batch_sessions,
-                 on_progress=progress, reconcile=reconcile, profile=self.profile,
-                 id_prefix=self.id_prefix)  # fmt: skip
+            sync(
+                store,
+                self.state_db,
+                self.home_root,
+                batch_sessions=self.batch_sessions,
+                on_progress=progress,
+                reconcile=reconcile,
+                profile=self.profile,
+                id_prefix=self.id_prefix,
+            )
         finally:
             self._set(running=False)
         self.syncs += 1
@@ -429,64 +433,3 @@ def _sentence(exc: StoreUnavailableError) -> str:
         "rollback": "holds an unfinished write only Hermes can roll back",
     }.get(exc.reason, f"cannot be read ({exc.reason})")
     return f"{exc.path} {what}"
-
-
-@dataclass(frozen=True)
-class HomeReading:
-    """A home's reader, and the syncer filling what it reads (None: its own store)."""
-
-    choice: ReadChoice
-    reader: StateReader
-    syncer: Syncer | SyncGroup | None
-
-    @property
-    def refused_archive(self) -> Path | None:
-        """The archive named, when it is someone else's database (never synced into)."""
-        return self.choice.archive if self.syncer is None else None
-
-
-def reading_for(
-    home: HermesHome, archive: str | os.PathLike[str] | None = None, *, inline: bool = False,
-    folder: str | os.PathLike[str] | None = None, will_create: bool = False,
-    on_progress: Callable[[Progress], None] | None = None,
-    homes: Sequence[HermesHome] = (), only: str | None = None,
-) -> HomeReading:  # fmt: skip
-    """The reader every page, API and CLI command uses for ``home`` (:func:`read_choice`).
-
-    ``home``'s profiles and those of ``homes`` (more ``--home`` folders) share the
-    one archive of ``home`` (profiles.py); ``only`` (``--profile``) serves one of
-    them: only its source is synced, and the reader's scope is that profile for
-    good. With an archive to fill, the syncer is made here and hooked into the
-    reader; the caller starts its thread (``recall serve``) or leaves it ``inline``.
-    """
-    profiles = discover([home, *homes])
-    if only is not None:
-        served = [p for p in profiles if p.name == only]
-        if not served:
-            raise ValidationError(
-                f"There is no profile called {only!r}; the profiles are: "
-                f"{', '.join(p.name for p in profiles)}."
-            )
-    else:
-        served = profiles
-    scope = Scope.of([only]) if only is not None else Scope()
-    # A home that is Recall's own store is read as it is only when it is all there is.
-    alone = len(profiles) == 1
-    choice = read_choice(home, archive, folder=folder, will_create=will_create, own=alone)
-    if choice.archive is None:
-        migrate_own_store(choice.path)
-        return HomeReading(choice, StateReader(home, choice.path, profiles=profiles), None)
-    if foreign_file(choice.archive):
-        # Someone else's database named as the archive: never synced into; reading it
-        # says what it is (StoreUnavailableError "not-archive", with its path).
-        reader = StateReader(served[0].home, choice.path, scope=scope, profiles=profiles)
-        return HomeReading(choice, reader, None)
-    members = [
-        Syncer(choice.archive, p.state_db, p.home.root, inline=inline, on_progress=on_progress,
-               profile=p.name, id_prefix=p.id_prefix)
-        for p in served
-    ]  # fmt: skip
-    syncer: Syncer | SyncGroup = members[0] if len(members) == 1 else SyncGroup(members)
-    reader = StateReader(served[0].home, choice.path, syncer.before_read, scope=scope,
-                         profiles=profiles)  # fmt: skip
-    return HomeReading(choice, reader, syncer)

@@ -19,21 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository import schema
-from dashboard.repository.errors import RecallError, StoreUnavailableError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import (
+from dashboard.archive.layout import detect_layout
+from dashboard.archive.marks import source_key
+from dashboard.archive.source import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     USAGE_COLUMNS,
     SourceSession,
     adapter_for,
-    source_key,
     usage_source_id,
 )
-from dashboard.repository.layout import detect_layout
-from dashboard.repository.readonly import open_readonly, read_snapshot
-from dashboard.repository.writecore import WriteCore, is_lock_error
+from dashboard.errors import RecallError, StoreUnavailableError
+from dashboard.hermes.home import HermesHome
+from dashboard.store import schema
+from dashboard.store.readonly import open_readonly, read_snapshot
+from dashboard.store.writecore import WriteCore, is_lock_error
 
 BATCH_SESSIONS = 200  # source sessions compared per round trip
 SHOWN = 10  # ids listed per kind of problem (all are counted)
@@ -100,10 +100,14 @@ class VerifyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "source": self.source, "archive": self.archive,
-            "adapter": self.adapter, "tables": {k: v.__dict__ for k, v in self.tables.items()},
-            "integrity": self.integrity, "only_in_archive": self.only_in_archive,
-        }  # fmt: skip
+            "ok": self.ok,
+            "source": self.source,
+            "archive": self.archive,
+            "adapter": self.adapter,
+            "tables": {k: v.__dict__ for k, v in self.tables.items()},
+            "integrity": self.integrity,
+            "only_in_archive": self.only_in_archive,
+        }
 
     def lines(self) -> list[str]:
         """The short report ``recall archive verify`` prints."""
@@ -122,15 +126,22 @@ class VerifyReport:
             out.append(f"kept      only in the archive (gone from the source): {kept}")
         for check, result in self.integrity.items():
             out.append(f"{check:<22}{result}" + ("" if result == "ok" else "  PROBLEM"))
-        out.append("verified: the archive holds every source row" if self.ok else
-                   "problems found: `recall archive sync` copies what is missing")  # fmt: skip
+        out.append(
+            "verified: the archive holds every source row"
+            if self.ok
+            else "problems found: `recall archive sync` copies what is missing"
+        )
         return out
 
 
 def verify_archive(
-    home: HermesHome, archive: Path, *, profile: str | None = None, id_prefix: str = "",
+    home: HermesHome,
+    archive: Path,
+    *,
+    profile: str | None = None,
+    id_prefix: str = "",
     check_integrity: bool = True,
-) -> VerifyReport:  # fmt: skip
+) -> VerifyReport:
     """Compare ``archive`` with ``home``'s state.db and check the archive's indexes.
 
     ``profile`` and ``id_prefix`` are the home's profile (:class:`profiles.Profile`): the
@@ -150,8 +161,7 @@ def verify_archive(
     try:
         try:
             layout = detect_layout(source, home.state_db)
-            adapter = adapter_for(source, layout, home.root, profile=profile,
-                                  id_prefix=id_prefix)  # fmt: skip
+            adapter = adapter_for(source, layout, home.root, profile=profile, id_prefix=id_prefix)
             with read_snapshot(source), read_snapshot(conn):
                 ids = [sid for _, sid in adapter.session_keys()]
                 tables = {"sessions": TableCheck(), "messages": TableCheck(), "usage": TableCheck()}
@@ -174,9 +184,11 @@ def verify_archive(
 
 
 def _compare(
-    conn: sqlite3.Connection, key: str, batch: Sequence[SourceSession],
+    conn: sqlite3.Connection,
+    key: str,
+    batch: Sequence[SourceSession],
     tables: dict[str, TableCheck],
-) -> dict[str, int]:  # fmt: skip
+) -> dict[str, int]:
     """Compare one batch; return how many archive rows of each table matched a source row."""
     ids = json.dumps([s.row["id"] for s in batch])
     sessions = {
@@ -207,14 +219,18 @@ def _compare(
         )
     }
     for s in batch:
-        _check(tables["sessions"], s.row["id"], _digest(s.row[c] for c in SESSION_COLUMNS),
-               sessions)  # fmt: skip
+        _check(
+            tables["sessions"], s.row["id"], _digest(s.row[c] for c in SESSION_COLUMNS), sessions
+        )
         for m in s.messages:
-            _check(tables["messages"], str(m["id"]),
-                   _digest(m[c] for c in COMPARED_MESSAGE_COLUMNS), messages)  # fmt: skip
+            _check(
+                tables["messages"],
+                str(m["id"]),
+                _digest(m[c] for c in COMPARED_MESSAGE_COLUMNS),
+                messages,
+            )
         for u in s.usage:
-            _check(tables["usage"], usage_source_id(u), _digest(u[c] for c in USAGE_COLUMNS),
-                   usage)  # fmt: skip
+            _check(tables["usage"], usage_source_id(u), _digest(u[c] for c in USAGE_COLUMNS), usage)
     return {"sessions": len(sessions), "messages": len(messages), "usage": len(usage)}
 
 
@@ -239,8 +255,11 @@ def _only_in_archive(conn: sqlite3.Connection, key: str, matched: dict[str, int]
     """Rows of this home the archive holds beyond those the source still has."""
     totals = {
         name: conn.execute(f"SELECT count(*) FROM {table} WHERE src_home = ?", (key,)).fetchone()[0]
-        for name, table in (("sessions", "sessions"), ("messages", "messages"),
-                            ("usage", "session_model_usage"))  # fmt: skip
+        for name, table in (
+            ("sessions", "sessions"),
+            ("messages", "messages"),
+            ("usage", "session_model_usage"),
+        )
     }
     return {name: max(0, totals[name] - matched.get(name, 0)) for name in totals}
 
@@ -264,8 +283,10 @@ def _integrity(archive: Path) -> dict[str, str]:
         ).fetchone()
         for table in schema.FTS_TABLES:
             if pending and table.endswith("_trigram"):
-                results[table] = ("not built yet: the first import has not finished "
-                                  "(`recall archive sync` finishes it)")  # fmt: skip
+                results[table] = (
+                    "not built yet: the first import has not finished "
+                    "(`recall archive sync` finishes it)"
+                )
                 continue
             try:
                 # rank=1: also against the content the index was built from (messages).

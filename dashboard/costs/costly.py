@@ -12,8 +12,9 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
-from dashboard.repository.costs import (
+from dashboard.costs.spend import (
     SUM_COLUMNS,
     TOKEN_COLUMNS,
     Cell,
@@ -22,12 +23,20 @@ from dashboard.repository.costs import (
     add_vector,
     cell_from_sums,
 )
-from dashboard.repository.gone import gone_sql
-from dashboard.repository.lineage import Lineage
-from dashboard.repository.params import table_sort
+from dashboard.params import table_sort
+from dashboard.store.presence import gone_sql
 
 SORTS = ("cost", "tokens", "calls")
 TOP_SESSIONS = 25  # a screen of rows; the CSV and the tables above hold every figure
+
+
+class Families(Protocol):
+    """What the costliest sessions ask of the lineage (``lineage.graph.Lineage``): the
+    lineage sits above costs, since a chain's figures are summed by the cost rules."""
+
+    def root(self, session_id: str) -> str: ...
+
+    def family(self, root: str) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -79,9 +88,12 @@ def session_sums(rows: Iterable[Row], question: Plan) -> dict[str, list[float]]:
 
 
 def rank_sessions(
-    sums: dict[str, list[float]], *, sort: str = "cost", descending: bool = True,
+    sums: dict[str, list[float]],
+    *,
+    sort: str = "cost",
+    descending: bool = True,
     limit: int = TOP_SESSIONS,
-) -> list[tuple[str, list[float]]]:  # fmt: skip
+) -> list[tuple[str, list[float]]]:
     """The first ``limit`` sessions by ``sort``: ``cost`` is effective spend (an unknown
     price sorts below every known one, either way), ``tokens`` every kind together,
     ``calls`` API calls; ties by id. :meth:`CostRollup.session_sums` orders the same."""
@@ -101,9 +113,14 @@ def rank_sessions(
 
 
 def costly_sessions(
-    conn: sqlite3.Connection, lineage: Lineage, total: int,
-    ranked: list[tuple[str, list[float]]], *, sort: str = "cost", descending: bool = True,
-) -> CostlySessions:  # fmt: skip
+    conn: sqlite3.Connection,
+    lineage: Families,
+    total: int,
+    ranked: list[tuple[str, list[float]]],
+    *,
+    sort: str = "cost",
+    descending: bool = True,
+) -> CostlySessions:
     """The ranked sessions (``(id, SUM_COLUMNS sums)``, from :func:`rank_sessions` or the
     rollup) with their titles and whether each is part of a chain."""
     details = _details(conn, [sid for sid, _ in ranked])
@@ -128,5 +145,7 @@ def _details(
         "JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(wanted),),
     )
-    return {sid: (started, title or None, source, model, gone)
-            for sid, started, title, source, model, gone in found}  # fmt: skip
+    return {
+        sid: (started, title or None, source, model, gone)
+        for sid, started, title, source, model, gone in found
+    }

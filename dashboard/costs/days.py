@@ -69,9 +69,11 @@ class DayClock:
 
 
 def row_parts(
-    anchor: int | None, first: int | None, last: int | None,
+    anchor: int | None,
+    first: int | None,
+    last: int | None,
     calls: Iterable[tuple[int, int | None]],
-) -> Parts:  # fmt: skip
+) -> Parts:
     """The days of a row and their weights (module docstring).
 
     ``anchor`` is the fallback day (None: the row has no time and no day), ``first``

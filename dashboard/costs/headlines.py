@@ -1,6 +1,6 @@
 """This month's headline figures: spend so far, last month at the same point, projection.
 
-Built only from :func:`dashboard.repository.costs.spend` results, through whatever
+Built only from :func:`dashboard.costs.spend.spend` results, through whatever
 callable returns them (``StateReader.spend`` in the app, a lambda over a connection in
 tests), so this module holds no SQL and opens nothing itself.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from dashboard.repository.cost_rules import known_spend, total
-from dashboard.repository.costs import Cell, Spend
+from dashboard.costs.rules import known_spend, total
+from dashboard.costs.spend import Cell, Spend
 
 SpendFunction = Callable[..., Spend]
 
@@ -64,21 +64,36 @@ class Headlines:
             )
 
         return {
-            "month": self.month, "day": self.day, "elapsed_fraction": self.elapsed_fraction,
-            "spend_so_far": self.spend_so_far, "unknown_calls": self.unknown_calls,
+            "month": self.month,
+            "day": self.day,
+            "elapsed_fraction": self.elapsed_fraction,
+            "spend_so_far": self.spend_so_far,
+            "unknown_calls": self.unknown_calls,
             "last_month_same_point": self.last_month_same_point,
             "last_month_unknown_calls": self.last_month_unknown_calls,
-            "projection": self.projection, "top_provider": leader(self.top_provider),
-            "top_model": leader(self.top_model), "actual_share": self.actual_share,
-            "by_profile": [{"profile": p.name, "spend_so_far": p.spend_so_far,
-                            "unknown_calls": p.unknown_calls} for p in self.by_profile],
-        }  # fmt: skip
+            "projection": self.projection,
+            "top_provider": leader(self.top_provider),
+            "top_model": leader(self.top_model),
+            "actual_share": self.actual_share,
+            "by_profile": [
+                {
+                    "profile": p.name,
+                    "spend_so_far": p.spend_so_far,
+                    "unknown_calls": p.unknown_calls,
+                }
+                for p in self.by_profile
+            ],
+        }
 
 
 def headlines(
-    spend: SpendFunction, *, now: datetime, timezone: str | None = None,
-    sources: tuple[str, ...] = (), profiles: Sequence[str] = (),
-) -> Headlines:  # fmt: skip
+    spend: SpendFunction,
+    *,
+    now: datetime,
+    timezone: str | None = None,
+    sources: tuple[str, ...] = (),
+    profiles: Sequence[str] = (),
+) -> Headlines:
     """This month's figures as of ``now`` (an aware datetime in the user's timezone).
 
     ``spend`` is called like :func:`costs.spend` without the connection. ``profiles``:
@@ -98,9 +113,11 @@ def headlines(
     last_first = (first - timedelta(days=1)).replace(day=1)
     last_day = min(today.day, monthrange(last_first.year, last_first.month)[1])
     last = spend(
-        by="provider", start=last_first, end=last_first.replace(day=last_day) + timedelta(days=1),
+        by="provider",
+        start=last_first,
+        end=last_first.replace(day=last_day) + timedelta(days=1),
         **options,
-    )  # fmt: skip
+    )
 
     month_start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)
     month_end = datetime(following.year, following.month, following.day, tzinfo=now.tzinfo)
@@ -109,20 +126,28 @@ def headlines(
     so_far = known_spend(by_provider.totals.effective_usd)
     projection = so_far / elapsed if elapsed > 0 else None
     return Headlines(
-        month=first.strftime("%Y-%m"), day=today.day, elapsed_fraction=elapsed,
-        spend_so_far=so_far, unknown_calls=by_provider.totals.status_mix["unknown"],
+        month=first.strftime("%Y-%m"),
+        day=today.day,
+        elapsed_fraction=elapsed,
+        spend_so_far=so_far,
+        unknown_calls=by_provider.totals.status_mix["unknown"],
         last_month_same_point=known_spend(last.totals.effective_usd),
         last_month_unknown_calls=last.totals.status_mix["unknown"],
-        projection=projection, top_provider=_leader(by_provider.rows),
-        top_model=_leader(by_model.rows), actual_share=by_provider.totals.actual_share,
+        projection=projection,
+        top_provider=_leader(by_provider.rows),
+        top_model=_leader(by_model.rows),
+        actual_share=by_provider.totals.actual_share,
         by_profile=_by_profile(spend, profiles, first, tomorrow, options),
-    )  # fmt: skip
+    )
 
 
 def _by_profile(
-    spend: SpendFunction, profiles: Sequence[str], start: date, end: date,
+    spend: SpendFunction,
+    profiles: Sequence[str],
+    start: date,
+    end: date,
     options: dict[str, Any],
-) -> tuple[ProfileSpend, ...]:  # fmt: skip
+) -> tuple[ProfileSpend, ...]:
     """Each profile's spend so far: one by-profile question, its cells summed per key."""
     if not profiles:
         return ()
@@ -131,10 +156,13 @@ def _by_profile(
     for cell in found.rows:
         cells.setdefault(cell.key, []).append(cell)
     return tuple(
-        ProfileSpend(name, known_spend(total([c.effective_usd for c in cells.get(name, [])])),
-                     sum(c.status_mix["unknown"] for c in cells.get(name, [])))
+        ProfileSpend(
+            name,
+            known_spend(total([c.effective_usd for c in cells.get(name, [])])),
+            sum(c.status_mix["unknown"] for c in cells.get(name, [])),
+        )
         for name in profiles
-    )  # fmt: skip
+    )
 
 
 def _next_month(first: date) -> date:

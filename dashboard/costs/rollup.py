@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from dashboard.repository.cost_days import DayClock
-from dashboard.repository.costs import (
+from dashboard.costs.days import DayClock
+from dashboard.costs.spend import (
     DIMENSIONS,
     MONEY_SUMS,
     SUM_COLUMNS,
@@ -58,9 +58,9 @@ from dashboard.repository.costs import (
     plan,
     read_rows,
 )
-from dashboard.repository.errors import StoreUnavailableError
-from dashboard.repository.readonly import read_snapshot
-from dashboard.repository.writecore import WriteCore
+from dashboard.errors import StoreUnavailableError
+from dashboard.store.readonly import read_snapshot
+from dashboard.store.writecore import WriteCore
 
 log = logging.getLogger(__name__)
 
@@ -71,97 +71,6 @@ EVERY = ("all", "all")  # the (dimension, key) every session counts in: the tota
 CHUNK = 500
 ROW_COLUMNS = ("day", "weight", "sid", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "calls")
 NO_DAY = 0  # cost_row.day of a row with no time (ordinals start at 1)
-
-
-def create_tables(conn: sqlite3.Connection) -> None:
-    """The rollup's tables (Recall migrations 3 and 4, see :mod:`recalldb`)."""
-    # Homes by number: the path would be repeated in every one of ~2 rows per usage row.
-    conn.execute("CREATE TABLE cost_homes (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
-    conn.execute(
-        """
-        CREATE TABLE cost_rollup_state (
-            home INTEGER PRIMARY KEY,
-            version TEXT NOT NULL,
-            zone TEXT NOT NULL,             -- IANA key the days are local to
-            watermark REAL,                 -- the newest last_seen read
-            max_rid INTEGER NOT NULL,       -- the newest usage rowid read
-            max_mid INTEGER NOT NULL,       -- the newest message rowid read
-            row_count INTEGER NOT NULL,
-            fingerprint TEXT NOT NULL,      -- costs.fingerprint() when last brought up to date
-            built_at REAL NOT NULL
-        )"""
-    )
-    tokens = ", ".join(f"{c} INTEGER NOT NULL" for c in TOKEN_COLUMNS)
-    conn.execute(
-        f"""
-        CREATE TABLE cost_row (
-            home INTEGER NOT NULL, rid INTEGER NOT NULL,
-            day INTEGER NOT NULL,           -- proleptic ordinal of the local date; 0: no time
-            weight INTEGER NOT NULL,        -- the day's share of the row (cost_days)
-            sid TEXT NOT NULL,
-            provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
-            profile TEXT NOT NULL,
-            status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
-            PRIMARY KEY (home, rid, day)
-        ) WITHOUT ROWID"""
-    )
-    conn.execute("CREATE INDEX idx_cost_row_sid ON cost_row(home, sid)")
-    sums = ", ".join(f"{c} NUMERIC NOT NULL" for c in SUM_COLUMNS)
-    conn.execute(
-        f"""
-        CREATE TABLE cost_day (
-            home INTEGER NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,
-            model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
-            profile TEXT NOT NULL, {sums},
-            PRIMARY KEY (home, day, provider, model, source, task, profile)
-        ) WITHOUT ROWID"""
-    )
-    conn.execute(
-        """
-        CREATE TABLE cost_day_sessions (
-            home INTEGER NOT NULL, dim TEXT NOT NULL, day INTEGER NOT NULL, key TEXT NOT NULL,
-            source TEXT NOT NULL, profile TEXT NOT NULL, sessions INTEGER NOT NULL,
-            PRIMARY KEY (home, dim, day, key, source, profile)
-        ) WITHOUT ROWID"""
-    )
-    conn.execute(
-        "CREATE TABLE cost_multi (home INTEGER NOT NULL, sid TEXT NOT NULL, "
-        "PRIMARY KEY (home, sid)) WITHOUT ROWID"
-    )
-
-
-def create_session_days(conn: sqlite3.Connection) -> None:
-    """Recall migration 5: ``cost_session_day``, sums per (day, session), for the
-    costliest sessions of a range (filled by the next build: ROLLUP_VERSION 3)."""
-    sums = ", ".join(f"{c} NUMERIC NOT NULL" for c in SUM_COLUMNS)
-    conn.execute(
-        f"""
-        CREATE TABLE cost_session_day (
-            home INTEGER NOT NULL, day INTEGER NOT NULL, sid TEXT NOT NULL,
-            source TEXT NOT NULL, profile TEXT NOT NULL, {sums},
-            PRIMARY KEY (home, day, sid, source, profile)
-        ) WITHOUT ROWID"""
-    )
-
-
-def recreate_tables(conn: sqlite3.Connection) -> None:
-    """Recall migration 4: rows spread over days (issue 13). The sums are rebuilt anyway."""
-    _drop_tables(conn)
-    create_tables(conn)
-
-
-def recreate_with_profiles(conn: sqlite3.Connection) -> None:
-    """Recall migration 6: every record keyed by its profile too (issue 17). The sums are
-    rebuilt from the archive by the next question (ROLLUP_VERSION 4)."""
-    _drop_tables(conn)
-    create_tables(conn)
-    create_session_days(conn)
-
-
-def _drop_tables(conn: sqlite3.Connection) -> None:
-    for table in ("cost_session_day", "cost_multi", "cost_day_sessions", "cost_day", "cost_row",
-                  "cost_rollup_state", "cost_homes"):  # fmt: skip
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 #: A cell a session counts in: (dimension, key, source, profile, day).
@@ -206,9 +115,12 @@ class CostRollup:
     """Spend answered from per-day sums in ``core`` (Recall's file) for one home."""
 
     def __init__(
-        self, core: WriteCore, home: str, *,
+        self,
+        core: WriteCore,
+        home: str,
+        *,
         connect: Callable[[], sqlite3.Connection] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """``connect`` opens the archive read-only for a background build; without it the
         first question builds in the caller's thread."""
         self.core = core
@@ -244,9 +156,15 @@ class CostRollup:
         return self._answer(question)
 
     def session_sums(
-        self, conn: sqlite3.Connection, question: Plan, *, sort: str, descending: bool,
-        limit: int, mark: SpendMark | None = None,
-    ) -> tuple[int, list[tuple[str, list[float]]]] | None:  # fmt: skip
+        self,
+        conn: sqlite3.Connection,
+        question: Plan,
+        *,
+        sort: str,
+        descending: bool,
+        limit: int,
+        mark: SpendMark | None = None,
+    ) -> tuple[int, list[tuple[str, list[float]]]] | None:
         """``(sessions that spent in the range, [(session, SUM_COLUMNS sums)])`` of the
         first ``limit`` by ``sort`` (see :mod:`cost_sessions`), from ``cost_session_day``;
         None while a first build runs in the background."""
@@ -269,14 +187,26 @@ class CostRollup:
             ).fetchone()[0]
             # Rank on the one or two sums the order needs, then sum every column of the few
             # picked: ~25 ms instead of ~150 ms for every column of 20k sessions.
-            picked = [sid for (sid,) in rconn.execute(
-                f"SELECT sid FROM cost_session_day WHERE {where} GROUP BY sid "
-                f"ORDER BY {order}, sid LIMIT ?", [*params, limit],
-            )]  # fmt: skip
-            found = {sid: list(vector) for sid, *vector in rconn.execute(
-                f"SELECT sid, {sums} FROM cost_session_day WHERE {where} "
-                f"AND sid IN ({_marks(picked)}) GROUP BY sid", [*params, *picked],
-            )} if picked else {}  # fmt: skip
+            picked = [
+                sid
+                for (sid,) in rconn.execute(
+                    f"SELECT sid FROM cost_session_day WHERE {where} GROUP BY sid "
+                    f"ORDER BY {order}, sid LIMIT ?",
+                    [*params, limit],
+                )
+            ]
+            found = (
+                {
+                    sid: list(vector)
+                    for sid, *vector in rconn.execute(
+                        f"SELECT sid, {sums} FROM cost_session_day WHERE {where} "
+                        f"AND sid IN ({_marks(picked)}) GROUP BY sid",
+                        [*params, *picked],
+                    )
+                }
+                if picked
+                else {}
+            )
         return int(total or 0), [(sid, found[sid]) for sid in picked]
 
     def refresh(
@@ -302,8 +232,9 @@ class CostRollup:
             if not self._apply(changed, state, mark, newest[0] if newest else None):
                 return self._rebuild_soon(conn, zone)
             self.last_refresh = {
-                "changed": len(changed), "apply_ms": (time.perf_counter() - t0) * 1000
-            }  # fmt: skip
+                "changed": len(changed),
+                "apply_ms": (time.perf_counter() - t0) * 1000,
+            }
             return True
 
     def _rebuild_soon(self, conn: sqlite3.Connection, zone: ZoneInfo) -> bool:
@@ -337,8 +268,12 @@ class CostRollup:
                 f"SELECT sum(sessions) FROM cost_day_sessions WHERE {where} AND dim = ?",
                 [*params, EVERY[0]],
             ).fetchone()[0]
-            multi = [sid for (sid,) in rconn.execute(
-                "SELECT sid FROM cost_multi WHERE home = ?", (self.home,))]  # fmt: skip
+            multi = [
+                sid
+                for (sid,) in rconn.execute(
+                    "SELECT sid FROM cost_multi WHERE home = ?", (self.home,)
+                )
+            ]
             seen: list[tuple[int, str, str]] = []
             for i in range(0, len(multi), CHUNK):
                 chunk = multi[i : i + CHUNK]
@@ -435,13 +370,25 @@ class CostRollup:
             if len(_days_of(cells)) > 1:
                 multi.append(sid)
         state = (
-            self.home, ROLLUP_VERSION, zone.key, mark.last_seen, max(rows, default=0),
-            mark.newest_message or 0, len(rows), repr(mark), time.time(),
-        )  # fmt: skip
+            self.home,
+            ROLLUP_VERSION,
+            zone.key,
+            mark.last_seen,
+            max(rows, default=0),
+            mark.newest_message or 0,
+            len(rows),
+            repr(mark),
+            time.time(),
+        )
 
         def write(w: sqlite3.Connection) -> None:
-            for table in ("cost_row", "cost_day", "cost_day_sessions", "cost_multi",
-                          "cost_session_day"):  # fmt: skip
+            for table in (
+                "cost_row",
+                "cost_day",
+                "cost_day_sessions",
+                "cost_multi",
+                "cost_session_day",
+            ):
                 w.execute(f"DELETE FROM {table} WHERE home = ?", (self.home,))
             w.executemany(
                 f"INSERT INTO cost_session_day VALUES "
@@ -459,16 +406,19 @@ class CostRollup:
             )
             w.executemany(
                 "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((self.home, dim, day, key, src, profile, n)
-                 for (dim, key, src, profile, day), n in members.items()),
-            )  # fmt: skip
+                (
+                    (self.home, dim, day, key, src, profile, n)
+                    for (dim, key, src, profile, day), n in members.items()
+                ),
+            )
             w.executemany("INSERT INTO cost_multi VALUES (?, ?)", ((self.home, s) for s in multi))
             w.execute("INSERT OR REPLACE INTO cost_rollup_state VALUES (?,?,?,?,?,?,?,?,?)", state)
 
         self.core.write(write)
         self.last_refresh = {"rebuilt": len(rows), "build_ms": (time.perf_counter() - t0) * 1000}
-        log.info("cost rollup built: %d usage rows in %.0f ms", len(rows),
-                 self.last_refresh["build_ms"])  # fmt: skip
+        log.info(
+            "cost rollup built: %d usage rows in %.0f ms", len(rows), self.last_refresh["build_ms"]
+        )
 
     def _apply(
         self, changed: dict[int, Row], seen: _State, mark: SpendMark, newest_sid: object
@@ -513,8 +463,10 @@ class CostRollup:
             ids = list(changed)
             for i in range(0, len(ids), CHUNK):  # a row's days may have changed: replace all
                 chunk = ids[i : i + CHUNK]
-                w.execute(f"DELETE FROM cost_row WHERE home = ? AND rid IN ({_marks(chunk)})",
-                          (self.home, *chunk))  # fmt: skip
+                w.execute(
+                    f"DELETE FROM cost_row WHERE home = ? AND rid IN ({_marks(chunk)})",
+                    (self.home, *chunk),
+                )
             w.executemany(
                 f"INSERT INTO cost_row VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
                 (v for rid, row in changed.items() for v in _row_values(self.home, rid, row)),
@@ -523,9 +475,16 @@ class CostRollup:
             w.execute(
                 "UPDATE cost_rollup_state SET watermark = ?, max_rid = ?, max_mid = ?, "
                 "row_count = ?, fingerprint = ?, built_at = ? WHERE home = ?",
-                (watermark, max([state.max_rid, *changed]), mark.newest_message or 0, rows,
-                 repr(mark), time.time(), self.home),
-            )  # fmt: skip
+                (
+                    watermark,
+                    max([state.max_rid, *changed]),
+                    mark.newest_message or 0,
+                    rows,
+                    repr(mark),
+                    time.time(),
+                    self.home,
+                ),
+            )
             return True
 
         return self.core.write(write)
@@ -561,8 +520,13 @@ def _clean(vector: list[float]) -> list[float]:
     """Exact zeros where no row is left to sum (float subtraction leaves dust)."""
     out = list(vector)
     names = {name: i for i, name in enumerate(SUM_COLUMNS)}
-    for total, count in (("e_sum", "e_n"), ("a_sum", "a_n"), ("eff_sum", "eff_n"),
-                         ("pa_sum", "pair_n"), ("pe_sum", "pair_n")):  # fmt: skip
+    for total, count in (
+        ("e_sum", "e_n"),
+        ("a_sum", "a_n"),
+        ("eff_sum", "eff_n"),
+        ("pa_sum", "pair_n"),
+        ("pe_sum", "pair_n"),
+    ):
         if round(out[names[count]]) == 0:
             out[names[total]] = 0.0
     for name in SUM_COLUMNS:
@@ -573,8 +537,7 @@ def _clean(vector: list[float]) -> list[float]:
 
 def _row_values(home: int, rid: int, row: Row) -> list[tuple]:
     """The cost_row records of one row: one per day, or one on NO_DAY with no weight."""
-    figures = (*(row.key(d) for d in DIMENSIONS), row.status, row.e, row.a, *row.tokens,
-               row.calls)  # fmt: skip
+    figures = (*(row.key(d) for d in DIMENSIONS), row.status, row.e, row.a, *row.tokens, row.calls)
     parts = row.parts or ((NO_DAY, 0),)
     return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
 
@@ -588,8 +551,20 @@ def _to_rows(records: Iterable[tuple]) -> dict[int, Row]:
     for rid, found in grouped.items():
         _, _, _, sid, provider, model, source, task, profile, status, e, a, *rest = found[0]
         parts = tuple(sorted((r[1], r[2]) for r in found if r[2] > 0))
-        out[rid] = Row(sid, provider, model, source, task, profile, status, e, a,
-                       tuple(rest[:-1]), rest[-1], parts)  # fmt: skip
+        out[rid] = Row(
+            sid,
+            provider,
+            model,
+            source,
+            task,
+            profile,
+            status,
+            e,
+            a,
+            tuple(rest[:-1]),
+            rest[-1],
+            parts,
+        )
     return out
 
 
@@ -629,9 +604,12 @@ SESSION_KEYS = ("day", "sid", "source", "profile")  # cost_session_day's
 
 
 def _apply_sums(
-    w: sqlite3.Connection, table: str, keys: tuple[str, ...], home: int,
+    w: sqlite3.Connection,
+    table: str,
+    keys: tuple[str, ...],
+    home: int,
     delta: dict[tuple, list[float]],
-) -> None:  # fmt: skip
+) -> None:
     """Add ``delta`` (per key, SUM_COLUMNS vectors) to ``table``; a sum of no rows goes."""
     cols = ", ".join(SUM_COLUMNS)
     where = " AND ".join(f"{k} = ?" for k in ("home", *keys))
@@ -642,8 +620,9 @@ def _apply_sums(
         if round(total[0]) <= 0:
             w.execute(f"DELETE FROM {table} WHERE {where}", (home, *key))
         else:
-            w.execute(f"INSERT OR REPLACE INTO {table} VALUES ({marks})",
-                      (home, *key, *_clean(total)))  # fmt: skip
+            w.execute(
+                f"INSERT OR REPLACE INTO {table} VALUES ({marks})", (home, *key, *_clean(total))
+            )
 
 
 def _apply_sessions(

@@ -32,9 +32,12 @@ from dataclasses import dataclass
 #: Statuses as Recall reads them, in display order.
 STATUSES = ("actual", "partial", "estimated", "included", "unknown")
 STATUS_LABELS = {
-    "actual": "billed", "partial": "partly billed", "estimated": "estimated",
-    "included": "included", "unknown": "unknown price",
-}  # fmt: skip
+    "actual": "billed",
+    "partial": "partly billed",
+    "estimated": "estimated",
+    "included": "included",
+    "unknown": "unknown price",
+}
 MONEY_DIGITS = 10  # dollars are summed then rounded here (see money)
 _HERMES_STATUSES = frozenset(("actual", "estimated", "included", "unknown"))
 
@@ -150,8 +153,11 @@ def coverage(counts: dict[str, int], noun: str = "segments") -> str:
     no price for 1" (``counts``: parts per status, as :func:`combine` counts them)."""
     whole = sum(counts.values())
     words = [f"billed for {counts.get('actual', 0)} of {whole} {noun}"]
-    for status, phrase in (("partial", "partly for"), ("included", "included in a plan for"),
-                           ("unknown", "no price for")):  # fmt: skip
+    for status, phrase in (
+        ("partial", "partly for"),
+        ("included", "included in a plan for"),
+        ("unknown", "no price for"),
+    ):
         if counts.get(status):
             words.append(f"{phrase} {counts[status]}")
     return ", ".join(words)

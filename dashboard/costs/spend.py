@@ -38,8 +38,8 @@ from datetime import date, datetime, timedelta
 from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
-from dashboard.repository.cost_days import DayClock, Parts, apportion, fractions, row_parts
-from dashboard.repository.cost_rules import (
+from dashboard.costs.days import DayClock, Parts, apportion, fractions, row_parts
+from dashboard.costs.rules import (
     STATUSES,
     CostSummary,
     RowCost,
@@ -49,8 +49,8 @@ from dashboard.repository.cost_rules import (
     read_cost,
     total,
 )
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.schema import DERIVED_USAGE_PREFIX
+from dashboard.errors import ValidationError
+from dashboard.store.schema import DERIVED_USAGE_PREFIX
 
 PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task", "profile")
@@ -59,9 +59,20 @@ DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagg
 TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
 # One vector per (row, day); sums of these make a cell (and a rollup day-cell).
 SUM_COLUMNS = (
-    "rows", "e_sum", "e_n", "a_sum", "a_n", "eff_sum", "eff_n", "pa_sum", "pe_sum", "pair_n",
-    *(f"n_{s}" for s in STATUSES), *TOKEN_COLUMNS, "calls",
-)  # fmt: skip
+    "rows",
+    "e_sum",
+    "e_n",
+    "a_sum",
+    "a_n",
+    "eff_sum",
+    "eff_n",
+    "pa_sum",
+    "pe_sum",
+    "pair_n",
+    *(f"n_{s}" for s in STATUSES),
+    *TOKEN_COLUMNS,
+    "calls",
+)
 MONEY_SUMS = ("e_sum", "a_sum", "eff_sum", "pa_sum", "pe_sum")
 
 
@@ -87,12 +98,19 @@ class Cell:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "period": self.period, "key": self.key, "estimated_usd": self.estimated_usd,
-            "actual_usd": self.actual_usd, "effective_usd": self.effective_usd,
-            "drift": self.drift, "drift_flagged": self.drift_flagged,
-            "status_mix": self.status_mix, "actual_share": self.actual_share,
-            "tokens": self.tokens, "sessions": self.sessions, "api_calls": self.api_calls,
-        }  # fmt: skip
+            "period": self.period,
+            "key": self.key,
+            "estimated_usd": self.estimated_usd,
+            "actual_usd": self.actual_usd,
+            "effective_usd": self.effective_usd,
+            "drift": self.drift,
+            "drift_flagged": self.drift_flagged,
+            "status_mix": self.status_mix,
+            "actual_share": self.actual_share,
+            "tokens": self.tokens,
+            "sessions": self.sessions,
+            "api_calls": self.api_calls,
+        }
 
 
 @dataclass
@@ -115,11 +133,16 @@ class Spend:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "period": self.period, "by": self.by, "from": self.start.isoformat(),
-            "to": self.end.isoformat(), "timezone": self.timezone,
-            "source_table": self.source_table, "periods": self.periods,
-            "rows": [r.to_json() for r in self.rows], "totals": self.totals.to_json(),
-        }  # fmt: skip
+            "period": self.period,
+            "by": self.by,
+            "from": self.start.isoformat(),
+            "to": self.end.isoformat(),
+            "timezone": self.timezone,
+            "source_table": self.source_table,
+            "periods": self.periods,
+            "rows": [r.to_json() for r in self.rows],
+            "totals": self.totals.to_json(),
+        }
 
 
 def period_starts(period: str, start: date, end: date) -> list[date]:
@@ -187,16 +210,27 @@ class Plan:
         """The answer: ``cells`` sorted, and a total of ``sessions`` distinct sessions."""
         rows = sorted(cells, key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
         return Spend(
-            period=self.period, by=self.by, start=self.start, end=self.end,
-            timezone=_zone_label(self.zone), periods=self.labels, rows=rows,
+            period=self.period,
+            by=self.by,
+            start=self.start,
+            end=self.end,
+            timezone=_zone_label(self.zone),
+            periods=self.labels,
+            rows=rows,
             totals=_sum_cells(rows, sessions),
-        )  # fmt: skip
+        )
 
 
 def plan(
-    *, period: str = "month", by: str = "provider", start: date, end: date,
-    timezone: str | None = None, sources: tuple[str, ...] = (), profiles: tuple[str, ...] = (),
-) -> Plan:  # fmt: skip
+    *,
+    period: str = "month",
+    by: str = "provider",
+    start: date,
+    end: date,
+    timezone: str | None = None,
+    sources: tuple[str, ...] = (),
+    profiles: tuple[str, ...] = (),
+) -> Plan:
     """Check a spend question; :class:`ValidationError` names what is wrong."""
     if period not in PERIODS:
         raise ValidationError(f"period must be one of {', '.join(PERIODS)}")
@@ -211,8 +245,9 @@ def plan(
     if len(starts) > 800:
         raise ValidationError("too many periods: choose a coarser period or a shorter range")
     labels = [period_label(period, d) for d in starts]
-    return Plan(period, by, start, end, zone, starts, labels, tuple(sources),
-                tuple(sorted(set(profiles))))  # fmt: skip
+    return Plan(
+        period, by, start, end, zone, starts, labels, tuple(sources), tuple(sorted(set(profiles)))
+    )
 
 
 def spend(conn: sqlite3.Connection, **options: object) -> Spend:
@@ -377,11 +412,24 @@ class Row:
         e, a, eff, paired = cost.estimated, cost.billed, cost.effective, cost.paired
         status = [self.calls if self.status == s else 0 for s in STATUSES]
         if len(self.parts) == 1:  # most rows: one day, nothing to split
-            yield self.parts[0][0], [
-                1, 0.0 if e is None else e, e is not None, 0.0 if a is None else a, a is not None,
-                0.0 if eff is None else eff, eff is not None, a if paired else 0.0,
-                e if paired else 0.0, paired, *status, *self.tokens, self.calls,
-            ]  # fmt: skip
+            yield (
+                self.parts[0][0],
+                [
+                    1,
+                    0.0 if e is None else e,
+                    e is not None,
+                    0.0 if a is None else a,
+                    a is not None,
+                    0.0 if eff is None else eff,
+                    eff is not None,
+                    a if paired else 0.0,
+                    e if paired else 0.0,
+                    paired,
+                    *status,
+                    *self.tokens,
+                    self.calls,
+                ],
+            )
             return
         weights = [w for _, w in self.parts]
         shares = fractions(weights)
@@ -389,14 +437,24 @@ class Row:
         calls = apportion(self.calls, weights)
         for i, (day, _) in enumerate(self.parts):
             f = shares[i]
-            yield day, [
-                1, 0.0 if e is None else e * f, e is not None,
-                0.0 if a is None else a * f, a is not None,
-                0.0 if eff is None else eff * f, eff is not None,
-                a * f if paired else 0.0, e * f if paired else 0.0, paired,  # type: ignore[operator]
-                *(calls[i] if self.status == s else 0 for s in STATUSES),
-                *(t[i] for t in tokens), calls[i],
-            ]  # fmt: skip
+            yield (
+                day,
+                [
+                    1,
+                    0.0 if e is None else e * f,
+                    e is not None,
+                    0.0 if a is None else a * f,
+                    a is not None,
+                    0.0 if eff is None else eff * f,
+                    eff is not None,
+                    a * f if paired else 0.0,
+                    e * f if paired else 0.0,
+                    paired,  # type: ignore[operator]
+                    *(calls[i] if self.status == s else 0 for s in STATUSES),
+                    *(t[i] for t in tokens),
+                    calls[i],
+                ],
+            )
 
 
 def read_rows(
@@ -409,8 +467,11 @@ def read_rows(
     # A row with no call found stays on the day of its last call (cost_days).
     bounds = [(day(first), day(last)) for _, _, first, last, *_ in found]
     # Only a row whose calls span several days needs its session's messages.
-    spanning = {row[1] for row, (lo, hi) in zip(found, bounds, strict=True)
-                if lo is not None and hi is not None and lo != hi}  # fmt: skip
+    spanning = {
+        row[1]
+        for row, (lo, hi) in zip(found, bounds, strict=True)
+        if lo is not None and hi is not None and lo != hi
+    }
     replies = _replies(conn, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
     for (rid, sid, _, _, provider, model, source, task, profile, *rest), (lo, hi) in zip(
@@ -419,14 +480,25 @@ def read_rows(
         status, est, act, *counts, merged = rest
         cost = read_cost(status, est, act, usage=not merged)
         calls = counts[-1]
-        parts = row_parts(hi, lo, hi, replies.get(sid, ())) if lo != hi else (
-            () if hi is None else ((hi, 1),))  # fmt: skip
+        parts = (
+            row_parts(hi, lo, hi, replies.get(sid, ()))
+            if lo != hi
+            else (() if hi is None else ((hi, 1),))
+        )
         rows[rid] = Row(
-            str(sid), provider, model, source, task, profile, cost.status, cost.estimated,
+            str(sid),
+            provider,
+            model,
+            source,
+            task,
+            profile,
+            cost.status,
+            cost.estimated,
             cost.billed,
             tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
-            max(calls if type(calls) is int else _count(calls), 1), parts,
-        )  # fmt: skip
+            max(calls if type(calls) is int else _count(calls), 1),
+            parts,
+        )
     return rows
 
 
@@ -514,13 +586,18 @@ def cell_from_sums(period: str, key: str, values: Iterable[float], sessions: int
     est, act, eff = known("e_sum", "e_n"), known("a_sum", "a_n"), known("eff_sum", "eff_n")
     pa, pe = known("pa_sum", "pair_n"), known("pe_sum", "pair_n")
     return Cell(
-        period=period, key=str(key), estimated_usd=est, actual_usd=act, effective_usd=eff,
+        period=period,
+        key=str(key),
+        estimated_usd=est,
+        actual_usd=act,
+        effective_usd=eff,
         drift=(pa / pe) if pa is not None and pe else None,
         status_mix={s: int(round(v[f"n_{s}"])) for s in STATUSES},
         actual_share=billed_share(act, eff),
         tokens={k: int(round(v[f"t_{k}"])) for k in TOKEN_KINDS},
-        sessions=sessions, api_calls=int(round(v["calls"])),
-    )  # fmt: skip
+        sessions=sessions,
+        api_calls=int(round(v["calls"])),
+    )
 
 
 def _sum_cells(cells: list[Cell], sessions: int) -> Cell:
@@ -528,10 +605,15 @@ def _sum_cells(cells: list[Cell], sessions: int) -> Cell:
     act = total([c.actual_usd for c in cells])
     eff = total([c.effective_usd for c in cells])
     return Cell(
-        period="total", key="all", estimated_usd=est, actual_usd=act, effective_usd=eff,
+        period="total",
+        key="all",
+        estimated_usd=est,
+        actual_usd=act,
+        effective_usd=eff,
         drift=None,  # not derivable from cell sums without the paired rows; see rows
         status_mix={s: sum(c.status_mix.get(s, 0) for c in cells) for s in STATUSES},
         actual_share=billed_share(act, eff),
         tokens={k: sum(c.tokens.get(k, 0) for c in cells) for k in TOKEN_KINDS},
-        sessions=sessions, api_calls=sum(c.api_calls for c in cells),
-    )  # fmt: skip
+        sessions=sessions,
+        api_calls=sum(c.api_calls for c in cells),
+    )

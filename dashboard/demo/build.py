@@ -15,9 +15,9 @@ from pathlib import Path
 import yaml
 
 from dashboard.demo.plan import IN_PLACE_KEEP, DemoPlanner, PlannedSession, anchor_for
-from dashboard.repository.errors import ConflictError
-from dashboard.repository.schema import DEMO_KEY
-from dashboard.repository.store import SessionStore
+from dashboard.errors import ConflictError
+from dashboard.store.schema import DEMO_KEY
+from dashboard.store.session_store import SessionStore
 
 BULK_THRESHOLD = 50_000
 DEMO_MARKER = DEMO_KEY
@@ -134,11 +134,17 @@ def _write_through_api(store: SessionStore, plan: PlannedSession) -> None:
             store.set_title(rec.id, rec.title)
     else:
         store.create_session(
-            rec.source, session_id=rec.id, model=rec.model, started_at=rec.started_at,
-            parent_session_id=rec.parent_session_id, title=rec.title, user_id=rec.user_id,
-            model_config=rec.model_config, system_prompt=rec.system_prompt,
+            rec.source,
+            session_id=rec.id,
+            model=rec.model,
+            started_at=rec.started_at,
+            parent_session_id=rec.parent_session_id,
+            title=rec.title,
+            user_id=rec.user_id,
+            model_config=rec.model_config,
+            system_prompt=rec.system_prompt,
             billing_provider=rec.billing_provider,
-        )  # fmt: skip
+        )
     compactions = {index: (summary, at) for index, summary, at in plan.compactions}
     for index, turn in enumerate(plan.turns):
         if index in compactions:

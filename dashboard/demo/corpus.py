@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 
-from dashboard.repository.conventions import (
+from dashboard.hermes.conventions import (
     COMPACTION_MARKER,
     LEGACY_SUMMARY_MARKER,
     SUMMARY_END_MARKER,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
-from dashboard.repository.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
-from dashboard.repository.store import ImportSession, NewMessage, Usage, carrier_text
+from dashboard.hermes.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
+from dashboard.store.session_store import ImportSession, NewMessage, Usage, carrier_text
 
 IN_PLACE_KEEP = 2  # live rows an in-place compaction re-inserts after its summary
 
@@ -46,25 +46,90 @@ class Model:
 
 
 MODELS: tuple[Model, ...] = (
-    Model("anthropic/claude-sonnet-4.5", "openrouter", "https://openrouter.ai/api/v1",
-          3.0, 15.0, 0.30, 3.75, "actual", 30),
-    Model("openai/gpt-5", "openrouter", "https://openrouter.ai/api/v1",
-          1.25, 10.0, 0.125, None, "actual", 10),
-    Model("deepseek/deepseek-v3.2", "openrouter", "https://openrouter.ai/api/v1",
-          0.28, 0.42, 0.028, None, "actual", 8),
-    Model("claude-opus-4-1", "anthropic", "https://api.anthropic.com",
-          15.0, 75.0, 1.50, 18.75, "estimated", 8),
-    Model("claude-sonnet-4-5", "anthropic", "https://api.anthropic.com",
-          3.0, 15.0, 0.30, 3.75, "estimated", 18),
-    Model("gpt-5-mini", "openai", "https://api.openai.com/v1",
-          0.25, 2.0, 0.025, None, "estimated", 8),
-    Model("Hermes-4-405B", "nous", "https://inference-api.nousresearch.com/v1",
-          1.0, 3.0, None, None, "included", 8),
-    Model("llama3.3:70b", "custom", "http://127.0.0.1:11434/v1",
-          None, None, None, None, "unknown", 10),
-)  # fmt: skip
-AUX_MODEL = Model("google/gemini-2.5-flash", "openrouter", "https://openrouter.ai/api/v1",
-                  0.30, 2.50, 0.075, None, "actual", 0)  # fmt: skip
+    Model(
+        "anthropic/claude-sonnet-4.5",
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        3.0,
+        15.0,
+        0.30,
+        3.75,
+        "actual",
+        30,
+    ),
+    Model(
+        "openai/gpt-5",
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        1.25,
+        10.0,
+        0.125,
+        None,
+        "actual",
+        10,
+    ),
+    Model(
+        "deepseek/deepseek-v3.2",
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        0.28,
+        0.42,
+        0.028,
+        None,
+        "actual",
+        8,
+    ),
+    Model(
+        "claude-opus-4-1",
+        "anthropic",
+        "https://api.anthropic.com",
+        15.0,
+        75.0,
+        1.50,
+        18.75,
+        "estimated",
+        8,
+    ),
+    Model(
+        "claude-sonnet-4-5",
+        "anthropic",
+        "https://api.anthropic.com",
+        3.0,
+        15.0,
+        0.30,
+        3.75,
+        "estimated",
+        18,
+    ),
+    Model(
+        "gpt-5-mini", "openai", "https://api.openai.com/v1", 0.25, 2.0, 0.025, None, "estimated", 8
+    ),
+    Model(
+        "Hermes-4-405B",
+        "nous",
+        "https://inference-api.nousresearch.com/v1",
+        1.0,
+        3.0,
+        None,
+        None,
+        "included",
+        8,
+    ),
+    Model(
+        "llama3.3:70b", "custom", "http://127.0.0.1:11434/v1", None, None, None, None, "unknown", 10
+    ),
+)
+AUX_MODEL = Model(
+    "google/gemini-2.5-flash",
+    "openrouter",
+    "https://openrouter.ai/api/v1",
+    0.30,
+    2.50,
+    0.075,
+    None,
+    "actual",
+    0,
+)
 
 SOURCES = (("cli", 44), ("telegram", 20), ("discord", 10), ("tui", 6), ("slack", 4), ("cron", 16))
 COST_SOURCE = {
@@ -199,15 +264,27 @@ class DemoPlanner:
             # line of work continues with a marker pointing back.
             rec.end_reason = "branched"
             yield self._session(
-                rec.source, model, topic, rec.ended_at or rec.started_at,
-                parent=session, segment=0, last=True, lineage=(BRANCHED_FROM, rec.id),
-            )  # fmt: skip
+                rec.source,
+                model,
+                topic,
+                rec.ended_at or rec.started_at,
+                parent=session,
+                segment=0,
+                last=True,
+                lineage=(BRANCHED_FROM, rec.id),
+            )
         elif roll < 0.07:
             rec.end_reason = rng.choice(("session_reset", "new_session"))
             yield self._session(
-                rec.source, model, topic, rec.ended_at or rec.started_at,
-                parent=session, segment=0, last=True, lineage=(RESET_FROM, rec.id),
-            )  # fmt: skip
+                rec.source,
+                model,
+                topic,
+                rec.ended_at or rec.started_at,
+                parent=session,
+                segment=0,
+                last=True,
+                lineage=(RESET_FROM, rec.id),
+            )
 
     # -- one session ------------------------------------------------------------------
 
@@ -241,12 +318,20 @@ class DemoPlanner:
         if lineage:
             config[lineage[0]] = lineage[1]
         record = ImportSession(
-            id=sid, source=source, started_at=start, model=model.name, title=title,
+            id=sid,
+            source=source,
+            started_at=start,
+            model=model.name,
+            title=title,
             parent_session_id=parent.record.id if parent else None,
-            ended_at=ended_at, end_reason=end_reason, messages=messages,
-            user_id=_user_id(source), model_config=json.dumps(config),
-            system_prompt="You are Hermes, a helpful agent.", billing_provider=model.provider,
-        )  # fmt: skip
+            ended_at=ended_at,
+            end_reason=end_reason,
+            messages=messages,
+            user_id=_user_id(source),
+            model_config=json.dumps(config),
+            system_prompt="You are Hermes, a helpful agent.",
+            billing_provider=model.provider,
+        )
         record.usage = self._usage(model, messages, start, clock, compressed=not last)
         self.made += 1
         self.messages_made += len(record.messages)
@@ -273,16 +358,15 @@ class DemoPlanner:
             for n, m in enumerate(tail, start=1)
         )
         planned.compactions.append((len(planned.turns), summary, at))
-        turns, clock = self._turns(
-            at, self._message_budget(), lambda i: self.corpus.turn(topic, i)
-        )
+        turns, clock = self._turns(at, self._message_budget(), lambda i: self.corpus.turn(topic, i))
         for turn in turns:
             rec.messages.extend(turn)
         planned.turns.extend(turns)
         rec.ended_at, rec.end_reason = self._ending(clock, last, continuation_next=False)
         times = [c[2] for c in planned.compactions]
-        rec.usage = self._usage(model, rec.messages, rec.started_at, clock, compressed=False,
-                                compactions=times)  # fmt: skip
+        rec.usage = self._usage(
+            model, rec.messages, rec.started_at, clock, compressed=False, compactions=times
+        )
         self.messages_made += 1 + len(tail) + sum(len(t) for t in turns)
 
     def _subagent(
@@ -296,11 +380,18 @@ class DemoPlanner:
         )
         messages = [m for t in turns for m in t]
         record = ImportSession(
-            id=sid, source="subagent", started_at=at, model=model.name,
-            parent_session_id=parent.id, ended_at=clock, end_reason="completed",
-            messages=messages, model_config=json.dumps({DELEGATE_FROM: parent.id}),
-            system_prompt="You are a focused sub-agent.", billing_provider=model.provider,
-        )  # fmt: skip
+            id=sid,
+            source="subagent",
+            started_at=at,
+            model=model.name,
+            parent_session_id=parent.id,
+            ended_at=clock,
+            end_reason="completed",
+            messages=messages,
+            model_config=json.dumps({DELEGATE_FROM: parent.id}),
+            system_prompt="You are a focused sub-agent.",
+            billing_provider=model.provider,
+        )
         record.usage = self._usage(model, messages, at, clock, compressed=False)
         self.made += 1
         self.messages_made += len(record.messages)
@@ -315,10 +406,16 @@ class DemoPlanner:
         )
         messages = [m for t in turns for m in t]
         record = ImportSession(
-            id=sid, source="cron", started_at=start, model=model.name,
-            ended_at=clock, end_reason="completed", messages=messages,
-            model_config=json.dumps({"job": "scheduled"}), billing_provider=model.provider,
-        )  # fmt: skip
+            id=sid,
+            source="cron",
+            started_at=start,
+            model=model.name,
+            ended_at=clock,
+            end_reason="completed",
+            messages=messages,
+            model_config=json.dumps({"job": "scheduled"}),
+            billing_provider=model.provider,
+        )
         record.usage = self._usage(model, messages, start, clock, compressed=False)
         self.made += 1
         self.messages_made += len(record.messages)
@@ -367,9 +464,14 @@ class DemoPlanner:
     # -- tokens and money ---------------------------------------------------------------
 
     def _usage(
-        self, model: Model, messages: list[NewMessage], start: float, end: float, compressed: bool,
+        self,
+        model: Model,
+        messages: list[NewMessage],
+        start: float,
+        end: float,
+        compressed: bool,
         compactions: Sequence[float] = (),
-    ) -> list[Usage]:  # fmt: skip
+    ) -> list[Usage]:
         rng = self.rng
         calls = max(1, sum(1 for m in messages if m.role == "assistant"))
         chars = sum(len(m.content or "") for m in messages)
@@ -382,14 +484,38 @@ class DemoPlanner:
         fresh_input = input_total - cache_read - cache_write
         output = int(sum(len(m.content or "") for m in messages if m.role == "assistant") / 3.8)
         reasoning = int(output * rng.uniform(0.2, 0.9)) if "gpt-5" in model.name else 0
-        rows = [self._priced(model, "", calls, fresh_input, output + reasoning, cache_read,
-                             cache_write, reasoning, start, end)]  # fmt: skip
+        rows = [
+            self._priced(
+                model,
+                "",
+                calls,
+                fresh_input,
+                output + reasoning,
+                cache_read,
+                cache_write,
+                reasoning,
+                start,
+                end,
+            )
+        ]
         if compressed:
             rows.append(self._priced(AUX_MODEL, "compression", 1, context, 900, 0, 0, 0, end, end))
         if compactions:  # one usage row sums the in-place compactions' summary calls
             n = len(compactions)
-            rows.append(self._priced(AUX_MODEL, "compression", n, context * n, 900 * n, 0, 0, 0,
-                                     compactions[0], compactions[-1]))  # fmt: skip
+            rows.append(
+                self._priced(
+                    AUX_MODEL,
+                    "compression",
+                    n,
+                    context * n,
+                    900 * n,
+                    0,
+                    0,
+                    0,
+                    compactions[0],
+                    compactions[-1],
+                )
+            )
         if rng.random() < 0.6:
             rows.append(
                 self._priced(AUX_MODEL, "title_generation", 1, 600, 20, 0, 0, 0, start, start)
@@ -397,9 +523,18 @@ class DemoPlanner:
         return rows
 
     def _priced(
-        self, model: Model, task: str, calls: int, fresh_in: int, out: int, cache_read: int,
-        cache_write: int, reasoning: int, first: float, last: float,
-    ) -> Usage:  # fmt: skip
+        self,
+        model: Model,
+        task: str,
+        calls: int,
+        fresh_in: int,
+        out: int,
+        cache_read: int,
+        cache_write: int,
+        reasoning: int,
+        first: float,
+        last: float,
+    ) -> Usage:
         rng = self.rng
         estimate = None
         if model.price_in is not None and model.price_out is not None:
@@ -422,15 +557,24 @@ class DemoPlanner:
         elif status == "unknown":
             estimate = None
         return Usage(
-            model=model.name, billing_provider=model.provider, billing_base_url=model.base_url,
-            billing_mode="api" if status != "included" else "subscription", task=task,
-            api_calls=calls, input_tokens=fresh_in, output_tokens=out,
-            cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+            model=model.name,
+            billing_provider=model.provider,
+            billing_base_url=model.base_url,
+            billing_mode="api" if status != "included" else "subscription",
+            task=task,
+            api_calls=calls,
+            input_tokens=fresh_in,
+            output_tokens=out,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
             reasoning_tokens=reasoning,
             estimated_cost_usd=round(estimate, 6) if estimate is not None else None,
-            actual_cost_usd=actual, cost_status=status, cost_source=COST_SOURCE[status],
-            pricing_version=PRICING_VERSION if estimate is not None else None, at=last,
-        )  # fmt: skip
+            actual_cost_usd=actual,
+            cost_status=status,
+            cost_source=COST_SOURCE[status],
+            pricing_version=PRICING_VERSION if estimate is not None else None,
+            at=last,
+        )
 
     # -- ids, titles, times ---------------------------------------------------------------
 
@@ -489,11 +633,16 @@ class DemoPlanner:
 
 def _message(msg: Msg, at: float) -> NewMessage:
     return NewMessage(
-        role=msg.role, content=msg.content, tool_calls=msg.tool_calls,
-        tool_call_id=msg.tool_call_id, tool_name=msg.tool_name, reasoning=msg.reasoning,
-        finish_reason=msg.finish_reason, timestamp=at,
+        role=msg.role,
+        content=msg.content,
+        tool_calls=msg.tool_calls,
+        tool_call_id=msg.tool_call_id,
+        tool_name=msg.tool_name,
+        reasoning=msg.reasoning,
+        finish_reason=msg.finish_reason,
+        timestamp=at,
         token_count=int(len(msg.content or "") / 3.8) + 1,
-    )  # fmt: skip
+    )
 
 
 def _weighted(rng: random.Random, options):

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dashboard.repository.conventions import JSON_PREFIX
+from dashboard.hermes.conventions import JSON_PREFIX
 
 __all__ = ["JSON_PREFIX", "decode_content", "flatten", "is_structured"]
-
 
 
 def decode_content(raw: str | bytes | None) -> str:

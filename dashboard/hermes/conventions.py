@@ -10,7 +10,7 @@ Each constant or rule here is the only copy in the project (HERMES_FACTS.md,
 * Auxiliary usage rows (compression, title generation, vision) carry a real
   estimate and a NULL ``cost_status``; cost_rules.read_cost reads them.
 * A file without ``session_model_usage`` keeps its usage on the ``sessions`` row:
-  one derived usage row per session (:func:`derived_usage_row`).
+  one derived usage row per session (``archive.source.derived_usage_row``).
 * Visible rows: ``(active=1 OR compacted=1) AND display_kind <> 'hidden'``;
   a rewound row is ``active=0, compacted=0``.
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-from dashboard.repository.cost_rules import read_cost
 
 JSON_PREFIX = "\x00json:"
 COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
@@ -48,10 +46,20 @@ SESSION_DEFAULTS: dict[str, Any] = {"archived": 0, "pinned": 0, "hidden": 0}
 
 #: The ``sessions`` columns a file without usage rows keeps its tokens and cost in.
 USAGE_COLUMNS_ON_SESSIONS = (
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "reasoning_tokens", "estimated_cost_usd", "actual_cost_usd", "cost_status",
-    "cost_source", "pricing_version", "billing_provider", "billing_base_url", "billing_mode",
-)  # fmt: skip
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "pricing_version",
+    "billing_provider",
+    "billing_base_url",
+    "billing_mode",
+)
 
 
 def is_summary(content: str | None) -> bool:
@@ -110,45 +118,7 @@ def is_rewound(active: object, compacted: object) -> bool:
     return active == 0 and compacted == 0
 
 
-def usage_status(status: object, estimated: object, actual: object) -> str:
-    """The status Recall reads for a usage row (a NULL auxiliary status from its figures)."""
-    return read_cost(status, estimated, actual).status
-
-
 def profile_of(home_root: str | Path) -> str:
     """The profile a home folder is: ``profiles/<name>`` gives name, anything else default."""
     root = Path(home_root).expanduser().resolve()
     return root.name if root.parent.name == PROFILES_FOLDER else DEFAULT_PROFILE
-
-
-def derived_usage_row(session: dict[str, Any]) -> dict[str, Any] | None:
-    """The one usage row a file without ``session_model_usage`` implies for a session.
-
-    Older Hermes summed a session's calls on its row; the row stands for task ``""``
-    (the main loop) of the session's model. None when the session spent no tokens
-    and carries no cost (nothing was recorded).
-    """
-    tokens = [session.get(c) or 0 for c in USAGE_COLUMNS_ON_SESSIONS[:5]]
-    est, act = session.get("estimated_cost_usd"), session.get("actual_cost_usd")
-    if not any(tokens) and est is None and act is None:
-        return None
-    status = session.get("cost_status")
-    if read_cost(status, est, act, usage=False).status == "partial":
-        # A session row sums all its calls: a bill beside an estimate is partly
-        # billed. A usage row says that as "estimated" with a bill (cost_rules).
-        status = "estimated"
-    return {
-        "model": session.get("model") or "",
-        "billing_provider": session.get("billing_provider") or "",
-        "billing_base_url": session.get("billing_base_url") or "",
-        "billing_mode": session.get("billing_mode") or "",
-        "task": "",
-        "api_call_count": session.get("api_call_count") or 0,
-        **dict(zip(USAGE_COLUMNS_ON_SESSIONS[:5], tokens, strict=True)),
-        "estimated_cost_usd": est, "actual_cost_usd": act,
-        "cost_status": status, "cost_source": session.get("cost_source"),
-        "pricing_version": session.get("pricing_version"),
-        "first_seen": session.get("started_at"),
-        "last_seen": session.get("last_activity_at") or session.get("ended_at")
-        or session.get("started_at"),
-    }  # fmt: skip

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.params import whole_number
+from dashboard.errors import ValidationError
+from dashboard.params import whole_number
 
 DEFAULT_USER_CHAR_LIMIT = 1375
 DEFAULT_MEMORY_CHAR_LIMIT = 2200

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.conventions import profile_of
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome
+from dashboard.errors import ValidationError
+from dashboard.hermes.conventions import profile_of
+from dashboard.hermes.home import HermesHome
 
 ALL = "all"  # the scope of every profile together
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -120,8 +120,9 @@ class Scope:
         return cls(None if names is None else frozenset(names))
 
 
-def parse_profile(value: str | None, profiles: Sequence[Profile], *, only: str | None = None
-                  ) -> str | None:  # fmt: skip
+def parse_profile(
+    value: str | None, profiles: Sequence[Profile], *, only: str | None = None
+) -> str | None:
     """``?profile=`` / ``--profile`` checked against the profiles served.
 
     Returns the profile's name, ``all``, or None when the value is empty. A name

@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dashboard.repository.content import decode_content
-from dashboard.repository.conventions import (
+from dashboard.costs.rules import NO_COST, CostSummary, RowCost, combine, coverage
+from dashboard.costs.spend import session_costs, usage_spans
+from dashboard.errors import NotFoundError
+from dashboard.hermes.content import decode_content
+from dashboard.hermes.conventions import (
     BRANCHED_FROM,
     DELEGATE_FROM,
     RESET_FROM,
@@ -27,11 +30,8 @@ from dashboard.repository.conventions import (
     SUMMARY_PREFIXES,
     lineage_markers,
 )
-from dashboard.repository.cost_rules import NO_COST, CostSummary, RowCost, combine, coverage
-from dashboard.repository.costs import session_costs, usage_spans
-from dashboard.repository.epochs import Epochs, compacted_epochs, usage_epoch
-from dashboard.repository.errors import NotFoundError
-from dashboard.repository.gone import gone_sql
+from dashboard.lineage.epochs import Epochs, compacted_epochs, usage_epoch
+from dashboard.store.presence import gone_sql
 
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
@@ -131,7 +131,7 @@ class Chain:
         return self.line.index(session_id) + 1, len(self.line)
 
     def shown_part(self, session_id: str) -> tuple[int, int] | None:
-        """"Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
+        """ "Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
         return line_part(self.line, session_id)
 
     @property
@@ -239,8 +239,11 @@ def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = Fals
         parent_row = rows.get(parent) if parent else None
         kind = "root" if parent is None or parent_row is None else classify(row, parent_row)
         summary = summaries.get(sid) if kind == "continuation" else None
-        segments.append(_segment(row, parent if parent_row else None, kind, depth, summary,
-                                 costs.get(sid, NO_COST)))  # fmt: skip
+        segments.append(
+            _segment(
+                row, parent if parent_row else None, kind, depth, summary, costs.get(sid, NO_COST)
+            )
+        )
     if epochs:
         segments = _with_epochs(conn, segments)
     line = _line_through(segments, session_id)
@@ -334,10 +337,23 @@ def _descendants(
 
 
 _SESSION_COLUMNS = (
-    "title", "source", "model", "model_config", "started_at", "ended_at", "last_activity_at",
-    "end_reason", "message_count", "tool_call_count", "input_tokens", "output_tokens",
-    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "profile",
-)  # fmt: skip
+    "title",
+    "source",
+    "model",
+    "model_config",
+    "started_at",
+    "ended_at",
+    "last_activity_at",
+    "end_reason",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "profile",
+)
 
 
 def _session_rows(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
@@ -392,18 +408,33 @@ def summary_body(text: str) -> str:
 
 
 def _segment(
-    row: dict[str, Any], parent: str | None, kind: str, depth: int, summary: str | None,
+    row: dict[str, Any],
+    parent: str | None,
+    kind: str,
+    depth: int,
+    summary: str | None,
     cost: CostSummary,
-) -> Segment:  # fmt: skip
+) -> Segment:
     return Segment(
-        session_id=row["id"], parent_session_id=parent, kind=kind, depth=depth,
-        title=row["title"], source=row["source"], model=row["model"],
-        started_at=row["started_at"], ended_at=row["ended_at"],
-        last_activity=row["last_activity_at"], end_reason=row["end_reason"],
-        message_count=row["message_count"] or 0, tool_call_count=row["tool_call_count"] or 0,
+        session_id=row["id"],
+        parent_session_id=parent,
+        kind=kind,
+        depth=depth,
+        title=row["title"],
+        source=row["source"],
+        model=row["model"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        last_activity=row["last_activity_at"],
+        end_reason=row["end_reason"],
+        message_count=row["message_count"] or 0,
+        tool_call_count=row["tool_call_count"] or 0,
         tokens={k: row[f"{k}_tokens"] or 0 for k in TOKEN_KINDS},
-        cost=cost, summary_preview=summary, gone_at=row["gone_at"], profile=row["profile"],
-    )  # fmt: skip
+        cost=cost,
+        summary_preview=summary,
+        gone_at=row["gone_at"],
+        profile=row["profile"],
+    )
 
 
 def _line_through(segments: list[Segment], focus: str) -> list[str]:

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from dashboard.repository.conventions import SUMMARY_PREFIXES, is_rewound, is_summary
-from dashboard.repository.schema import WRITES_KEY
+from dashboard.hermes.conventions import SUMMARY_PREFIXES, is_rewound, is_summary
+from dashboard.store.schema import WRITES_KEY
 
 OPENING_CHARS = 160  # of a summary, for the epoch's line on the chain page
 
@@ -134,9 +134,10 @@ def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
     if not ordered:
         return Epochs()
     bounds = [
-        i for i, row in enumerate(ordered)
+        i
+        for i, row in enumerate(ordered)
         if i > 0 and is_summary(row.content) and not is_rewound(row.active, row.compacted)
-    ]  # fmt: skip
+    ]
     starts = [0, *bounds]
     ends = [*bounds, len(ordered)]
     copies: dict[int, int] = {}
@@ -154,15 +155,21 @@ def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
         closing = ordered[end] if end < len(ordered) else None
         carrier = part[0] if number > 1 else None
         tokens = [r.token_count for r in distinct if r.token_count is not None]
-        epochs.append(Epoch(
-            number=number, first_id=part[0].id, last_id=part[-1].id,
-            started_at=part[0].timestamp, ended_at=part[-1].timestamp, rows=len(distinct),
-            compacted_at=closing.timestamp if closing is not None else None,
-            archived=sum(1 for r in part if r.compacted == 1) if closing is not None else 0,
-            summary_id=carrier.id if carrier else None,
-            summary_opening=_opening(carrier.content) if carrier else None,
-            tokens=sum(tokens) if tokens else None,
-        ))  # fmt: skip
+        epochs.append(
+            Epoch(
+                number=number,
+                first_id=part[0].id,
+                last_id=part[-1].id,
+                started_at=part[0].timestamp,
+                ended_at=part[-1].timestamp,
+                rows=len(distinct),
+                compacted_at=closing.timestamp if closing is not None else None,
+                archived=sum(1 for r in part if r.compacted == 1) if closing is not None else 0,
+                summary_id=carrier.id if carrier else None,
+                summary_opening=_opening(carrier.content) if carrier else None,
+                tokens=sum(tokens) if tokens else None,
+            )
+        )
     return Epochs(tuple(epochs), copies, rewound, epoch_of)
 
 
@@ -240,10 +247,14 @@ def compacted_epochs(conn: sqlite3.Connection, session_ids: Sequence[str]) -> di
     unique = list(dict.fromkeys(session_ids))
     if not unique:
         return {}
-    flagged = [r[0] for r in conn.execute(
-        "SELECT j.value FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM messages m"
-        " WHERE m.session_id = j.value AND m.compacted = 1)", (json.dumps(unique),),
-    )]  # fmt: skip
+    flagged = [
+        r[0]
+        for r in conn.execute(
+            "SELECT j.value FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM messages m"
+            " WHERE m.session_id = j.value AND m.compacted = 1)",
+            (json.dumps(unique),),
+        )
+    ]
     return epochs_of(conn, flagged)
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
-from dashboard.repository.chains import classify, line_part
-from dashboard.repository.schema import WRITES_KEY
-from dashboard.repository.store_state import StoreState
+from dashboard.lineage.chains import classify, line_part
+from dashboard.store.schema import WRITES_KEY
+from dashboard.store.state import StoreState
 
 T = TypeVar("T")
 DEPTH_LIMIT = 1_000  # a corrupt file may hold a cycle or an absurd chain: stop walking
@@ -35,14 +35,20 @@ class Lineage:
 
     @classmethod
     def from_parents(
-        cls, parents: Mapping[str, str], kinds: Mapping[str, str] | None = None,
+        cls,
+        parents: Mapping[str, str],
+        kinds: Mapping[str, str] | None = None,
         starts: Mapping[str, float] | None = None,
-    ) -> Lineage:  # fmt: skip
+    ) -> Lineage:
         children: dict[str, list[str]] = {}
         for child, parent in parents.items():
             children.setdefault(parent, []).append(child)
-        return cls(dict(parents), {k: tuple(v) for k, v in children.items()},
-                   dict(kinds or {}), dict(starts or {}))  # fmt: skip
+        return cls(
+            dict(parents),
+            {k: tuple(v) for k, v in children.items()},
+            dict(kinds or {}),
+            dict(starts or {}),
+        )
 
     def line(self, session_id: str) -> list[str]:
         """The continuation line through a session: its first segment … the tip."""
@@ -161,10 +167,14 @@ class LineageCache(Generic[T]):
         # place or not (a sync re-linking a session, a gone mark); max(rowid) and
         # count(*) also catch rows added or removed by anything else. Read before
         # the load: a write in between reloads next time, never hides.
-        key = (state.path, *conn.execute(
-            "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
-            " FROM sessions", (WRITES_KEY,),
-        ).fetchone())  # fmt: skip
+        key = (
+            state.path,
+            *conn.execute(
+                "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
+                " FROM sessions",
+                (WRITES_KEY,),
+            ).fetchone(),
+        )
         with self._lock:
             if key == self._key and self._value is not None:
                 return self._value

@@ -13,12 +13,12 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from dashboard.repository.chains import conversation_title
-from dashboard.repository.cost_rules import NO_COST, CostSummary, combine
-from dashboard.repository.costs import session_costs
-from dashboard.repository.gone import gone_sql
-from dashboard.repository.lineage import Lineage
-from dashboard.repository.params import table_sort
+from dashboard.costs.rules import NO_COST, CostSummary, combine
+from dashboard.costs.spend import session_costs
+from dashboard.lineage.chains import conversation_title
+from dashboard.lineage.graph import Lineage
+from dashboard.params import table_sort
+from dashboard.store.presence import gone_sql
 
 
 @dataclass(frozen=True)
@@ -72,16 +72,22 @@ def check_chain_sort(sort: str | None, direction: str | None) -> tuple[str, bool
 def chain_lines(lineage: Lineage) -> list[list[str]]:
     """Every continuation line of two or more segments, each from its first segment."""
     starts = {
-        parent for child, parent in lineage.parents.items()
+        parent
+        for child, parent in lineage.parents.items()
         if lineage.kinds.get(child) == "continuation"
-    } - {c for c, k in lineage.kinds.items() if k == "continuation"}  # fmt: skip
+    } - {c for c, k in lineage.kinds.items() if k == "continuation"}
     return [line for line in (lineage.line(s) for s in sorted(starts)) if len(line) > 1]
 
 
 def chain_index(
-    conn: sqlite3.Connection, lineage: Lineage, *, sort: str = "last", descending: bool = True,
-    limit: int = INDEX_LIMIT, in_place: Mapping[str, int] | None = None,
-) -> ChainIndex:  # fmt: skip
+    conn: sqlite3.Connection,
+    lineage: Lineage,
+    *,
+    sort: str = "last",
+    descending: bool = True,
+    limit: int = INDEX_LIMIT,
+    in_place: Mapping[str, int] | None = None,
+) -> ChainIndex:
     """The first ``limit`` chains by ``sort`` (CHAIN_SORTS): last activity, start, segments,
     epochs, messages, effective spend or profile name. A chain with no price sorts after
     every priced one, and a tie goes to the first segment's id.
@@ -113,9 +119,13 @@ def chain_index(
     def order(n: int) -> tuple:
         started, last, messages, _ = found[n]
         value: float | None = {
-            "last": last, "started": started, "segments": len(lines[n]), "epochs": epochs[n],
-            "messages": messages, "cost": priced[n].effective if sort == "cost" else None,
-        }[sort]  # fmt: skip
+            "last": last,
+            "started": started,
+            "segments": len(lines[n]),
+            "epochs": epochs[n],
+            "messages": messages,
+            "cost": priced[n].effective if sort == "cost" else None,
+        }[sort]
         return (value is None, sign * (value or 0), lines[n][0])
 
     if sort == "profile":  # by name, a tie to the first segment's id whichever way
@@ -163,7 +173,17 @@ def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
     line, (started, last, messages, profile, cost), epochs = item
     title, source, model, gone = details.get(line[0], (None,) * 4)
     return ChainSummary(
-        root=line[0], tip=line[-1], title=title, source=source, model=model,
-        segments=len(line), epochs=epochs, started_at=started, last_activity=last or None,
-        messages=int(messages or 0), cost=cost, gone_at=gone, profile=profile,
-    )  # fmt: skip
+        root=line[0],
+        tip=line[-1],
+        title=title,
+        source=source,
+        model=model,
+        segments=len(line),
+        epochs=epochs,
+        started_at=started,
+        last_activity=last or None,
+        messages=int(messages or 0),
+        cost=cost,
+        gone_at=gone,
+        profile=profile,
+    )

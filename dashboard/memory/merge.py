@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from dashboard.repository.memoryfiles import join_entries, split_entries
+from dashboard.memory.entries import join_entries, split_entries
 
 # One side's change: base entries [start, end) become ``entries`` (start == end: inserted).
 _Change = tuple[int, int, tuple[str, ...]]
@@ -62,8 +62,9 @@ def _keeps_order_changes(base: list[str], side: list[str], merged: list[str]) ->
     shared = [e for e in s if e in b and e in m]
     return all(
         (b[x] < b[y]) == (s[x] < s[y]) or (s[x] < s[y]) == (m[x] < m[y])
-        for i, x in enumerate(shared) for y in shared[i + 1:]
-    )  # fmt: skip
+        for i, x in enumerate(shared)
+        for y in shared[i + 1 :]
+    )
 
 
 def merge_entries(base: str, theirs: str, yours: str) -> str | None:
@@ -77,8 +78,11 @@ def merge_entries(base: str, theirs: str, yours: str) -> str | None:
     entries = split_entries(base)
     their_changes = _changes(entries, split_entries(theirs))
     your_changes = [c for c in _changes(entries, split_entries(yours)) if c not in their_changes]
-    if any(_overlap(t, y) or _same_entry_placed_twice(t, y)
-           for t in their_changes for y in your_changes):  # fmt: skip
+    if any(
+        _overlap(t, y) or _same_entry_placed_twice(t, y)
+        for t in their_changes
+        for y in your_changes
+    ):
         return None
     ordered = sorted(
         [(c, 0) for c in their_changes] + [(c, 1) for c in your_changes],

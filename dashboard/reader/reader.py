@@ -10,17 +10,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository.chain_index import INDEX_LIMIT, ChainIndex, chain_index
-from dashboard.repository.chains import Chain, load_chain
-from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.cost_sessions import (
+from dashboard.costs.costly import (
     TOP_SESSIONS,
     CostlySessions,
     costly_sessions,
     rank_sessions,
     session_sums,
 )
-from dashboard.repository.costs import (
+from dashboard.costs.rollup import CostRollup
+from dashboard.costs.spend import (
     Spend,
     SpendMark,
     fingerprint,
@@ -29,16 +27,18 @@ from dashboard.repository.costs import (
     range_rows,
     spend,
 )
-from dashboard.repository.epochs import EpochsCache, in_place_counts
-from dashboard.repository.errors import QuerySyntaxError, StoreUnavailableError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.lineage import LineageCache
-from dashboard.repository.overview import archive_counts, archive_overview, source_overview
-from dashboard.repository.profiles import Profile, Scope, by_name
-from dashboard.repository.query import ParsedQuery, parse_query
-from dashboard.repository.readonly import classify, open_readonly, read_snapshot
-from dashboard.repository.said import said_only
-from dashboard.repository.search import (
+from dashboard.errors import QuerySyntaxError, StoreUnavailableError
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import Profile, Scope, by_name
+from dashboard.lineage.chains import Chain, load_chain
+from dashboard.lineage.epochs import EpochsCache, in_place_counts
+from dashboard.lineage.graph import LineageCache
+from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
+from dashboard.reader.overview import archive_counts, archive_overview, source_overview
+from dashboard.search.cards import fold_copies
+from dashboard.search.query import ParsedQuery, parse_query
+from dashboard.search.said import said_only
+from dashboard.search.sessions import (
     SearchRequest,
     SearchResult,
     SessionResult,
@@ -46,9 +46,7 @@ from dashboard.repository.search import (
     session_facets,
     session_matches,
 )
-from dashboard.repository.search_cards import fold_copies
-from dashboard.repository.store_state import StoreState, read_state
-from dashboard.repository.transcript import (
+from dashboard.sessions.transcript import (
     PAGE_SIZE,
     SessionPage,
     StitchedPage,
@@ -62,49 +60,11 @@ from dashboard.repository.transcript import (
     load_transcript,
     match_entries,
 )
+from dashboard.store.readonly import classify, open_readonly, read_snapshot
+from dashboard.store.scope import apply_scope
+from dashboard.store.state import StoreState, read_state
 
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
-#: The archive's tables that hold a profile's rows; a scoped connection sees them
-#: through temporary views of the same names (see :func:`apply_scope`).
-SCOPED_TABLES = ("sessions", "messages", "session_model_usage")
-
-
-def apply_scope(conn: sqlite3.Connection, scope: Scope) -> None:
-    """Make ``conn`` see only ``scope``'s profiles, whatever a query asks.
-
-    SQLite resolves an unqualified table name in ``temp`` before ``main``, so a
-    temporary view named ``sessions`` (``messages``, ``session_model_usage``) over
-    the archive's table, restricted to the scope's sessions, stands in for it in
-    every statement this connection runs: search, transcripts, chains, costs. A
-    query cannot forget the scope, and one that names ``main.`` explicitly is
-    visible in review. ``rowid`` is carried as a column: views have none, and
-    SQLite would read it as NULL. The FTS5 indexes still span every profile; each
-    query reaches rows through ``messages``, so a hit of another profile is joined
-    away. Temporary objects are per connection and need a writable temp schema:
-    they are made before ``query_only`` is set again.
-    """
-    if scope.names is None:
-        return
-    names = ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(scope.names))
-    # The scope's session ids, read once per statement from the covering index
-    # idx_sessions_profile(profile, id) (a session row's profile sits behind its
-    # system prompt, in overflow pages). The unary ``+`` keeps each view's filter a
-    # filter: the planner still drives a query by the indexes it chose without the
-    # scope (an FTS hit list, a session id, started_at order), and only probes the list.
-    mine = f"SELECT id FROM main.sessions WHERE profile IN ({names})"
-    conn.execute("PRAGMA query_only=0")
-    try:
-        conn.execute(
-            "CREATE TEMP VIEW sessions AS SELECT rowid AS rowid, * FROM main.sessions"
-            f" WHERE +id IN ({mine})"
-        )
-        for table in SCOPED_TABLES[1:]:
-            conn.execute(
-                f"CREATE TEMP VIEW {table} AS SELECT rowid AS rowid, * FROM main.{table}"
-                f" WHERE +session_id IN ({mine})"
-            )
-    finally:
-        conn.execute("PRAGMA query_only=1")
 
 
 def usable_query(text: str) -> ParsedQuery | None:
@@ -136,11 +96,15 @@ class StateReader:
     """
 
     def __init__(
-        self, home: HermesHome, path: Path | None = None,
-        before_read: Callable[[], None] | None = None, *,
-        scope: Scope | None = None, profiles: Sequence[Profile] = (),
+        self,
+        home: HermesHome,
+        path: Path | None = None,
+        before_read: Callable[[], None] | None = None,
+        *,
+        scope: Scope | None = None,
+        profiles: Sequence[Profile] = (),
         epochs: EpochsCache | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.home = home
         self._path = Path(path) if path is not None else home.state_db
         self._before_read = before_read
@@ -178,9 +142,13 @@ class StateReader:
             if found is None:
                 home = by_name(self.profiles, profile).home
                 found = StateReader(
-                    home, self._path, self._before_read, scope=Scope.of([profile]),
-                    profiles=self.profiles, epochs=self._epochs,
-                )  # fmt: skip
+                    home,
+                    self._path,
+                    self._before_read,
+                    scope=Scope.of([profile]),
+                    profiles=self.profiles,
+                    epochs=self._epochs,
+                )
                 found._demo = self._demo
                 self._scoped[profile] = found
             return found
@@ -252,10 +220,12 @@ class StateReader:
         if "profiles" in info:  # every profile: each one's figures and its own source
             found = info["profiles"]
             info["profiles"] = {
-                p.name: {**found.get(p.name, {"sessions": 0, "messages": 0}),
-                         "source": source_overview(p.state_db)}
+                p.name: {
+                    **found.get(p.name, {"sessions": 0, "messages": 0}),
+                    "source": source_overview(p.state_db),
+                }
                 for p in self.profiles
-            }  # fmt: skip
+            }
         info["home"] = str(self.home.root)
         info["path"] = str(self.path)
         return info
@@ -280,10 +250,15 @@ class StateReader:
         parsed = usable_query(request.query)
         with self.snapshot() as snap:
             found = load_transcript(
-                snap.conn, session_id, include_inactive=request.include_inactive,
-                page=request.page, at=request.at, page_size=PAGE_SIZE, view=request.view,
+                snap.conn,
+                session_id,
+                include_inactive=request.include_inactive,
+                page=request.page,
+                at=request.at,
+                page_size=PAGE_SIZE,
+                view=request.view,
                 epochs=self._epochs.get(snap.conn, [session_id]).get(session_id),
-            )  # fmt: skip
+            )
             found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:
                 return SessionPage(found, [], None, [])
@@ -313,17 +288,26 @@ class StateReader:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
             return search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs, scoped=not self.scope.everything, by_profile=self.spans_profiles,
-            )  # fmt: skip
+                snap.conn,
+                snap.state,
+                request,
+                self._lineage.get(snap.conn, snap.state),
+                self._epochs,
+                scoped=not self.scope.everything,
+                by_profile=self.spans_profiles,
+            )
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
         """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
         in one snapshot: the agent's recalled memories."""
         with self.snapshot() as snap:
             found = search_sessions(
-                snap.conn, snap.state, request, self._lineage.get(snap.conn, snap.state),
-                self._epochs, scoped=not self.scope.everything,
+                snap.conn,
+                snap.state,
+                request,
+                self._lineage.get(snap.conn, snap.state),
+                self._epochs,
+                scoped=not self.scope.everything,
             )
             return said_only(snap.conn, found.results, terms)
 
@@ -366,8 +350,9 @@ class StateReader:
         with self.snapshot() as snap:
             lineage = self._lineage.get(snap.conn, snap.state)
             in_place = self._in_place.get(snap.conn, snap.state)
-            return chain_index(snap.conn, lineage, sort=sort, descending=descending, limit=limit,
-                               in_place=in_place)  # fmt: skip
+            return chain_index(
+                snap.conn, lineage, sort=sort, descending=descending, limit=limit, in_place=in_place
+            )
 
     def stitched(
         self, session_id: str, include_inactive: bool = False
@@ -385,15 +370,24 @@ class StateReader:
         with self.snapshot() as snap:
             chain = load_chain(snap.conn, session_id)
             page = load_stitched_page(
-                snap.conn, chain, include_inactive=request.include_inactive,
-                page=request.page, at=request.at, page_size=PAGE_SIZE, view=request.view,
-            )  # fmt: skip
+                snap.conn,
+                chain,
+                include_inactive=request.include_inactive,
+                page=request.page,
+                at=request.at,
+                page_size=PAGE_SIZE,
+                view=request.view,
+            )
             return chain, page
 
     def costly_sessions(
-        self, rollup: CostRollup | None = None, *, sort: str = "cost", descending: bool = True,
+        self,
+        rollup: CostRollup | None = None,
+        *,
+        sort: str = "cost",
+        descending: bool = True,
         **options: Any,
-    ) -> CostlySessions:  # fmt: skip
+    ) -> CostlySessions:
         """The sessions that cost the most in a spend question's range (options as
         :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
         the spend fingerprint is unchanged."""

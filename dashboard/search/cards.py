@@ -14,15 +14,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.repository.content import decode_content
-from dashboard.repository.conventions import visible_sql
-from dashboard.repository.epochs import Epochs
-from dashboard.repository.gone import gone_sql
-from dashboard.repository.lineage import Lineage
-from dashboard.repository.query import ParsedQuery
-from dashboard.repository.search_request import Hit, SearchRequest, SessionResult
-from dashboard.repository.search_routes import Row
-from dashboard.repository.snippets import (
+from dashboard.hermes.content import decode_content
+from dashboard.hermes.conventions import visible_sql
+from dashboard.lineage.epochs import Epochs
+from dashboard.lineage.graph import Lineage
+from dashboard.search.query import ParsedQuery
+from dashboard.search.request import Hit, SearchRequest, SessionResult
+from dashboard.search.routes import Row
+from dashboard.store.presence import gone_sql
+from dashboard.text import (
     make_snippet,
     markdown_plain,
     preview,
@@ -141,9 +141,12 @@ def page_of(groups: list[Group], request: SearchRequest) -> list[Group]:
 
 
 def build_cards(
-    conn: sqlite3.Connection, page: list[Group], lineage: Lineage, parsed: ParsedQuery | None,
+    conn: sqlite3.Connection,
+    page: list[Group],
+    lineage: Lineage,
+    parsed: ParsedQuery | None,
     epochs: Mapping[str, Epochs] | None = None,
-) -> list[SessionResult]:  # fmt: skip
+) -> list[SessionResult]:
     """One card per group: its session, title, first user message, activity and hits.
 
     ``epochs``: the sessions compacted in place among the hits; a hit in an archived
@@ -178,18 +181,29 @@ def build_cards(
             if snippet in shown:
                 continue  # the same text again: once is enough
             shown.add(snippet)
-            hits.append(Hit(mid, sid, m["role"], m["timestamp"], snippet,
-                            _compaction(epochs.get(sid), mid)))  # fmt: skip
-        cards.append(SessionResult(
-            session_id=s["id"], root_session_id=g.key, title=title,
-            preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
-            source=s["source"], model=s["model"], started_at=(root or s)["started_at"],
-            last_activity=activity.get(g.key),
-            message_count=s["message_count"], hit_count=g.hit_count,
-            session_hit_count=g.session_hits.get(s["id"], 0), title_match=g.title_match,
-            hits=hits, chain_part=lineage.part_of(s["id"]), gone_at=s["gone_at"],
-            profile=s["profile"],
-        ))  # fmt: skip
+            hits.append(
+                Hit(mid, sid, m["role"], m["timestamp"], snippet, _compaction(epochs.get(sid), mid))
+            )
+        cards.append(
+            SessionResult(
+                session_id=s["id"],
+                root_session_id=g.key,
+                title=title,
+                preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
+                source=s["source"],
+                model=s["model"],
+                started_at=(root or s)["started_at"],
+                last_activity=activity.get(g.key),
+                message_count=s["message_count"],
+                hit_count=g.hit_count,
+                session_hit_count=g.session_hits.get(s["id"], 0),
+                title_match=g.title_match,
+                hits=hits,
+                chain_part=lineage.part_of(s["id"]),
+                gone_at=s["gone_at"],
+                profile=s["profile"],
+            )
+        )
     return cards
 
 

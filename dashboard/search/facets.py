@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from dashboard.repository.model_names import model_family
+from dashboard.hermes.model_names import model_family
 
 MODEL_FACETS = 50  # models listed in the filter
 
@@ -27,9 +27,13 @@ class ModelFacet:
 
 def _model_counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     """Each stored model name with its number of sessions, most used first."""
-    return [(r[0], r[1]) for r in conn.execute(
-        "SELECT model, count(*) FROM sessions WHERE model IS NOT NULL AND model != '' "
-        "GROUP BY model ORDER BY count(*) DESC, model")]  # fmt: skip
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT model, count(*) FROM sessions WHERE model IS NOT NULL AND model != '' "
+            "GROUP BY model ORDER BY count(*) DESC, model"
+        )
+    ]
 
 
 def model_spellings(conn: sqlite3.Connection, model: str) -> tuple[str, ...]:
@@ -68,6 +72,11 @@ def profile_counts(
     """Each profile with its number of the sessions ``where`` (over alias ``s``) keeps,
     most first: the search page's profile facet, read through the scope's ``sessions``.
     Each session costs a row read (at 10k sessions: 2 ms for 50, 28 ms for 6,000)."""
-    return tuple((r[0], r[1]) for r in conn.execute(
-        f"SELECT s.profile, count(*) FROM sessions s WHERE {where} GROUP BY s.profile"
-        " ORDER BY count(*) DESC, s.profile", params))  # fmt: skip
+    return tuple(
+        (r[0], r[1])
+        for r in conn.execute(
+            f"SELECT s.profile, count(*) FROM sessions s WHERE {where} GROUP BY s.profile"
+            " ORDER BY count(*) DESC, s.profile",
+            params,
+        )
+    )

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboard.repository.conventions import visible_sql
-from dashboard.repository.gone import presence_sql
-from dashboard.repository.search_request import SearchRequest
+from dashboard.hermes.conventions import visible_sql
+from dashboard.search.request import SearchRequest
+from dashboard.store.presence import presence_sql
 
 HIDDEN_SOURCES = ("cron", "subagent")  # background sessions: shown only when asked for
 FILTERS = ("dates", "model", "source", "role", "exclude", "presence")  # what can be blamed

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dashboard.repository.errors import QuerySyntaxError
+from dashboard.errors import QuerySyntaxError
 
 NOTHING_TO_SEARCH = "Nothing to search for: the query has only operators or punctuation."
 ONLY_EXCLUSIONS = "A query needs at least one term to look for; NOT only excludes."

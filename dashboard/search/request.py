@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.gone import parse_presence
-from dashboard.repository.model_names import model_family
-from dashboard.repository.params import date_bound, whole_number
-from dashboard.repository.query import ParsedQuery
+from dashboard.errors import ValidationError
+from dashboard.hermes.model_names import model_family
+from dashboard.params import date_bound, whole_number
+from dashboard.search.query import ParsedQuery
+from dashboard.store.presence import parse_presence
 
 MAX_PER_PAGE = 100
 SORTS = ("relevance", "newest", "oldest")
@@ -51,8 +51,13 @@ class SearchRequest:
     model_spellings: tuple[str, ...] = ()
 
     @classmethod
-    def from_params(cls, get: Callable[[str], str | None], getlist: Callable[[str], list[str]],
-                    *, now: float | None = None) -> SearchRequest:  # fmt: skip
+    def from_params(
+        cls,
+        get: Callable[[str], str | None],
+        getlist: Callable[[str], list[str]],
+        *,
+        now: float | None = None,
+    ) -> SearchRequest:
         """Parse URL-style parameters; raise ValidationError naming the bad one."""
 
         def many(name: str) -> tuple[str, ...]:

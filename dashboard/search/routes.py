@@ -23,11 +23,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from dashboard.repository.conventions import visible_sql
-from dashboard.repository.query import ParsedQuery
-from dashboard.repository.search_filters import Filters
-from dashboard.repository.search_request import SearchRequest
-from dashboard.repository.store_state import TRIGRAM_INDEX, WORD_INDEX, StoreState
+from dashboard.hermes.conventions import visible_sql
+from dashboard.search.filters import Filters
+from dashboard.search.query import ParsedQuery
+from dashboard.search.request import SearchRequest
+from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX, StoreState
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
 PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
@@ -112,9 +112,13 @@ def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[R
 
 
 def find_rows(
-    conn: sqlite3.Connection, route: Route, parsed: ParsedQuery, request: SearchRequest,
-    filters: Filters, scoped: bool = False,
-) -> Rows:  # fmt: skip
+    conn: sqlite3.Connection,
+    route: Route,
+    parsed: ParsedQuery,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool = False,
+) -> Rows:
     """The rows ``route`` finds for the request, best (or newest/oldest) first.
 
     ``scoped``: ``conn`` sees some profiles only (reader.apply_scope); see :func:`window_walk`.
@@ -144,9 +148,13 @@ def window_walk(route: Route, request: SearchRequest, scoped: bool) -> str:
 
 
 def _fts(
-    conn: sqlite3.Connection, route: Route, parsed: ParsedQuery, request: SearchRequest,
-    filters: Filters, scoped: bool,
-) -> Rows:  # fmt: skip
+    conn: sqlite3.Connection,
+    route: Route,
+    parsed: ParsedQuery,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool,
+) -> Rows:
     """Matching rows (:data:`Row`), best first, within a bounded window.
 
     The count is capped just above the window: an exact count of a word in most
@@ -224,9 +232,13 @@ def _scan(
 
 
 def any_row(
-    conn: sqlite3.Connection, routes: list[Route], parsed: ParsedQuery, request: SearchRequest,
-    filters: Filters, scoped: bool = False,
-) -> bool:  # fmt: skip
+    conn: sqlite3.Connection,
+    routes: list[Route],
+    parsed: ParsedQuery,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool = False,
+) -> bool:
     """Whether any route finds a row within the same window the search reads."""
     for route in routes:
         if route.table is None:

@@ -13,9 +13,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 
-from dashboard.repository.content import decode_content
-from dashboard.repository.search import SessionResult
-from dashboard.repository.snippets import make_snippet
+from dashboard.hermes.content import decode_content
+from dashboard.search.sessions import SessionResult
+from dashboard.text import make_snippet
 
 _MARK = "<mark>"  # make_snippet escapes the text first, so only a found term opens one
 

@@ -24,10 +24,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dashboard.repository.epochs import EpochsCache
-from dashboard.repository.lineage import Lineage
-from dashboard.repository.query import ParsedQuery, parse_query
-from dashboard.repository.search_cards import (
+from dashboard.lineage.epochs import EpochsCache
+from dashboard.lineage.graph import Lineage
+from dashboard.search.cards import (
     Group,
     archived_sessions,
     build_cards,
@@ -35,19 +34,20 @@ from dashboard.repository.search_cards import (
     group_rows,
     page_of,
 )
-from dashboard.repository.search_facets import (
+from dashboard.search.facets import (
     ModelFacet,
     model_spellings,
     profile_counts,
     session_facets,
 )
-from dashboard.repository.search_filters import (
+from dashboard.search.filters import (
     HIDDEN_SOURCES,
     Filters,
     active_filters,
     request_filters,
 )
-from dashboard.repository.search_request import (
+from dashboard.search.query import ParsedQuery, parse_query
+from dashboard.search.request import (
     MAX_PER_PAGE,
     ROLES,
     ROUTE_WORDS,
@@ -57,7 +57,7 @@ from dashboard.repository.search_request import (
     SearchResult,
     SessionResult,
 )
-from dashboard.repository.search_routes import (
+from dashboard.search.routes import (
     SCAN_ROWS,
     Route,
     any_row,
@@ -65,19 +65,36 @@ from dashboard.repository.search_routes import (
     plan_routes,
     session_matches,
 )
-from dashboard.repository.store_state import StoreState
+from dashboard.store.state import StoreState
 
 __all__ = [
-    "HIDDEN_SOURCES", "MAX_PER_PAGE", "ROLES", "ROUTE_WORDS", "SORTS", "Hit", "ModelFacet",
-    "SearchRequest", "SearchResult", "SessionResult", "plan_routes", "search_sessions",
-    "session_facets", "session_matches",
-]  # fmt: skip
+    "HIDDEN_SOURCES",
+    "MAX_PER_PAGE",
+    "ROLES",
+    "ROUTE_WORDS",
+    "SORTS",
+    "Hit",
+    "ModelFacet",
+    "SearchRequest",
+    "SearchResult",
+    "SessionResult",
+    "plan_routes",
+    "search_sessions",
+    "session_facets",
+    "session_matches",
+]
 
 
 def search_sessions(
-    conn: sqlite3.Connection, state: StoreState, request: SearchRequest, lineage: Lineage,
-    epochs: EpochsCache | None = None, *, scoped: bool = False, by_profile: bool = False,
-) -> SearchResult:  # fmt: skip
+    conn: sqlite3.Connection,
+    state: StoreState,
+    request: SearchRequest,
+    lineage: Lineage,
+    epochs: EpochsCache | None = None,
+    *,
+    scoped: bool = False,
+    by_profile: bool = False,
+) -> SearchResult:
     """Run one search (or the recent-sessions browse for an empty query).
 
     ``state`` is the archive's (store_state.read_state): whether its trigram index
@@ -93,16 +110,23 @@ def search_sessions(
     if parsed.empty:
         result = _recent(conn, request, lineage)
     else:
-        result = _matching(conn, state, request, parsed, lineage, epochs or EpochsCache(),
-                           scoped, by_profile)  # fmt: skip
+        result = _matching(
+            conn, state, request, parsed, lineage, epochs or EpochsCache(), scoped, by_profile
+        )
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
 
 
 def _matching(
-    conn: sqlite3.Connection, state: StoreState, request: SearchRequest, parsed: ParsedQuery,
-    lineage: Lineage, cache: EpochsCache, scoped: bool, by_profile: bool,
-) -> SearchResult:  # fmt: skip
+    conn: sqlite3.Connection,
+    state: StoreState,
+    request: SearchRequest,
+    parsed: ParsedQuery,
+    lineage: Lineage,
+    cache: EpochsCache,
+    scoped: bool,
+    by_profile: bool,
+) -> SearchResult:
     routes, notes = plan_routes(parsed, state.trigram_ready)
     notes = [*parsed.repairs, *notes]
     filters = request_filters(request)
@@ -138,20 +162,25 @@ def _matching(
         )
     cutoff = found.cutoff if found.bounded else None
     result = SearchResult(
-        request=request, parsed=parsed, route=route.name, results=results,
-        total_sessions=len(groups), total_matches=found.total - folded, bounded=found.bounded,
-        ranked_matches=len(rows), notes=notes,
+        request=request,
+        parsed=parsed,
+        route=route.name,
+        results=results,
+        total_sessions=len(groups),
+        total_matches=found.total - folded,
+        bounded=found.bounded,
+        ranked_matches=len(rows),
+        notes=notes,
         # Continuing goes away from where the order starts: older, or newer for "oldest".
         older_than=cutoff if request.sort != "oldest" else None,
         newer_than=cutoff if request.sort == "oldest" else None,
-    )  # fmt: skip
+    )
     if not groups:
         result.home_empty, result.excluded_by = _why_empty(conn, request, parsed, routes, scoped)
     elif by_profile:
         # A card's best session is its group's profile: a chain never leaves its profile.
         ids = json.dumps([g.best_session for g in groups])
-        result.by_profile = profile_counts(conn, "s.id IN (SELECT value FROM json_each(?))",
-                                           (ids,))  # fmt: skip
+        result.by_profile = profile_counts(conn, "s.id IN (SELECT value FROM json_each(?))", (ids,))
     return result
 
 
@@ -171,7 +200,10 @@ def _title_matches(
 
 
 def _why_empty(
-    conn: sqlite3.Connection, request: SearchRequest, parsed: ParsedQuery, routes: list[Route],
+    conn: sqlite3.Connection,
+    request: SearchRequest,
+    parsed: ParsedQuery,
+    routes: list[Route],
     scoped: bool,
 ) -> tuple[bool, tuple[str, ...]]:
     """Why nothing was found: an empty home, or the filters that hide the matches.

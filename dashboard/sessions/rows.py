@@ -18,9 +18,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from dashboard.repository.conventions import is_visible
-from dashboard.repository.epochs import Epochs, session_epochs
-from dashboard.repository.params import one_of
+from dashboard.hermes.conventions import is_visible
+from dashboard.lineage.epochs import Epochs, session_epochs
+from dashboard.params import one_of
 
 VIEWS = ("everything", "live")
 # Conversation order. The archive keeps no display_order: Hermes stamps every row
@@ -74,9 +74,12 @@ class ShownRows:
 
 
 def shown_rows(
-    conn: sqlite3.Connection, session_id: str, view: str = "everything",
-    include_inactive: bool = False, epochs: Epochs | None = None,
-) -> ShownRows:  # fmt: skip
+    conn: sqlite3.Connection,
+    session_id: str,
+    view: str = "everything",
+    include_inactive: bool = False,
+    epochs: Epochs | None = None,
+) -> ShownRows:
     """The rows of ``session_id`` that ``view`` shows (see the module's docstring).
 
     Args:
@@ -108,10 +111,14 @@ def _everything(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> Sh
         aliases.setdefault(epochs.shown_once(copy), []).append(copy)
     order = tuple(i for i in base if i not in folded)
     return ShownRows(
-        "everything", order, _dividers(epochs, set(order)), {},
-        {k: tuple(sorted(v)) for k, v in aliases.items()}, len(rows) - len(base),
+        "everything",
+        order,
+        _dividers(epochs, set(order)),
+        {},
+        {k: tuple(sorted(v)) for k, v in aliases.items()},
+        len(rows) - len(base),
         epochs.compactions,
-    )  # fmt: skip
+    )
 
 
 def _live(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> ShownRows:
@@ -121,9 +128,14 @@ def _live(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> ShownRow
     copy_of = {c: epochs.shown_once(c) for c in epochs.copies if c in shown}
     aliases = {c: tuple(_repeated(epochs, c)) for c in copy_of}
     return ShownRows(
-        "live", order, _dividers(epochs, shown), copy_of, aliases, len(active) - len(order),
+        "live",
+        order,
+        _dividers(epochs, shown),
+        copy_of,
+        aliases,
+        len(active) - len(order),
         epochs.compactions,
-    )  # fmt: skip
+    )
 
 
 def _repeated(epochs: Epochs, copy: int) -> list[int]:
@@ -141,7 +153,10 @@ def _dividers(epochs: Epochs, shown: set[int]) -> dict[int, Divider]:
     for closed, opened in zip(epochs.epochs, epochs.epochs[1:], strict=False):
         if opened.summary_id is not None and opened.summary_id in shown:
             out[opened.summary_id] = Divider(
-                opened.summary_id, closed.number, epochs.compactions, closed.compacted_at,
+                opened.summary_id,
+                closed.number,
+                epochs.compactions,
+                closed.compacted_at,
                 closed.archived,
-            )  # fmt: skip
+            )
     return out

@@ -14,21 +14,21 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from dashboard.repository.chains import Chain, Segment, classify
-from dashboard.repository.content import decode_content, is_structured
-from dashboard.repository.conventions import is_summary, visible_sql
-from dashboard.repository.epochs import Epochs, epochs_of
-from dashboard.repository.errors import NotFoundError
-from dashboard.repository.gone import gone_sql
-from dashboard.repository.params import whole_number
-from dashboard.repository.snippets import markdown_plain
-from dashboard.repository.transcript_rows import (
+from dashboard.errors import NotFoundError
+from dashboard.hermes.content import decode_content, is_structured
+from dashboard.hermes.conventions import is_summary, visible_sql
+from dashboard.lineage.chains import Chain, Segment, classify
+from dashboard.lineage.epochs import Epochs, epochs_of
+from dashboard.params import whole_number
+from dashboard.sessions.rows import (
     ORDER_SQL,
     Divider,
     ShownRows,
     parse_view,
     shown_rows,
 )
+from dashboard.store.presence import gone_sql
+from dashboard.text import markdown_plain
 
 TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
@@ -40,17 +40,45 @@ _OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stder
 _ORDER = ORDER_SQL
 
 _SESSION_COLUMNS = (
-    "id", "title", "source", "model", "started_at", "ended_at", "end_reason",
-    "parent_session_id", "message_count", "tool_call_count", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-    "estimated_cost_usd", "actual_cost_usd", "cost_status", "cost_source",
-    "billing_provider", "archived", "profile",
-)  # fmt: skip
+    "id",
+    "title",
+    "source",
+    "model",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "parent_session_id",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "billing_provider",
+    "archived",
+    "profile",
+)
 _MESSAGE_COLUMNS = (
-    "id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
-    "reasoning_content", "timestamp", "finish_reason", "token_count", "active", "compacted",
+    "id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "reasoning",
+    "reasoning_content",
+    "timestamp",
+    "finish_reason",
+    "token_count",
+    "active",
+    "compacted",
     "display_kind",
-)  # fmt: skip
+)
 _MESSAGE_SELECT = ", ".join(f"m.{c}" for c in _MESSAGE_COLUMNS)
 
 
@@ -300,10 +328,16 @@ class Transcript:
 
 
 def load_transcript(
-    conn: sqlite3.Connection, session_id: str, *, include_inactive: bool = False,
-    page: int = 1, at: int | None = None, page_size: int | None = None,
-    view: str = "everything", epochs: Epochs | None = None,
-) -> Transcript:  # fmt: skip
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    include_inactive: bool = False,
+    page: int = 1,
+    at: int | None = None,
+    page_size: int | None = None,
+    view: str = "everything",
+    epochs: Epochs | None = None,
+) -> Transcript:
     """Read one session and its messages (one page of them when ``page_size`` is set).
 
     Args:
@@ -314,7 +348,7 @@ def load_transcript(
         page, at, page_size: with ``page_size``, only that many messages are read:
             page ``page``, or the page holding message ``at`` when some row stands
             for it (a re-inserted copy: the row it repeats).
-        view: which rows (:data:`~dashboard.repository.transcript_rows.VIEWS`).
+        view: which rows (:data:`~dashboard.sessions.rows.VIEWS`).
         epochs: the session's epochs when already read (else they are read here).
 
     Raises:
@@ -336,18 +370,28 @@ def load_transcript(
     else:
         messages = _messages_by_id(conn, rows.order)
     return _with_rows(
-        Transcript(session, messages, include_inactive, rows.left_out, paging=paging,
-                   first_user_text=first_user),
+        Transcript(
+            session,
+            messages,
+            include_inactive,
+            rows.left_out,
+            paging=paging,
+            first_user_text=first_user,
+        ),
         rows,
-    )  # fmt: skip
+    )
 
 
 def _with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
     """``transcript`` carrying how its view shows the rows (dividers, copies, aliases)."""
     return replace(
-        transcript, view=rows.view, compactions=rows.compactions, dividers=rows.dividers,
-        copy_of=rows.copy_of, aliases=rows.aliases,
-    )  # fmt: skip
+        transcript,
+        view=rows.view,
+        compactions=rows.compactions,
+        dividers=rows.dividers,
+        copy_of=rows.copy_of,
+        aliases=rows.aliases,
+    )
 
 
 def _messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[TranscriptMessage, ...]:
@@ -355,8 +399,7 @@ def _messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[Trans
     if not ids:
         return ()
     cur = conn.execute(
-        f"SELECT {_MESSAGE_SELECT} FROM messages m "
-        f"WHERE m.id IN (SELECT value FROM json_each(?))",
+        f"SELECT {_MESSAGE_SELECT} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(ids)),),
     )
     found = {m.id: m for m in (_message(row) for row in _dicts(cur))}
@@ -431,9 +474,12 @@ class StitchedPage:
 
 
 def load_stitched(
-    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False,
+    conn: sqlite3.Connection,
+    chain: Chain,
+    *,
+    include_inactive: bool = False,
     view: str = "everything",
-) -> list[StitchedPart]:  # fmt: skip
+) -> list[StitchedPart]:
     """The continuation line of ``chain`` as one conversation, segment after segment.
 
     Each continuation's opening compaction summary becomes its part's ``divider``
@@ -445,18 +491,23 @@ def load_stitched(
 
     Args:
         conn: a connection to the archive (read-only is enough).
-        chain: the lineage (from :func:`~dashboard.repository.chains.load_chain`).
+        chain: the lineage (from :func:`~dashboard.lineage.chains.load_chain`).
         include_inactive: also return rewound and hidden rows, flagged.
-        view: which rows (:data:`~dashboard.repository.transcript_rows.VIEWS`).
+        view: which rows (:data:`~dashboard.sessions.rows.VIEWS`).
     """
     return load_stitched_page(conn, chain, include_inactive=include_inactive, view=view).parts
 
 
 def load_stitched_page(
-    conn: sqlite3.Connection, chain: Chain, *, include_inactive: bool = False,
-    page: int = 1, at: int | None = None, page_size: int | None = None,
+    conn: sqlite3.Connection,
+    chain: Chain,
+    *,
+    include_inactive: bool = False,
+    page: int = 1,
+    at: int | None = None,
+    page_size: int | None = None,
     view: str = "everything",
-) -> StitchedPage:  # fmt: skip
+) -> StitchedPage:
     """:func:`load_stitched`, one page at a time when ``page_size`` is set.
 
     Pages cut the line's messages (dividers included) into runs of ``page_size``;
@@ -478,17 +529,23 @@ def load_stitched_page(
         if not ids:
             # An empty segment shows where the line reaches it: before the next message.
             start = plan.start
-            if plan.ids or not (paging.first <= start < paging.first + size or
-                                (start >= len(order) and last_page)):  # fmt: skip
+            if plan.ids or not (
+                paging.first <= start < paging.first + size or (start >= len(order) and last_page)
+            ):
                 continue
         divider = rows.get(plan.divider) if plan.divider in on_page else None
         messages = tuple(rows[i] for i in ids if i != plan.divider and i in rows)
         body = Transcript(plan.session, messages, include_inactive, plan.rows.left_out)
         parts.append(StitchedPart(plan.part, plan.segment, _with_rows(body, plan.rows), divider))
     return StitchedPage(
-        parts, len(plans), len(order), sum(p.rows.left_out for p in plans),
-        paging if page_size else None, view, sum(p.rows.compactions for p in plans),
-    )  # fmt: skip
+        parts,
+        len(plans),
+        len(order),
+        sum(p.rows.left_out for p in plans),
+        paging if page_size else None,
+        view,
+        sum(p.rows.compactions for p in plans),
+    )
 
 
 @dataclass(frozen=True)
@@ -515,8 +572,7 @@ def _stitch_plan(
         session = _session(conn, session_id) if segment is not None else None
         if segment is None or session is None:
             continue
-        rows = shown_rows(conn, session_id, view, include_inactive,
-                          found.get(session_id, Epochs()))  # fmt: skip
+        rows = shown_rows(conn, session_id, view, include_inactive, found.get(session_id, Epochs()))
         if view == "live" and n < len(chain.line):
             # The agent is fed only the line's last segment: an earlier one's rows are
             # still active=1 there, but a continuation replaced them with its summary.
@@ -572,9 +628,10 @@ def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         out["previous"] = _segment(parent)
     if this.get("end_reason") == "compression":
         children = _dicts(
-            conn.execute(f"{select} WHERE parent_session_id = ? ORDER BY started_at, id",
-                         (session_id,))
-        )  # fmt: skip
+            conn.execute(
+                f"{select} WHERE parent_session_id = ? ORDER BY started_at, id", (session_id,)
+            )
+        )
         out["next"] = [_segment(c) for c in children if _continues(this, c)]
     return out
 

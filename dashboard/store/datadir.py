@@ -24,7 +24,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from dashboard.repository.home import HermesHome
+from dashboard.hermes.home import HermesHome
 
 LEGACY_FOLDER = "recall"  # what older Recalls wrote inside the home
 # Everything Recall writes in a data directory (recall.db's backups before a migration

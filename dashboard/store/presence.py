@@ -8,7 +8,7 @@ only the archive (store_state.py), so the column is always there.
 
 from __future__ import annotations
 
-from dashboard.repository.params import one_of
+from dashboard.params import one_of
 
 GONE_COLUMN = "gone_from_source_at"
 #: ``presence`` filter values: every session, those still in Hermes, those only in

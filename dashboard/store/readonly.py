@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from dashboard.repository.errors import StoreUnavailableError
+from dashboard.errors import StoreUnavailableError
 
 BUSY_TIMEOUT_S = 5.0
 IO_RETRIES = 3

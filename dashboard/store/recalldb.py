@@ -13,12 +13,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.cost_rollup import create_session_days, recreate_with_profiles
-from dashboard.repository.cost_rollup import create_tables as create_cost_tables
-from dashboard.repository.cost_rollup import recreate_tables as recreate_cost_tables
-from dashboard.repository.errors import NotFoundError
-from dashboard.repository.schema import Migration, migrate
-from dashboard.repository.writecore import WriteCore
+from dashboard.errors import NotFoundError
+from dashboard.store.schema import Migration, migrate
+from dashboard.store.writecore import WriteCore
 
 
 def _v1_summary_cache(conn: sqlite3.Connection) -> None:
@@ -54,13 +51,136 @@ def _v2_memory_revisions(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_memory_revisions_file ON memory_revisions(home, name, saved_at)")
 
 
+# The cost rollup's vectors as its tables store them (costs.rollup reads and writes
+# them; tests/store/test_recalldb.py holds them equal to costs.spend's columns). Written
+# out here, not imported: a migration's tables are the tables of its day.
+ROLLUP_TOKEN_COLUMNS = ("t_input", "t_output", "t_cache_read", "t_cache_write", "t_reasoning")
+ROLLUP_SUM_COLUMNS = (
+    "rows",
+    "e_sum",
+    "e_n",
+    "a_sum",
+    "a_n",
+    "eff_sum",
+    "eff_n",
+    "pa_sum",
+    "pe_sum",
+    "pair_n",
+    "n_actual",
+    "n_partial",
+    "n_estimated",
+    "n_included",
+    "n_unknown",
+    *ROLLUP_TOKEN_COLUMNS,
+    "calls",
+)
+
+
+def _cost_tables(conn: sqlite3.Connection) -> None:
+    """The rollup's tables (Recall migration 3, again by 4 and 6)."""
+    # Homes by number: the path would be repeated in every one of ~2 rows per usage row.
+    conn.execute("CREATE TABLE cost_homes (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
+    conn.execute(
+        """
+        CREATE TABLE cost_rollup_state (
+            home INTEGER PRIMARY KEY,
+            version TEXT NOT NULL,
+            zone TEXT NOT NULL,             -- IANA key the days are local to
+            watermark REAL,                 -- the newest last_seen read
+            max_rid INTEGER NOT NULL,       -- the newest usage rowid read
+            max_mid INTEGER NOT NULL,       -- the newest message rowid read
+            row_count INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,      -- costs.fingerprint() when last brought up to date
+            built_at REAL NOT NULL
+        )"""
+    )
+    tokens = ", ".join(f"{c} INTEGER NOT NULL" for c in ROLLUP_TOKEN_COLUMNS)
+    conn.execute(
+        f"""
+        CREATE TABLE cost_row (
+            home INTEGER NOT NULL, rid INTEGER NOT NULL,
+            day INTEGER NOT NULL,           -- proleptic ordinal of the local date; 0: no time
+            weight INTEGER NOT NULL,        -- the day's share of the row (cost_days)
+            sid TEXT NOT NULL,
+            provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
+            profile TEXT NOT NULL,
+            status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
+            PRIMARY KEY (home, rid, day)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX idx_cost_row_sid ON cost_row(home, sid)")
+    sums = ", ".join(f"{c} NUMERIC NOT NULL" for c in ROLLUP_SUM_COLUMNS)
+    conn.execute(
+        f"""
+        CREATE TABLE cost_day (
+            home INTEGER NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,
+            model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
+            profile TEXT NOT NULL, {sums},
+            PRIMARY KEY (home, day, provider, model, source, task, profile)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute(
+        """
+        CREATE TABLE cost_day_sessions (
+            home INTEGER NOT NULL, dim TEXT NOT NULL, day INTEGER NOT NULL, key TEXT NOT NULL,
+            source TEXT NOT NULL, profile TEXT NOT NULL, sessions INTEGER NOT NULL,
+            PRIMARY KEY (home, dim, day, key, source, profile)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute(
+        "CREATE TABLE cost_multi (home INTEGER NOT NULL, sid TEXT NOT NULL, "
+        "PRIMARY KEY (home, sid)) WITHOUT ROWID"
+    )
+
+
+def _cost_session_days(conn: sqlite3.Connection) -> None:
+    """Recall migration 5: ``cost_session_day``, sums per (day, session), for the
+    costliest sessions of a range (filled by the next build: ROLLUP_VERSION 3)."""
+    sums = ", ".join(f"{c} NUMERIC NOT NULL" for c in ROLLUP_SUM_COLUMNS)
+    conn.execute(
+        f"""
+        CREATE TABLE cost_session_day (
+            home INTEGER NOT NULL, day INTEGER NOT NULL, sid TEXT NOT NULL,
+            source TEXT NOT NULL, profile TEXT NOT NULL, {sums},
+            PRIMARY KEY (home, day, sid, source, profile)
+        ) WITHOUT ROWID"""
+    )
+
+
+def _cost_rows_by_day(conn: sqlite3.Connection) -> None:
+    """Recall migration 4: rows spread over days (issue 13). The sums are rebuilt anyway."""
+    _drop_tables(conn)
+    _cost_tables(conn)
+
+
+def _cost_by_profile(conn: sqlite3.Connection) -> None:
+    """Recall migration 6: every record keyed by its profile too (issue 17). The sums are
+    rebuilt from the archive by the next question (ROLLUP_VERSION 4)."""
+    _drop_tables(conn)
+    _cost_tables(conn)
+    _cost_session_days(conn)
+
+
+def _drop_tables(conn: sqlite3.Connection) -> None:
+    for table in (
+        "cost_session_day",
+        "cost_multi",
+        "cost_day_sessions",
+        "cost_day",
+        "cost_row",
+        "cost_rollup_state",
+        "cost_homes",
+    ):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 MIGRATIONS = (
     Migration(1, "summary cache", _v1_summary_cache),
     Migration(2, "memory revisions", _v2_memory_revisions),
-    Migration(3, "cost rollup", create_cost_tables),
-    Migration(4, "cost rollup: rows spread over the days of their calls", recreate_cost_tables),
-    Migration(5, "cost rollup: sums per session and day", create_session_days),
-    Migration(6, "cost rollup: every record keyed by its profile", recreate_with_profiles),
+    Migration(3, "cost rollup", _cost_tables),
+    Migration(4, "cost rollup: rows spread over the days of their calls", _cost_rows_by_day),
+    Migration(5, "cost rollup: sums per session and day", _cost_session_days),
+    Migration(6, "cost rollup: every record keyed by its profile", _cost_by_profile),
 )
 
 _REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.writecore import WriteCore
+from dashboard.store.writecore import WriteCore
 
 HERMES_SCHEMA_VERSION = 11
 VERSION_KEY = "recall_schema_version"
@@ -233,9 +233,7 @@ def _v5_compacted_index(conn: sqlite3.Connection) -> None:
     """Which sessions compacted in place, without a pass over every message (the
     chains index asks after each write): a partial index of the rows a compaction
     archived, nothing for the others."""
-    conn.execute(
-        "CREATE INDEX idx_messages_compacted ON messages(session_id) WHERE compacted = 1"
-    )
+    conn.execute("CREATE INDEX idx_messages_compacted ON messages(session_id) WHERE compacted = 1")
 
 
 def _v6_profile_index(conn: sqlite3.Connection) -> None:
@@ -261,8 +259,12 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(2, "session_model_usage and activity columns", _v2_usage_and_activity),
     Migration(3, "archive: message flags, session context, provenance", _v3_archive_columns),
     Migration(4, "archive: a digest of each session's source row", _v4_session_digest),
-    Migration(5, "archive: an index of the rows in-place compaction archived", _v5_compacted_index,
-              changes_rows=False),
+    Migration(
+        5,
+        "archive: an index of the rows in-place compaction archived",
+        _v5_compacted_index,
+        changes_rows=False,
+    ),
     Migration(6, "archive: sessions by profile", _v6_profile_index, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

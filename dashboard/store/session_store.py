@@ -18,11 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dashboard.repository import schema, trigram_build
-from dashboard.repository.conventions import COMPACTION_MARKER
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
-from dashboard.repository.trigram_build import TrigramBuild
-from dashboard.repository.writecore import WriteCore
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.conventions import COMPACTION_MARKER
+from dashboard.store import schema, trigram_build
+from dashboard.store.trigram_build import TrigramBuild
+from dashboard.store.writecore import WriteCore
 
 WORDS, TRIGRAM = schema.FTS_TABLES  # the unicode61 index, the trigram one
 log = logging.getLogger(__name__)
@@ -34,13 +34,32 @@ TITLE_MAX_CHARS = 100
 COST_STATUS_ORDER = ("actual", "included", "estimated", "unknown")
 
 _SESSION_FIELDS = (
-    "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id",
-    "started_at", "billing_provider", "billing_base_url", "billing_mode", "title",
-)  # fmt: skip
+    "source",
+    "user_id",
+    "model",
+    "model_config",
+    "system_prompt",
+    "parent_session_id",
+    "started_at",
+    "billing_provider",
+    "billing_base_url",
+    "billing_mode",
+    "title",
+)
 _MESSAGE_COLUMNS = (
-    "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
-    "timestamp", "token_count", "finish_reason", "reasoning", "active", "compacted",
-)  # fmt: skip
+    "session_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "timestamp",
+    "token_count",
+    "finish_reason",
+    "reasoning",
+    "active",
+    "compacted",
+)
 
 
 #: Columns a re-inserted tail row does not copy from the row it repeats.
@@ -77,10 +96,19 @@ class NewMessage:
         if isinstance(calls, list):
             calls = json.dumps(calls, ensure_ascii=False) if calls else None
         return (
-            session_id, self.role, self.content, self.tool_call_id, calls, self.tool_name,
-            self.timestamp if self.timestamp is not None else now, self.token_count,
-            self.finish_reason, self.reasoning, self.active, self.compacted,
-        )  # fmt: skip
+            session_id,
+            self.role,
+            self.content,
+            self.tool_call_id,
+            calls,
+            self.tool_name,
+            self.timestamp if self.timestamp is not None else now,
+            self.token_count,
+            self.finish_reason,
+            self.reasoning,
+            self.active,
+            self.compacted,
+        )
 
     def call_count(self) -> int:
         if not self.tool_calls:
@@ -355,10 +383,21 @@ class SessionStore:
         if usage.cost_status not in COST_STATUS_ORDER:
             raise ValidationError(f"cost_status must be one of {', '.join(COST_STATUS_ORDER)}")
         at = time.time() if usage.at is None else usage.at
-        key = (session_id, usage.model, usage.billing_provider, usage.billing_base_url,
-               usage.billing_mode, usage.task)  # fmt: skip
-        tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                  usage.cache_write_tokens, usage.reasoning_tokens)  # fmt: skip
+        key = (
+            session_id,
+            usage.model,
+            usage.billing_provider,
+            usage.billing_base_url,
+            usage.billing_mode,
+            usage.task,
+        )
+        tokens = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
 
         def record(conn: sqlite3.Connection) -> None:
             session = conn.execute(
@@ -393,10 +432,19 @@ class SessionStore:
                     pricing_version = coalesce(excluded.pricing_version, pricing_version),
                     last_seen = max(last_seen, excluded.last_seen)
                 """,
-                (*key, usage.api_calls, *tokens, usage.estimated_cost_usd,
-                 usage.actual_cost_usd, usage.cost_status, usage.cost_source,
-                 usage.pricing_version, at, at),
-            )  # fmt: skip
+                (
+                    *key,
+                    usage.api_calls,
+                    *tokens,
+                    usage.estimated_cost_usd,
+                    usage.actual_cost_usd,
+                    usage.cost_status,
+                    usage.cost_source,
+                    usage.pricing_version,
+                    at,
+                    at,
+                ),
+            )
             status = weakest_status(
                 r[0]
                 for r in conn.execute(
@@ -421,12 +469,20 @@ class SessionStore:
                     billing_provider = coalesce(billing_provider, nullif(?, ''))
                 WHERE id = ?
                 """,
-                (*tokens, usage.api_calls,
-                 usage.estimated_cost_usd, usage.estimated_cost_usd,
-                 usage.actual_cost_usd, usage.actual_cost_usd,
-                 status, usage.cost_source, usage.pricing_version, usage.billing_provider,
-                 session_id),
-            )  # fmt: skip
+                (
+                    *tokens,
+                    usage.api_calls,
+                    usage.estimated_cost_usd,
+                    usage.estimated_cost_usd,
+                    usage.actual_cost_usd,
+                    usage.actual_cost_usd,
+                    status,
+                    usage.cost_source,
+                    usage.pricing_version,
+                    usage.billing_provider,
+                    session_id,
+                ),
+            )
 
         self.core.write(record)
 
@@ -470,11 +526,21 @@ class SessionStore:
                     " system_prompt, parent_session_id, started_at, last_activity_at,"
                     " billing_provider, billing_base_url, billing_mode, message_count)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1)",
-                    (new_id, parent["source"], parent["user_id"], parent["model"],
-                     parent["model_config"], parent["system_prompt"], session_id, when, when,
-                     parent["billing_provider"], parent["billing_base_url"],
-                     parent["billing_mode"]),
-                )  # fmt: skip
+                    (
+                        new_id,
+                        parent["source"],
+                        parent["user_id"],
+                        parent["model"],
+                        parent["model_config"],
+                        parent["system_prompt"],
+                        session_id,
+                        when,
+                        when,
+                        parent["billing_provider"],
+                        parent["billing_base_url"],
+                        parent["billing_mode"],
+                    ),
+                )
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"session {new_id!r} already exists") from exc
             conn.execute(
@@ -502,23 +568,32 @@ class SessionStore:
                 raise NotFoundError(f"session {session_id!r} does not exist")
             if row["ended_at"] is not None:
                 raise ConflictError(f"session {session_id!r} has already ended")
-            live = [r[0] for r in conn.execute(
-                "SELECT id FROM messages WHERE session_id=? AND active=1 ORDER BY id", (session_id,)
-            )]  # fmt: skip
+            live = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE session_id=? AND active=1 ORDER BY id",
+                    (session_id,),
+                )
+            ]
             conn.execute(
                 "UPDATE messages SET active=0, compacted=1 WHERE session_id=? AND active=1",
                 (session_id,),
             )
-            ids = [conn.execute(
-                "INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                " VALUES (?, 'user', ?, ?, 1, 0)", (session_id, carrier_text(summary), when),
-            ).lastrowid]  # fmt: skip
+            ids = [
+                conn.execute(
+                    "INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                    " VALUES (?, 'user', ?, ?, 1, 0)",
+                    (session_id, carrier_text(summary), when),
+                ).lastrowid
+            ]
             for n, source in enumerate(live[-keep:] if keep > 0 else [], start=1):
-                ids.append(conn.execute(
-                    f"INSERT INTO messages (session_id, {copied}, timestamp, active, compacted)"
-                    f" SELECT session_id, {copied}, ?, 1, 0 FROM messages WHERE id=?",
-                    (when + n / 1000, source),
-                ).lastrowid)  # fmt: skip
+                ids.append(
+                    conn.execute(
+                        f"INSERT INTO messages (session_id, {copied}, timestamp, active, compacted)"
+                        f" SELECT session_id, {copied}, ?, 1, 0 FROM messages WHERE id=?",
+                        (when + n / 1000, source),
+                    ).lastrowid
+                )
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + ?, "
                 "last_activity_at = max(coalesce(last_activity_at, 0), ?) WHERE id=?",
@@ -773,28 +848,61 @@ def _insert_batch(conn: sqlite3.Connection, batch: list[ImportSession]) -> int:
         est = [x.estimated_cost_usd for x in u if x.estimated_cost_usd is not None]
         act = [x.actual_cost_usd for x in u if x.actual_cost_usd is not None]
         last = max((r[6] for r in rows), default=s.started_at)
-        session_rows.append((
-            s.id, s.source, s.user_id, s.model, s.model_config, s.system_prompt,
-            s.parent_session_id, s.started_at, s.ended_at, s.end_reason, len(rows),
-            sum(m.call_count() for m in s.messages),
-            sum(x.input_tokens for x in u), sum(x.output_tokens for x in u),
-            sum(x.cache_read_tokens for x in u), sum(x.cache_write_tokens for x in u),
-            sum(x.reasoning_tokens for x in u),
-            s.billing_provider or (u[0].billing_provider if u else None),
-            sum(est) if est else None, sum(act) if act else None,
-            weakest_status(x.cost_status for x in u), u[-1].cost_source if u else None,
-            next((x.pricing_version for x in reversed(u) if x.pricing_version), None),
-            _clean_title(s.title) if s.title else None,
-            last, sum(x.api_calls for x in u),
-        ))  # fmt: skip
+        session_rows.append(
+            (
+                s.id,
+                s.source,
+                s.user_id,
+                s.model,
+                s.model_config,
+                s.system_prompt,
+                s.parent_session_id,
+                s.started_at,
+                s.ended_at,
+                s.end_reason,
+                len(rows),
+                sum(m.call_count() for m in s.messages),
+                sum(x.input_tokens for x in u),
+                sum(x.output_tokens for x in u),
+                sum(x.cache_read_tokens for x in u),
+                sum(x.cache_write_tokens for x in u),
+                sum(x.reasoning_tokens for x in u),
+                s.billing_provider or (u[0].billing_provider if u else None),
+                sum(est) if est else None,
+                sum(act) if act else None,
+                weakest_status(x.cost_status for x in u),
+                u[-1].cost_source if u else None,
+                next((x.pricing_version for x in reversed(u) if x.pricing_version), None),
+                _clean_title(s.title) if s.title else None,
+                last,
+                sum(x.api_calls for x in u),
+            )
+        )
         for x in u:
             at = x.at if x.at is not None else s.started_at
-            usage_rows.append((
-                s.id, x.model, x.billing_provider, x.billing_base_url, x.billing_mode, x.task,
-                x.api_calls, x.input_tokens, x.output_tokens, x.cache_read_tokens,
-                x.cache_write_tokens, x.reasoning_tokens, x.estimated_cost_usd,
-                x.actual_cost_usd, x.cost_status, x.cost_source, x.pricing_version, at, at,
-            ))  # fmt: skip
+            usage_rows.append(
+                (
+                    s.id,
+                    x.model,
+                    x.billing_provider,
+                    x.billing_base_url,
+                    x.billing_mode,
+                    x.task,
+                    x.api_calls,
+                    x.input_tokens,
+                    x.output_tokens,
+                    x.cache_read_tokens,
+                    x.cache_write_tokens,
+                    x.reasoning_tokens,
+                    x.estimated_cost_usd,
+                    x.actual_cost_usd,
+                    x.cost_status,
+                    x.cost_source,
+                    x.pricing_version,
+                    at,
+                    at,
+                )
+            )
     conn.executemany(
         "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt,"
         " parent_session_id, started_at, ended_at, end_reason, message_count, tool_call_count,"

@@ -14,8 +14,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.repository.errors import StoreUnavailableError
-from dashboard.repository.schema import DEMO_KEY, LATEST_VERSION, TRIGRAM_PENDING_KEY, VERSION_KEY
+from dashboard.errors import StoreUnavailableError
+from dashboard.store.schema import DEMO_KEY, LATEST_VERSION, TRIGRAM_PENDING_KEY, VERSION_KEY
 
 WORD_INDEX = "messages_fts"  # unicode61: whole words, any language but CJK runs
 TRIGRAM_INDEX = "messages_fts_trigram"  # parts of words, CJK (3+ characters)

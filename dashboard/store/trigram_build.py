@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dashboard.repository import schema
-from dashboard.repository.readonly import readonly_uri
+from dashboard.store import schema
+from dashboard.store.readonly import readonly_uri
 
 TRIGRAM = schema.FTS_TABLES[1]
 #: The FTS5 shadow tables an external-content index keeps (``_content`` it has none).

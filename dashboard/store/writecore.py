@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from dashboard.repository.readonly import readonly_uri
+from dashboard.store.readonly import readonly_uri
 
 T = TypeVar("T")
 

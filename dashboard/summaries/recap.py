@@ -17,10 +17,10 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dashboard.repository.errors import QuerySyntaxError
-from dashboard.repository.query import parse_query
-from dashboard.repository.snippets import mark_terms
-from dashboard.repository.transcript import TranscriptMessage
+from dashboard.errors import QuerySyntaxError
+from dashboard.search.query import parse_query
+from dashboard.sessions.transcript import TranscriptMessage
+from dashboard.text import mark_terms
 
 MAX_RECAP_CHARS = 100_000
 PREVIEW_CHARS = 1_500

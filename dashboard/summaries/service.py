@@ -18,17 +18,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from dashboard.repository.errors import QuerySyntaxError
-from dashboard.repository.query import parse_query
-from dashboard.repository.reader import StateReader
-from dashboard.repository.recalldb import RecallData, SummaryKey
-from dashboard.repository.recap import (
+from dashboard.errors import QuerySyntaxError
+from dashboard.reader.reader import StateReader
+from dashboard.search.query import parse_query
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.recalldb import RecallData, SummaryKey
+from dashboard.summaries.llm import Summarizer, SummaryFailed
+from dashboard.summaries.recap import (
     extractive_preview,
     format_transcript,
     truncate_around_matches,
 )
-from dashboard.repository.search import SearchRequest
-from dashboard.summarizer import Summarizer, SummaryFailed
 
 RAW_PREVIEW_LABEL = "[Raw preview — summarization unavailable]"
 DONE_KEEP_S = 300  # finished jobs are kept this long for the card that polls them
@@ -89,8 +89,9 @@ class SummaryService:
 
     # -- the web's path: never waits ---------------------------------------------------
 
-    def poll(self, session_id: str, query: str, reader: StateReader | None = None
-             ) -> Summary | None:  # fmt: skip
+    def poll(
+        self, session_id: str, query: str, reader: StateReader | None = None
+    ) -> Summary | None:
         """The summary if known now; else start (or keep) a background job and return None.
 
         ``reader``: the asking request's (its profile's scope); a session it cannot read
@@ -114,8 +115,9 @@ class SummaryService:
 
     # -- API and CLI: wait for every summary, bounded by the model slots -----------------
 
-    def summarize_many(self, session_ids: Sequence[str], query: str,
-                       reader: StateReader | None = None) -> list[Summary]:  # fmt: skip
+    def summarize_many(
+        self, session_ids: Sequence[str], query: str, reader: StateReader | None = None
+    ) -> list[Summary]:
         """Summaries of several sessions, computed concurrently (at most N model calls);
         ``reader`` as in :meth:`poll`."""
         futures = []
@@ -132,16 +134,18 @@ class SummaryService:
 
     # -- the work -------------------------------------------------------------------------
 
-    def _key(self, session_id: str, query: str, reader: StateReader | None = None
-             ) -> SummaryKey:  # fmt: skip
+    def _key(self, session_id: str, query: str, reader: StateReader | None = None) -> SummaryKey:
         # NotFoundError for an unknown id, or one the asking scope may not read. The
         # service's own reader sees every profile served: the key and the work are the
         # same whichever scope asked.
         last_id = (reader or self.reader).last_message_id(session_id)
         return SummaryKey(
-            home=str(self.reader.path), session_id=session_id, query=normalise_query(query),
-            last_message_id=last_id, model=self.summarizer.config.model,
-        )  # fmt: skip
+            home=str(self.reader.path),
+            session_id=session_id,
+            query=normalise_query(query),
+            last_message_id=last_id,
+            model=self.summarizer.config.model,
+        )
 
     def _cached(self, key: SummaryKey) -> Summary | None:
         hit = self.data.cached_summary(key)
@@ -197,9 +201,12 @@ def when(ts: float | None) -> str:
 
 
 def session_search_result(
-    reader: StateReader, service: SummaryService, query: str, limit: int = DEFAULT_TOOL_LIMIT,
+    reader: StateReader,
+    service: SummaryService,
+    query: str,
+    limit: int = DEFAULT_TOOL_LIMIT,
     exclude: Sequence[str] = (),
-) -> dict[str, object]:  # fmt: skip
+) -> dict[str, object]:
     """The seed's ``session_search`` answer; an empty query lists recent sessions (no model).
 
     ``exclude``: session ids left out (an agent's own current conversation).
@@ -208,17 +215,39 @@ def session_search_result(
     found = reader.search(request)
     if found.route == "recent":
         results = [
-            {"session_id": r.session_id, "when": when(r.started_at), "source": r.source,
-             "model": r.model, "title": r.title, "preview": r.preview}
+            {
+                "session_id": r.session_id,
+                "when": when(r.started_at),
+                "source": r.source,
+                "model": r.model,
+                "title": r.title,
+                "preview": r.preview,
+            }
             for r in found.results
-        ]  # fmt: skip
-        return {"success": True, "mode": "recent", "query": "", "results": results,
-                "count": len(results), "sessions_searched": found.total_sessions}  # fmt: skip
+        ]
+        return {
+            "success": True,
+            "mode": "recent",
+            "query": "",
+            "results": results,
+            "count": len(results),
+            "sessions_searched": found.total_sessions,
+        }
     summaries = service.summarize_many([r.session_id for r in found.results], query, reader)
     results = [
-        {"session_id": r.session_id, "when": when(r.started_at), "source": r.source,
-         "model": r.model, "summary": s.plain_text()}
+        {
+            "session_id": r.session_id,
+            "when": when(r.started_at),
+            "source": r.source,
+            "model": r.model,
+            "summary": s.plain_text(),
+        }
         for r, s in zip(found.results, summaries, strict=True)
-    ]  # fmt: skip
-    return {"success": True, "query": query, "results": results, "count": len(results),
-            "sessions_searched": found.total_sessions}  # fmt: skip
+    ]
+    return {
+        "success": True,
+        "query": query,
+        "results": results,
+        "count": len(results),
+        "sessions_searched": found.total_sessions,
+    }

@@ -6,28 +6,28 @@ from dataclasses import asdict
 
 from flask import Blueprint, jsonify, request
 
-from dashboard.repository.cost_rules import CostSummary
-from dashboard.repository.epochs import Epoch
-from dashboard.repository.errors import (
+from dashboard.costs.rules import CostSummary
+from dashboard.errors import (
     NotFoundError,
     NotWritableError,
     RecallError,
     StoreUnavailableError,
     ValidationError,
 )
-from dashboard.repository.memoryfiles import (
+from dashboard.lineage.epochs import Epoch
+from dashboard.memory.checks import check
+from dashboard.memory.entries import split_entries
+from dashboard.memory.files import (
     BlockedContentError,
     MemoryConflict,
     MemoryFile,
     MemoryLockTimeout,
-    check,
     read_memory_file,
     save_memory_file,
-    split_entries,
 )
-from dashboard.repository.params import whole_number
-from dashboard.repository.transcript import TranscriptRequest
-from dashboard.summaries import DEFAULT_TOOL_LIMIT, session_search_result
+from dashboard.params import whole_number
+from dashboard.sessions.transcript import TranscriptRequest
+from dashboard.summaries.service import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.views.costs import current_time, parse_costs_request
 from dashboard.views.preview import preview_block
 from dashboard.views.search import parse_request
@@ -138,28 +138,38 @@ def chain(session_id: str):
 def _epoch_json(session_id: str, epoch: Epoch, cost: CostSummary) -> dict[str, object]:
     """One in-place epoch of a chain node: its boundaries, counts and attributable cost."""
     return {
-        "number": epoch.number, "first_message_id": epoch.first_id,
-        "last_message_id": epoch.last_id, "started_at": epoch.started_at,
-        "ended_at": epoch.ended_at, "compacted_at": epoch.compacted_at, "live": epoch.live,
-        "rows": epoch.rows, "archived": epoch.archived, "summary_message_id": epoch.summary_id,
-        "summary_opening": epoch.summary_opening, "tokens": epoch.tokens,
+        "number": epoch.number,
+        "first_message_id": epoch.first_id,
+        "last_message_id": epoch.last_id,
+        "started_at": epoch.started_at,
+        "ended_at": epoch.ended_at,
+        "compacted_at": epoch.compacted_at,
+        "live": epoch.live,
+        "rows": epoch.rows,
+        "archived": epoch.archived,
+        "summary_message_id": epoch.summary_id,
+        "summary_opening": epoch.summary_opening,
+        "tokens": epoch.tokens,
         "link": epoch_url(session_id, epoch),
         # Hermes records cost per session, model and task: only usage rows lying inside
         # this epoch are its (epochs.usage_epoch); none: its cost is not known.
         "cost": {
-            "usage_rows": sum(cost.counts.values()), "effective_cost_usd": cost.effective,
-            "estimated_cost_usd": cost.estimated, "actual_cost_usd": cost.billed,
+            "usage_rows": sum(cost.counts.values()),
+            "effective_cost_usd": cost.effective,
+            "estimated_cost_usd": cost.estimated,
+            "actual_cost_usd": cost.billed,
         },
-    }  # fmt: skip
+    }
 
 
 @bp.get("/preview")
 def preview():
     """What the agent would get for ``message`` (``session``, ``model`` optional)."""
     block = preview_block(
-        request.args.get("message", ""), request.args.get("session", "").strip() or None,
+        request.args.get("message", ""),
+        request.args.get("session", "").strip() or None,
         request.args.get("model", "").strip() or None,
-    )  # fmt: skip
+    )
     return jsonify(block.to_json())
 
 
@@ -184,11 +194,16 @@ def _memory_name(which: str) -> str:
 
 def _memory_json(file: MemoryFile) -> dict[str, object]:
     return {
-        "name": file.name, "content": file.text, "hash": file.sha256, "limit": file.limit,
-        "chars": len(file.text), "entries": list(split_entries(file.text)),
+        "name": file.name,
+        "content": file.text,
+        "hash": file.sha256,
+        "limit": file.limit,
+        "chars": len(file.text),
+        "entries": list(split_entries(file.text)),
         "problems": [asdict(f) for f in check(file.text, file.limit)],
-        "editable": file.editable, "problem": file.problem,
-    }  # fmt: skip
+        "editable": file.editable,
+        "problem": file.problem,
+    }
 
 
 @bp.get("/memory/<which>")
@@ -207,9 +222,13 @@ def save_memory(which: str):
     home = one_profile_home()
     try:
         result = save_memory_file(
-            home, name, body["content"], base_sha256=str(body.get("base_hash", "")),
-            data=get_recall_data(), note="saved through the API",
-        )  # fmt: skip
+            home,
+            name,
+            body["content"],
+            base_sha256=str(body.get("base_hash", "")),
+            data=get_recall_data(),
+            note="saved through the API",
+        )
     except BlockedContentError as exc:
         return jsonify({"error": str(exc), "problems": [asdict(f) for f in exc.findings]}), 422
     except MemoryConflict as exc:
@@ -218,5 +237,10 @@ def save_memory(which: str):
         return jsonify({"error": str(exc), "reason": "busy"}), 503
     except NotWritableError as exc:
         return jsonify({"error": str(exc), "reason": "readonly"}), 403
-    return jsonify({"hash": result.sha256, "revision_id": result.revision_id,
-                    "problems": [asdict(f) for f in result.findings]})  # fmt: skip
+    return jsonify(
+        {
+            "hash": result.sha256,
+            "revision_id": result.revision_id,
+            "problems": [asdict(f) for f in result.findings],
+        }
+    )

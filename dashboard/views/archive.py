@@ -6,13 +6,13 @@ from pathlib import Path
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
-from dashboard.repository.archive_sessions import (
+from dashboard.archive.listing import (
     archive_page,
     delete_from_archive,
     deletion_preview,
 )
-from dashboard.repository.gone import parse_presence
-from dashboard.repository.params import whole_number
+from dashboard.params import whole_number
+from dashboard.store.presence import parse_presence
 from dashboard.web.reader import get_reader
 
 bp = Blueprint("archive", __name__)
@@ -32,12 +32,16 @@ def index():
     reader = get_reader()
     # Reading every profile: each one's radar; else the profile's (or the home's) own.
     profiles = reader.profiles if reader.spans_profiles else ()
-    shown = archive_page(reader.home, _archive(), presence, page, profiles=profiles,
-                         scope=reader.scope)  # fmt: skip
+    shown = archive_page(
+        reader.home, _archive(), presence, page, profiles=profiles, scope=reader.scope
+    )
     return render_template(
-        "archive.html", shown=shown, radars=shown.radars, listing=shown.listing,
+        "archive.html",
+        shown=shown,
+        radars=shown.radars,
+        listing=shown.listing,
         deleted=request.args.get("deleted"),
-    )  # fmt: skip
+    )
 
 
 @bp.get("/archive/sessions/<session_id>/delete")

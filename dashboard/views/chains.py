@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from dashboard.repository.chain_index import check_chain_sort
-from dashboard.repository.chains import totals
-from dashboard.repository.transcript import TranscriptRequest
+from dashboard.lineage.chains import totals
+from dashboard.lineage.index import check_chain_sort
+from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.views.sessions import highlight_terms
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
@@ -27,9 +27,12 @@ def show(session_id: str):
     """Show a session's chain: the timeline picture, every segment's figures, totals."""
     chain = get_reader().chain(session_id, epochs=True)
     return render_page(
-        "chain.html", "_chain.html", "chain",
-        chain=chain, family_totals=totals(list(chain.segments)),
-    )  # fmt: skip
+        "chain.html",
+        "_chain.html",
+        "chain",
+        chain=chain,
+        family_totals=totals(list(chain.segments)),
+    )
 
 
 @bp.get("/chains/<session_id>/transcript")
@@ -38,8 +41,16 @@ def transcript(session_id: str):
     wanted = TranscriptRequest.from_params(request.args.get)
     chain, stitched = get_reader().stitched_page(session_id, wanted)
     return render_page(
-        "chain_transcript.html", "_stitched.html", "stitched",
-        chain=chain, stitched=stitched, parts=stitched.parts, paging=stitched.paging,
-        include_inactive=wanted.include_inactive, view=wanted.view, at=wanted.at, q=wanted.query,
+        "chain_transcript.html",
+        "_stitched.html",
+        "stitched",
+        chain=chain,
+        stitched=stitched,
+        parts=stitched.parts,
+        paging=stitched.paging,
+        include_inactive=wanted.include_inactive,
+        view=wanted.view,
+        at=wanted.at,
+        q=wanted.query,
         terms=highlight_terms(wanted.query),
-    )  # fmt: skip
+    )

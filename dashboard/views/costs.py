@@ -10,11 +10,11 @@ from zoneinfo import ZoneInfo
 
 from flask import Blueprint, Response, current_app, request
 
-from dashboard.repository.cost_headlines import headlines
-from dashboard.repository.cost_sessions import check_sort
-from dashboard.repository.costs import DIMENSIONS, DRIFT_FLAG, PERIODS, Spend
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.profiles import ALL
+from dashboard.costs.costly import check_sort
+from dashboard.costs.headlines import headlines
+from dashboard.costs.spend import DIMENSIONS, DRIFT_FLAG, PERIODS, Spend
+from dashboard.errors import ValidationError
+from dashboard.hermes.profiles import ALL
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
 from dashboard.web.filters import url_with
 from dashboard.web.htmx import render_page
@@ -44,9 +44,13 @@ class CostsRequest:
     def options(self) -> dict[str, Any]:
         """Keyword arguments for ``StateReader.spend``."""
         return {
-            "period": self.period, "by": self.by, "start": self.start, "end": self.end,
-            "timezone": current_timezone(), "sources": self.sources,
-        }  # fmt: skip
+            "period": self.period,
+            "by": self.by,
+            "start": self.start,
+            "end": self.end,
+            "timezone": current_timezone(),
+            "sources": self.sources,
+        }
 
 
 @dataclass(frozen=True)
@@ -190,9 +194,18 @@ def drill_links(found: Spend) -> list[dict[str, Any]]:
         if cell.effective_usd is not None:
             totals[cell.period] = (totals.get(cell.period) or 0.0) + cell.effective_usd
     return [
-        {"label": label, "effective_usd": totals.get(label), "href": url_with(**{
-            "from": start.isoformat(), "to": end.isoformat(), "period": period, "before": None,
-        })}  # fmt: skip
+        {
+            "label": label,
+            "effective_usd": totals.get(label),
+            "href": url_with(
+                **{
+                    "from": start.isoformat(),
+                    "to": end.isoformat(),
+                    "period": period,
+                    "before": None,
+                }
+            ),
+        }
         for label, start, end in found.period_ranges()
     ]
 
@@ -207,10 +220,14 @@ def index():
         "shortcuts": range_shortcuts(
             now.date(), None if first is None else datetime.fromtimestamp(first, now.tzinfo).date()
         ),
-        "args": request.args, "sources": reader.search_facets().get("sources", []),
-        "dimension_labels": offered_dimensions(), "periods": PERIODS, "drift_flag": DRIFT_FLAG,
-        "budget": monthly_budget(), "error": None,
-    }  # fmt: skip
+        "args": request.args,
+        "sources": reader.search_facets().get("sources", []),
+        "dimension_labels": offered_dimensions(),
+        "periods": PERIODS,
+        "drift_flag": DRIFT_FLAG,
+        "budget": monthly_budget(),
+        "error": None,
+    }
     try:
         costs = parse_costs_request(now.date())
         spend = spend_function()
@@ -222,15 +239,27 @@ def index():
     except ValidationError as exc:
         context["error"] = str(exc)
     else:
-        top = headlines(spend, now=now, timezone=current_timezone(), sources=costs.sources,
-                        profiles=card_profiles())  # fmt: skip
+        top = headlines(
+            spend,
+            now=now,
+            timezone=current_timezone(),
+            sources=costs.sources,
+            profiles=card_profiles(),
+        )
         context.update(
-            costs=costs, spend=found, table=cost_table(found), chart=chart_data(found),
-            headlines=top, last_day=costs.last_day, sessions=sessions,
-            drill=drill_links(found), drill_period=DRILL_PERIOD[costs.period],
-            over_budget=context["budget"] is not None and top.projection is not None
+            costs=costs,
+            spend=found,
+            table=cost_table(found),
+            chart=chart_data(found),
+            headlines=top,
+            last_day=costs.last_day,
+            sessions=sessions,
+            drill=drill_links(found),
+            drill_period=DRILL_PERIOD[costs.period],
+            over_budget=context["budget"] is not None
+            and top.projection is not None
             and top.projection > context["budget"],
-        )  # fmt: skip
+        )
     response = render_page("costs.html", "_costs.html", "costs", **context)
     if context["error"]:
         response.status_code = 400
@@ -244,6 +273,7 @@ def export():
     table = cost_table(spend_function()(**costs.options()))
     filename = f"recall-costs-{costs.period}-{costs.by}.csv"
     return Response(
-        table.csv_text(costs.by), mimetype="text/csv",
+        table.csv_text(costs.by),
+        mimetype="text/csv",
         headers={"Content-Disposition": f"attachment; filename={filename}"},
-    )  # fmt: skip
+    )

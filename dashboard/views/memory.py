@@ -16,21 +16,17 @@ from typing import Any
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
 
-from dashboard.repository.errors import NotFoundError, NotWritableError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.memoryfiles import (
-    BLOCK,
+from dashboard.errors import NotFoundError, NotWritableError
+from dashboard.hermes.home import HermesHome
+from dashboard.memory.checks import BLOCK, blocking, check, hidden_char
+from dashboard.memory.entries import edit_entries, split_entries
+from dashboard.memory.files import (
     NAMES,
     BlockedContentError,
     MemoryConflict,
     MemoryFile,
     MemoryLockTimeout,
     SaveResult,
-    agent_block,
-    blocking,
-    check,
-    edit_entries,
-    hidden_char,
     home_key,
     profile_memory_files,
     read_memory_file,
@@ -38,10 +34,10 @@ from dashboard.repository.memoryfiles import (
     restore_revision,
     revision_text,
     save_merging,
-    split_entries,
 )
-from dashboard.repository.params import whole_number
-from dashboard.repository.recalldb import RecallData
+from dashboard.memory.prompt import agent_block
+from dashboard.params import whole_number
+from dashboard.store.recalldb import RecallData
 from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.reader import get_reader, one_profile_home, profile_home
 from dashboard.web.summaries import get_recall_data
@@ -51,8 +47,13 @@ bp = Blueprint("memory", __name__)
 HISTORY_LIMIT = 50
 MAX_ENTRY_INDEX = 1_000_000  # far more entries than a file within its limit can hold
 # How the history names a one-step entry save (ops are checked by edit_entries first).
-ENTRY_NOTES = {"edit": "edited entry {}", "delete": "deleted entry {}", "up": "moved entry {} up",
-               "down": "moved entry {} down", "add": "added an entry"}  # fmt: skip
+ENTRY_NOTES = {
+    "edit": "edited entry {}",
+    "delete": "deleted entry {}",
+    "up": "moved entry {} up",
+    "down": "moved entry {} down",
+    "add": "added an entry",
+}
 
 
 def _home() -> HermesHome:
@@ -163,8 +164,9 @@ def _history(name: str, revisions: list[dict]) -> list[dict]:
         older = revisions[index + 1] if index + 1 < len(revisions) else None
         changes = None
         if older is not None:
-            changes = diff_lines(older["content"], revision["content"], name,
-                                 f"#{older['id']}", f"#{revision['id']}")  # fmt: skip
+            changes = diff_lines(
+                older["content"], revision["content"], name, f"#{older['id']}", f"#{revision['id']}"
+            )
         shown.append({**revision, "changes": changes})
     return shown
 
@@ -251,9 +253,11 @@ def _save(name: str, action):
         file = read_memory_file(home, name)
         edit = request.form.get("text")
         return _render(
-            file, 403, error=str(exc),
+            file,
+            403,
+            error=str(exc),
             edit_text=file.text if edit is None else edit.replace("\r\n", "\n"),
-        )  # fmt: skip
+        )
     return _saved(name, result)
 
 
@@ -279,8 +283,9 @@ def show(name: str):
     under all profiles, each profile's files."""
     _checked_name(name)
     if profile_home() is None:
-        return render_template("memory_profiles.html", names=NAMES,
-                               files=profile_memory_files(served_profiles()))  # fmt: skip
+        return render_template(
+            "memory_profiles.html", names=NAMES, files=profile_memory_files(served_profiles())
+        )
     home = _home()
     file = read_memory_file(home, name)
     remember_loaded(home, file, _data())  # a save from this page can then merge
@@ -342,9 +347,16 @@ def entries(name: str):
         return _preview_page(file, yours, base)
     return _save(
         name,
-        lambda home: save_merging(home, name, yours, base_sha256=base, base_text=base_text,
-                                  data=_data(), note=ENTRY_NOTES[op].format(index + 1)),
-    )  # fmt: skip
+        lambda home: save_merging(
+            home,
+            name,
+            yours,
+            base_sha256=base,
+            base_text=base_text,
+            data=_data(),
+            note=ENTRY_NOTES[op].format(index + 1),
+        ),
+    )
 
 
 @bp.post("/memory/<name>")
@@ -355,10 +367,16 @@ def save(name: str):
     base = _submitted_base()
     return _save(
         name,
-        lambda home: save_merging(home, name, text, base_sha256=base,
-                                  base_text=_revision_text(name, base), data=_data(),
-                                  note="edited in Recall"),
-    )  # fmt: skip
+        lambda home: save_merging(
+            home,
+            name,
+            text,
+            base_sha256=base,
+            base_text=_revision_text(name, base),
+            data=_data(),
+            note="edited in Recall",
+        ),
+    )
 
 
 @bp.post("/memory/<name>/restore/<int:revision_id>")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.overview import recent_activity
+from dashboard.errors import ValidationError
+from dashboard.reader.activity import recent_activity
 from dashboard.views.costs import current_time, current_timezone
 from dashboard.web.htmx import render_page
 from dashboard.web.profiles import current_profile
@@ -23,12 +23,20 @@ def index():
     info = reader.overview()
     activity, problem = None, None
     try:
-        activity = recent_activity(reader, get_cost_rollup(), today=current_time().date(),
-                                   timezone=current_timezone())  # fmt: skip
+        activity = recent_activity(
+            reader, get_cost_rollup(), today=current_time().date(), timezone=current_timezone()
+        )
     except ValidationError as exc:  # a bad RECALL_TIMEZONE: the diagnostics still help
         problem = str(exc)
     # Every profile's last sync in its row; one profile's page says its own.
     syncs = profile_sync_states()
-    return render_page("overview.html", "_overview.html", "overview", info=info,
-                       activity=activity, activity_problem=problem, profile_syncs=syncs,
-                       own_sync=syncs.get(current_profile()))  # fmt: skip
+    return render_page(
+        "overview.html",
+        "_overview.html",
+        "overview",
+        info=info,
+        activity=activity,
+        activity_problem=problem,
+        profile_syncs=syncs,
+        own_sync=syncs.get(current_profile()),
+    )

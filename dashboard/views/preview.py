@@ -7,7 +7,7 @@ import time
 from flask import Blueprint, request
 
 from dashboard.agent import VolatileBlock
-from dashboard.repository.errors import NotFoundError, ValidationError
+from dashboard.errors import NotFoundError, ValidationError
 from dashboard.web.agent_memory import get_preview_manager
 from dashboard.web.htmx import render_page
 from dashboard.web.profiles import served_profiles
@@ -24,9 +24,14 @@ def index():
     message = request.args.get("message", "")
     session_id = request.args.get("session", "").strip() or None
     model = request.args.get("model", "").strip() or None
-    context: dict[str, object] = {"message": message, "session_id": session_id or "",
-                                  "model": model or "", "error": None, "block": None,
-                                  "choose_profile": []}  # fmt: skip
+    context: dict[str, object] = {
+        "message": message,
+        "session_id": session_id or "",
+        "model": model or "",
+        "error": None,
+        "block": None,
+        "choose_profile": [],
+    }
     if profile_home() is None:  # all profiles: whose agent? The page asks.
         context["choose_profile"] = [p.name for p in served_profiles()]
     else:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, render_template, request
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.search import SearchRequest
-from dashboard.summarizer import LLMConfig
+from dashboard.errors import ValidationError
+from dashboard.search.sessions import SearchRequest
+from dashboard.summaries.llm import LLMConfig
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
 from dashboard.web.security import same_origin_only
@@ -33,13 +33,19 @@ def index():
         search, result, error = None, None, str(exc)
     # The partial carries a <title> beside the results, so the tab names the query.
     response = render_page(
-        "search.html", "_search_update.html", "results",
-        search=search, result=result, error=error, facets=facets, args=request.args,
+        "search.html",
+        "_search_update.html",
+        "results",
+        search=search,
+        result=result,
+        error=error,
+        facets=facets,
+        args=request.args,
         summaries=summaries_mode(request.args.get("summaries")),
         llm_ready=LLMConfig.from_mapping(current_app.config).enabled,
         # Values a field has when left alone: left out of live-search URLs.
         defaults={"sort": "relevance", "summaries": summaries_mode(None), "presence": "all"},
-    )  # fmt: skip
+    )
     if error:
         response.status_code = 400
     return response

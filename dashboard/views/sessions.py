@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from dashboard.repository.errors import QuerySyntaxError
-from dashboard.repository.query import parse_query
-from dashboard.repository.transcript import TranscriptRequest
+from dashboard.errors import QuerySyntaxError
+from dashboard.search.query import parse_query
+from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
 
@@ -21,16 +21,25 @@ def show(session_id: str):
     shown = reader.session_page(session_id, wanted)
     chain = reader.chain(session_id)
     return render_page(
-        "session.html", "_transcript.html", "transcript",
-        transcript=shown.transcript, session=shown.transcript.session, q=wanted.query,
-        terms=shown.terms, matches=shown.matches, match_count=shown.match_count,
-        paging=shown.transcript.paging, include_inactive=wanted.include_inactive,
-        view=wanted.view, at=wanted.at,
+        "session.html",
+        "_transcript.html",
+        "transcript",
+        transcript=shown.transcript,
+        session=shown.transcript.session,
+        q=wanted.query,
+        terms=shown.terms,
+        matches=shown.matches,
+        match_count=shown.match_count,
+        paging=shown.transcript.paging,
+        include_inactive=wanted.include_inactive,
+        view=wanted.view,
+        at=wanted.at,
         chain_part=chain.shown_part(session_id),
         # Branches, delegations or damaged links still make a family worth a look.
-        related=len(chain.segments) - 1, chain_damaged=bool(chain.warnings),
+        related=len(chain.segments) - 1,
+        chain_damaged=bool(chain.warnings),
         cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
-    )  # fmt: skip
+    )
 
 
 def highlight_terms(q: str) -> list[str]:

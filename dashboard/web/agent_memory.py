@@ -20,12 +20,14 @@ def get_preview_manager() -> MemoryManager:
     reader = get_reader()
 
     def build(app: Flask) -> MemoryManager:
-        provider = RecallMemoryProvider(reader.home, reader=reader, readonly=True,
-                                        data_dir=data_dir(app))  # fmt: skip
+        provider = RecallMemoryProvider(
+            reader.home, reader=reader, readonly=True, data_dir=data_dir(app)
+        )
         manager = MemoryManager()
         # A missing or broken store is explained by the page, request by request.
         manager.add_provider(provider, check_available=False)
         return manager
 
-    return app_resource(f"recall.preview_manager:{reader.scope.label}", build,
-                        MemoryManager.shutdown_all)  # fmt: skip
+    return app_resource(
+        f"recall.preview_manager:{reader.scope.label}", build, MemoryManager.shutdown_all
+    )

@@ -15,24 +15,32 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.repository.cost_rules import (
+from dashboard.costs.rules import (
     STATUS_LABELS,
     STATUSES,
     CostSummary,
     overall_status,
 )
-from dashboard.repository.cost_rules import (
+from dashboard.costs.rules import (
     money as round_money,
 )
-from dashboard.repository.costs import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
-from dashboard.web.filters import usd
+from dashboard.costs.spend import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
+from dashboard.web.format import usd
 
-DIMENSION_LABELS = {"provider": "Provider", "model": "Model", "source": "Source", "task": "Task",
-                    "profile": "Profile"}  # fmt: skip
+DIMENSION_LABELS = {
+    "provider": "Provider",
+    "model": "Model",
+    "source": "Source",
+    "task": "Task",
+    "profile": "Profile",
+}
 TOKEN_LABELS = {
-    "input": "Input", "output": "Output", "cache_read": "Cache read",
-    "cache_write": "Cache write", "reasoning": "Reasoning",
-}  # fmt: skip
+    "input": "Input",
+    "output": "Output",
+    "cache_read": "Cache read",
+    "cache_write": "Cache write",
+    "reasoning": "Reasoning",
+}
 CHART_KEYS = 8  # the chart draws this many keys and folds the rest into "other"
 
 
@@ -74,21 +82,45 @@ class CostTable:
         """
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow([
-            "period", by, "estimated_usd", "actual_usd", "effective_usd", "drift",
-            "billed_share", "coverage", *(f"calls_{s}" for s in STATUSES), "sessions",
-            "api_calls", *(f"{k}_tokens" for k in TOKEN_KINDS),
-        ])  # fmt: skip
+        writer.writerow(
+            [
+                "period",
+                by,
+                "estimated_usd",
+                "actual_usd",
+                "effective_usd",
+                "drift",
+                "billed_share",
+                "coverage",
+                *(f"calls_{s}" for s in STATUSES),
+                "sessions",
+                "api_calls",
+                *(f"{k}_tokens" for k in TOKEN_KINDS),
+            ]
+        )
         for row in [*self.rows, self.total]:
             c = row.cell
-            writer.writerow([
-                csv_text_cell(row.spend[0].text), csv_text_cell(row.spend[1].text),
-                *(_number(v) for v in (c.estimated_usd, c.actual_usd, c.effective_usd,
-                                       c.drift, c.actual_share)),
-                STATUS_LABELS[overall_status(c.status_mix)],
-                *(c.status_mix.get(s, 0) for s in STATUSES), c.sessions, c.api_calls,
-                *(c.tokens.get(k, 0) for k in TOKEN_KINDS),
-            ])  # fmt: skip
+            writer.writerow(
+                [
+                    csv_text_cell(row.spend[0].text),
+                    csv_text_cell(row.spend[1].text),
+                    *(
+                        _number(v)
+                        for v in (
+                            c.estimated_usd,
+                            c.actual_usd,
+                            c.effective_usd,
+                            c.drift,
+                            c.actual_share,
+                        )
+                    ),
+                    STATUS_LABELS[overall_status(c.status_mix)],
+                    *(c.status_mix.get(s, 0) for s in STATUSES),
+                    c.sessions,
+                    c.api_calls,
+                    *(c.tokens.get(k, 0) for k in TOKEN_KINDS),
+                ]
+            )
         return out.getvalue()
 
 
@@ -107,10 +139,17 @@ def cost_table(spend: Spend) -> CostTable:
     """The two tables under the charts for ``spend`` (same rows, then a total row)."""
     key = DIMENSION_LABELS[spend.by]
     spend_columns = [
-        Column("Period", numeric=False), Column(key, numeric=False), Column("Estimated"),
-        Column("Billed"), Column("Effective"), Column("Drift"), Column("Billed share"),
-        Column("Calls by status", numeric=False), Column("Sessions"), Column("API calls"),
-    ]  # fmt: skip
+        Column("Period", numeric=False),
+        Column(key, numeric=False),
+        Column("Estimated"),
+        Column("Billed"),
+        Column("Effective"),
+        Column("Drift"),
+        Column("Billed share"),
+        Column("Calls by status", numeric=False),
+        Column("Sessions"),
+        Column("API calls"),
+    ]
     token_columns = [
         Column("Period", numeric=False),
         Column(key, numeric=False),
@@ -193,9 +232,10 @@ def drift(cell: Cell) -> Shown:
     figure = f"{cell.drift:.2f}"
     if cell.drift_flagged:
         return Shown(
-            f"{figure}×", "drift-flagged",
+            f"{figure}×",
+            "drift-flagged",
             f"The bill differs from the local estimate by more than {DRIFT_FLAG:g}×",
-        )  # fmt: skip
+        )
     return Shown(f"{figure}×")
 
 
@@ -239,8 +279,10 @@ def chart_data(spend: Spend) -> dict[str, Any]:
         part: {k: list(empty) for k in keys} for part in ("billed", "estimated")
     }
     totals: dict[str, list[Any]] = {
-        "effective": list(empty), "billed": list(empty), "unknown_calls": [0] * len(empty)
-    }  # fmt: skip
+        "effective": list(empty),
+        "billed": list(empty),
+        "unknown_calls": [0] * len(empty),
+    }
     tokens = {k: [0] * len(spend.periods) for k in TOKEN_KINDS}
     for c in spend.rows:
         i = index[c.period]
@@ -256,17 +298,24 @@ def chart_data(spend: Spend) -> dict[str, Any]:
             tokens[k][i] += c.tokens.get(k, 0)
     # Tooltip money as the page shows it: the rule is usd(), never a copy in JavaScript.
     texts = {
-        "spend": {part: {k: [_text(v) for v in values] for k, values in by_key.items()}
-                  for part, by_key in series.items()},
+        "spend": {
+            part: {k: [_text(v) for v in values] for k, values in by_key.items()}
+            for part, by_key in series.items()
+        },
         "totals": {name: [_text(v) for v in totals[name]] for name in ("effective", "billed")},
-    }  # fmt: skip
+    }
     return {
-        "by": spend.by, "period": spend.period, "periods": spend.periods, "keys": keys,
+        "by": spend.by,
+        "period": spend.period,
+        "periods": spend.periods,
+        "keys": keys,
         "spend": series,
-        "totals": totals, "texts": texts, "tokens": tokens,
+        "totals": totals,
+        "texts": texts,
+        "tokens": tokens,
         "token_labels": [TOKEN_LABELS[k] for k in TOKEN_KINDS],
         "token_kinds": list(TOKEN_KINDS),
-    }  # fmt: skip
+    }
 
 
 def _text(amount: float | None) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from dashboard.repository.errors import (
+from dashboard.errors import (
     ConflictError,
     NotFoundError,
     StoreUnavailableError,
@@ -49,18 +49,21 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(NotFoundError)
     def not_found(exc: NotFoundError):
-        return render_template("errors/http.html", code=404, title="Not found",
-                               message=str(exc)), 404  # fmt: skip
+        return render_template(
+            "errors/http.html", code=404, title="Not found", message=str(exc)
+        ), 404
 
     @app.errorhandler(ConflictError)
     def conflict(exc: ConflictError):
-        return render_template("errors/http.html", code=409, title="Conflict",
-                               message=str(exc)), 409  # fmt: skip
+        return render_template(
+            "errors/http.html", code=409, title="Conflict", message=str(exc)
+        ), 409
 
     @app.errorhandler(ValidationError)
     def invalid(exc: ValidationError):
-        return render_template("errors/http.html", code=400, title="Bad request",
-                               message=str(exc)), 400  # fmt: skip
+        return render_template(
+            "errors/http.html", code=400, title="Bad request", message=str(exc)
+        ), 400
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(exc: RequestEntityTooLarge):
@@ -69,8 +72,9 @@ def init_app(app: Flask) -> None:
             f"What was sent is too large: Recall accepts at most {limit / 1e6:.1f} MB per "
             "request, and a memory file at most a few hundred KB. Nothing was saved."
         )
-        return render_template("errors/http.html", code=413, title="Too large",
-                               message=message), 413  # fmt: skip
+        return render_template(
+            "errors/http.html", code=413, title="Too large", message=message
+        ), 413
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

@@ -1,7 +1,7 @@
 """A compaction chain drawn server-side as SVG: one row per segment on a time axis.
 
 Presentation only (no SQL, no request state beyond building links): the picture
-is made from a :class:`~dashboard.repository.chains.Chain`. Rows follow
+is made from a :class:`~dashboard.lineage.chains.Chain`. Rows follow
 ``chain.segments`` (depth-first from the root), so a child is always below its
 parent and the connector between them runs down, then right to the child's
 start. Every style is a class in ``static/app.css`` (the CSP forbids ``style``);
@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 
 from markupsafe import Markup, escape
 
-from dashboard.repository.chains import Chain, Segment
-from dashboard.repository.cost_rules import STATUS_LABELS, CostSummary
-from dashboard.repository.epochs import Epoch
-from dashboard.web.filters import duration, shortdate, usd
+from dashboard.costs.rules import STATUS_LABELS, CostSummary
+from dashboard.lineage.chains import Chain, Segment
+from dashboard.lineage.epochs import Epoch
+from dashboard.web.format import duration, shortdate, usd
 
 WIDTH = 1120  # viewBox width; the stylesheet scales the picture to the column
 GUTTER = 290  # left column of row labels
@@ -52,9 +52,32 @@ LEGEND = (
 )
 # Axis steps in seconds; each below a day divides a day, so ticks fall on round times.
 _STEPS = (
-    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
-    86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 182 * 86400, 364 * 86400,
-)  # fmt: skip
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+    2 * 86400,
+    7 * 86400,
+    14 * 86400,
+    28 * 86400,
+    91 * 86400,
+    182 * 86400,
+    364 * 86400,
+)
 _DAY = 86400
 
 
@@ -322,9 +345,11 @@ def _compaction_times(segments: list[Segment], scale: _Scale, y: float) -> list[
     label too close to the previous one is left out: the mark's tooltip still has it)."""
     marks = sorted(
         (e.compacted_at, e.number, s.compactions)
-        for s in segments if s.compactions and s.epochs is not None
-        for e in s.epochs.epochs if e.compacted_at is not None
-    )  # fmt: skip
+        for s in segments
+        if s.compactions and s.epochs is not None
+        for e in s.epochs.epochs
+        if e.compacted_at is not None
+    )
     if not marks:
         return []
     within_day = scale.t1 - scale.t0 < _DAY
@@ -398,9 +423,7 @@ def epoch_panel_id(row: int, number: int) -> str:
     return f"epoch-panel-{row}-{number}"
 
 
-def render_segment_panels(
-    chain: Chain, session_url: Callable[[str], str] | None = None
-) -> Markup:
+def render_segment_panels(chain: Chain, session_url: Callable[[str], str] | None = None) -> Markup:
     """One HTML panel per bar with its figures, hidden until its bar is hovered, focused
     or tapped (``static/chains.js``); the segments table holds the same figures."""
     if session_url is None:
@@ -412,16 +435,27 @@ def render_segment_panels(
     out = ['<div class="seg-panels">']
     for i, seg in enumerate(chain.segments):
         part = chain.part_of(seg.session_id)
-        out.append(_panel(
-            panel_id(i), seg.session_id, None, tooltip(seg, part),
-            session_url(seg.session_id), "Open session",
-        ))  # fmt: skip
+        out.append(
+            _panel(
+                panel_id(i),
+                seg.session_id,
+                None,
+                tooltip(seg, part),
+                session_url(seg.session_id),
+                "Open session",
+            )
+        )
         for epoch in seg.epochs.epochs if seg.compactions and seg.epochs else ():
-            out.append(_panel(
-                epoch_panel_id(i, epoch.number), seg.session_id, epoch.number,
-                epoch_tooltip(seg, epoch), epoch_url(seg.session_id, epoch),
-                "Open the transcript here",
-            ))  # fmt: skip
+            out.append(
+                _panel(
+                    epoch_panel_id(i, epoch.number),
+                    seg.session_id,
+                    epoch.number,
+                    epoch_tooltip(seg, epoch),
+                    epoch_url(seg.session_id, epoch),
+                    "Open the transcript here",
+                )
+            )
     out.append("</div>")
     return Markup("".join(out))
 
@@ -446,8 +480,9 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
         f"ended: {seg.end_reason or 'still open'}",
         f"messages {seg.message_count:,} · tool calls {seg.tool_call_count:,}",
         f"tokens: {tokens}",
-        "cost: unknown" if seg.cost.effective is None else
-        f"cost: {usd(seg.cost.effective)} ({STATUS_LABELS[seg.cost.status]})"
+        "cost: unknown"
+        if seg.cost.effective is None
+        else f"cost: {usd(seg.cost.effective)} ({STATUS_LABELS[seg.cost.status]})"
         f" · billed {usd(seg.cost.billed)}",
     ]
     if seg.source or seg.model:
@@ -464,8 +499,9 @@ def epoch_tooltip(seg: Segment, epoch: Epoch) -> str:
     lines = [
         f"Epoch {epoch.number} of {total} · {seg.label}",
         f"{shortdate(epoch.started_at)} → {shortdate(end)} ({duration(end - epoch.started_at)})",
-        "live: what the agent sees now" if epoch.live else
-        f"closed by compaction {epoch.number} of {n} at {shortdate(epoch.compacted_at)}"
+        "live: what the agent sees now"
+        if epoch.live
+        else f"closed by compaction {epoch.number} of {n} at {shortdate(epoch.compacted_at)}"
         f" · {epoch.archived:,} turns archived",
         f"messages {epoch.rows:,} · tokens "
         + ("not recorded" if epoch.tokens is None else f"{epoch.tokens:,}"),
@@ -506,8 +542,7 @@ def _description(chain: Chain, t0: float, t1: float, n: int, m: int) -> str:
     return (
         f"Timeline of every segment from {shortdate(t0)} to {shortdate(t1)} ({counted}). "
         f"This session is part {n} of {m} of its continuation line. Each bar links to its "
-        "session; the table below lists the same figures."
-        + _in_place_description(chain)
+        "session; the table below lists the same figures." + _in_place_description(chain)
     )
 
 

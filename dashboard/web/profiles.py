@@ -18,8 +18,8 @@ from urllib.parse import urlencode
 
 from flask import Flask, abort, current_app, g, request, url_for
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.profiles import ALL, Profile, parse_profile
+from dashboard.errors import ValidationError
+from dashboard.hermes.profiles import ALL, Profile, parse_profile
 
 COOKIE_SUFFIX = "_profile"
 COOKIE_MAX_AGE = 365 * 24 * 3600
@@ -60,8 +60,9 @@ def init_app(app: Flask) -> None:
     def remember_profile(response: Any) -> Any:
         chosen = g.get("profile")
         if g.get("profile_explicit") and request.cookies.get(cookie_name()) != chosen:
-            response.set_cookie(cookie_name(), chosen, max_age=COOKIE_MAX_AGE,
-                                samesite="Strict", httponly=True)  # fmt: skip
+            response.set_cookie(
+                cookie_name(), chosen, max_age=COOKIE_MAX_AGE, samesite="Strict", httponly=True
+            )
         return response
 
     @app.url_defaults
@@ -73,8 +74,11 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def inject_profiles() -> dict[str, object]:
-        return {"profile_choices": [p.name for p in profiles] if len(profiles) > 1 else [],
-                "current_profile": g.get("profile", ALL), "switch_profile_url": switch_url}
+        return {
+            "profile_choices": [p.name for p in profiles] if len(profiles) > 1 else [],
+            "current_profile": g.get("profile", ALL),
+            "switch_profile_url": switch_url,
+        }
 
 
 def cookie_name() -> str:

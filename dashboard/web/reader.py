@@ -1,6 +1,6 @@
 """The app's reader of the home it shows: the home's archive, or its own Recall store.
 
-:func:`syncer.reading_for` decides (one rule for pages, API and CLI). With an
+:func:`opening.reading_for` decides (one rule for pages, API and CLI). With an
 archive to fill, the app holds its :class:`Syncer`: ``SYNC="background"`` (what
 ``recall serve`` uses) leaves its thread for :func:`start_syncer`; ``SYNC="inline"``
 (tests, the default under ``TESTING``) runs the first sync while the app is built
@@ -13,11 +13,12 @@ from pathlib import Path
 
 from flask import Flask, current_app, g
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome, resolve_home
-from dashboard.repository.params import whole_number
-from dashboard.repository.reader import StateReader
-from dashboard.repository.syncer import Syncer, SyncGroup, SyncState, reading_for
+from dashboard.archive.syncer import Syncer, SyncGroup, SyncState
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome, resolve_home
+from dashboard.params import whole_number
+from dashboard.reader.opening import reading_for
+from dashboard.reader.reader import StateReader
 
 SYNC_MODES = ("background", "inline")
 
@@ -30,9 +31,14 @@ def init_app(app: Flask) -> None:
     # The archive is one of Recall's own files: in the app's data directory unless named.
     # More homes (several --home) and the one profile served (--profile), if any.
     homes = [resolve_home(h) for h in app.config.get("EXTRA_HOMES") or ()]
-    reading = reading_for(home, app.config.get("ARCHIVE") or None, inline=mode == "inline",
-                          folder=app.config.get("DATA_DIR") or None, homes=homes,
-                          only=app.config.get("PROFILE") or None)  # fmt: skip
+    reading = reading_for(
+        home,
+        app.config.get("ARCHIVE") or None,
+        inline=mode == "inline",
+        folder=app.config.get("DATA_DIR") or None,
+        homes=homes,
+        only=app.config.get("PROFILE") or None,
+    )
     app.extensions["recall.reader"] = reading.reader
     app.extensions["recall.refused_archive"] = reading.refused_archive
     app.extensions["recall.syncer"] = reading.syncer
@@ -47,8 +53,11 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def inject_home() -> dict[str, object]:
         # is_demo never waits on the file's lock: pages without database work stay fast.
-        return {"hermes_home": home, "demo_data": bool(app.config.get("DEMO")) or reader.is_demo(),
-                "sync_state": sync_state()}  # fmt: skip
+        return {
+            "hermes_home": home,
+            "demo_data": bool(app.config.get("DEMO")) or reader.is_demo(),
+            "sync_state": sync_state(),
+        }
 
 
 def get_reader() -> StateReader:

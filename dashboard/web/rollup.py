@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from flask import Flask, current_app
 
-from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import Spend, resolve_zone
-from dashboard.repository.errors import ValidationError
+from dashboard.costs.rollup import CostRollup
+from dashboard.costs.spend import Spend, resolve_zone
+from dashboard.errors import ValidationError
 from dashboard.web.reader import base_reader, get_reader
 from dashboard.web.resources import app_resource
 from dashboard.web.summaries import get_recall_data
@@ -22,8 +22,7 @@ def get_cost_rollup() -> CostRollup | None:
 
     def build(app: Flask) -> CostRollup:
         reader = base_reader()
-        return CostRollup(get_recall_data().core, str(reader.path),
-                          connect=reader.open_for_rollup)  # fmt: skip
+        return CostRollup(get_recall_data().core, str(reader.path), connect=reader.open_for_rollup)
 
     return app_resource("recall.cost_rollup", build)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from dashboard.repository.recalldb import RecallData
-from dashboard.summaries import SummaryService
-from dashboard.summarizer import LLMConfig, Summarizer
+from dashboard.store.recalldb import RecallData
+from dashboard.summaries.llm import LLMConfig, Summarizer
+from dashboard.summaries.service import SummaryService
 from dashboard.web.reader import base_reader
 from dashboard.web.resources import app_resource
 

@@ -14,28 +14,45 @@ from dashboard.agent.blocks import (
     recalled_block,
     recency_label,
 )
-from dashboard.repository.search import Hit, SessionResult
+from dashboard.search.sessions import Hit, SessionResult
 
 NOW = 1_790_000_000.0
 
 
-def result(sid: str, when: float | None, *hits: tuple[str, str], title: str | None = None,
-           mid: int = 1) -> SessionResult:  # fmt: skip
+def result(
+    sid: str, when: float | None, *hits: tuple[str, str], title: str | None = None, mid: int = 1
+) -> SessionResult:
     return SessionResult(
-        session_id=sid, root_session_id=sid, title=title, preview="", source="cli",
-        model=None, started_at=when, last_activity=when, message_count=len(hits),
+        session_id=sid,
+        root_session_id=sid,
+        title=title,
+        preview="",
+        source="cli",
+        model=None,
+        started_at=when,
+        last_activity=when,
+        message_count=len(hits),
         hit_count=len(hits),
         hits=[Hit(mid + i, sid, role, when, snippet) for i, (role, snippet) in enumerate(hits)],
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
     ("seconds", "words"),
-    [(5, "just now"), (60, "1 min ago"), (300, "5 mins ago"), (3600, "1 hour ago"),
-     (7200, "2 hours ago"), (86400, "yesterday"), (3 * 86400, "3 days ago"),
-     (14 * 86400, "2 weeks ago"), (90 * 86400, "3 months ago"), (800 * 86400, "2 years ago"),
-     (-50, "just now")],
-)  # fmt: skip
+    [
+        (5, "just now"),
+        (60, "1 min ago"),
+        (300, "5 mins ago"),
+        (3600, "1 hour ago"),
+        (7200, "2 hours ago"),
+        (86400, "yesterday"),
+        (3 * 86400, "3 days ago"),
+        (14 * 86400, "2 weeks ago"),
+        (90 * 86400, "3 months ago"),
+        (800 * 86400, "2 years ago"),
+        (-50, "just now"),
+    ],
+)
 def test_age_words(seconds: float, words: str) -> None:
     assert age_words(seconds) == words
 
@@ -53,11 +70,17 @@ def test_snippets_become_the_plain_text_they_came_from() -> None:
 
 def test_the_block_matches_the_seeds_shape() -> None:
     block = recalled_block(
-        [result("s1", NOW - 300, ("user", "working on <mark>redact_secrets</mark>"),
-                title="Plugin work"),
-         result("s2", NOW - 15 * 86400, ("assistant", "type hints, line length 100"))],
+        [
+            result(
+                "s1",
+                NOW - 300,
+                ("user", "working on <mark>redact_secrets</mark>"),
+                title="Plugin work",
+            ),
+            result("s2", NOW - 15 * 86400, ("assistant", "type hints, line length 100")),
+        ],
         NOW,
-    )  # fmt: skip
+    )
     assert block.text == (
         f"{HEADER}\n\n"
         '[Recent — 5 mins ago]\nSession "Plugin work" (cli):\nuser: working on redact_secrets\n\n'
@@ -65,8 +88,9 @@ def test_the_block_matches_the_seeds_shape() -> None:
         "assistant: type hints, line length 100"
     )
     assert [(i.session_id, i.message_id, i.label, i.title) for i in block.items] == [
-        ("s1", 1, "Recent — 5 mins ago", "Plugin work"), ("s2", 1, "Long-term — 2 weeks ago", None),
-    ]  # fmt: skip
+        ("s1", 1, "Recent — 5 mins ago", "Plugin work"),
+        ("s2", 1, "Long-term — 2 weeks ago", None),
+    ]
 
 
 def test_hits_are_deduplicated_and_in_conversation_order() -> None:
@@ -87,8 +111,13 @@ def test_the_budget_drops_whole_items_and_clips_only_the_first() -> None:
 
 
 def test_volatile_block_joins_the_parts_that_have_text() -> None:
-    block = VolatileBlock((Part("user", "USER.md", "u"), Part("memory", "MEMORY.md", ""),
-                           Part("context", "Time", "c")))  # fmt: skip
+    block = VolatileBlock(
+        (
+            Part("user", "USER.md", "u"),
+            Part("memory", "MEMORY.md", ""),
+            Part("context", "Time", "c"),
+        )
+    )
     assert block.text == "u\n\nc" and block.chars == 4
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from dashboard.agent import MemoryManager, MemoryProvider, RecallMemoryProvider
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.store.session_store import NewMessage, SessionStore
 
 
 @pytest.fixture(autouse=True)
@@ -29,8 +29,9 @@ NOW = 1_790_000_000.0
 class External(MemoryProvider):
     """A second backend (as Honcho or Mem0 would be) with a tool of its own."""
 
-    def __init__(self, name: str = "honcho", tool: str = "honcho_recall",
-                 available: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self, name: str = "honcho", tool: str = "honcho_recall", available: bool = True
+    ) -> None:
         self._name, self._tool, self._available = name, tool, available
         self.synced: list[list[Mapping[str, Any]]] = []
         self.release = threading.Event()
@@ -75,8 +76,9 @@ def home(tmp_path: Path) -> Path:
     (root / "memories" / "USER.md").write_text("Name: Ada", encoding="utf-8")
     with SessionStore(root / "state.db") as store:
         store.create_session("cli", session_id="past", started_at=NOW - 3 * 86400)
-        store.append_messages("past", [NewMessage("user", "the albatross cache is slow",
-                                                  timestamp=NOW - 3 * 86400)])  # fmt: skip
+        store.append_messages(
+            "past", [NewMessage("user", "the albatross cache is slow", timestamp=NOW - 3 * 86400)]
+        )
     return root
 
 
@@ -100,8 +102,9 @@ def test_builtin_plus_one_external_and_no_more(
     assert "only one external provider" in caplog.text and "'honcho'" in caplog.text
     assert [p.name for p in m.providers] == ["builtin", "honcho"]
     assert [t["function"]["name"] for t in m.get_tool_schemas()] == [
-        "recall_search", "honcho_recall",
-    ]  # fmt: skip
+        "recall_search",
+        "honcho_recall",
+    ]
 
 
 def test_refusals_name_their_reason(home: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -199,8 +202,11 @@ def test_sync_all_reaches_every_provider(
     assert builtin.flush(timeout=10)
     got = StateReader(HermesHome(builtin.home.root)).transcript("now").messages
     assert [(x.role, x.text) for x in got] == [
-        ("user", "hello"), ("assistant", "hi"), ("user", "bye"), ("assistant", "see you"),
-    ]  # fmt: skip
+        ("user", "hello"),
+        ("assistant", "hi"),
+        ("user", "bye"),
+        ("assistant", "see you"),
+    ]
     assert len(external.synced) == 2 and external.synced[1][0]["content"] == "bye"
 
 
@@ -243,8 +249,13 @@ def test_the_volatile_block_in_order(
     m.initialize_all("now", model="claude-x")
     block = m.volatile_block("albatross", session_id="now", now=NOW)
     assert [p.kind for p in block.parts] == [
-        "user", "memory", "external", "recalled", "recalled", "context",
-    ]  # fmt: skip
+        "user",
+        "memory",
+        "external",
+        "recalled",
+        "recalled",
+        "context",
+    ]
     assert block.parts[1].text == ""  # no MEMORY.md: no block, and no blank line for it
     assert "Name: Ada" in block.parts[0].text
     assert block.parts[3].items and block.parts[3].items[0].session_id == "past"

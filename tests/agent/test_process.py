@@ -10,11 +10,11 @@ from pathlib import Path
 
 import httpx
 
-from dashboard.repository.store import NewMessage, SessionStore
-from tests.agent_script import assistant_text, user_text
-from tests.browser_support import running_server
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support.agent_script import assistant_text, user_text
+from tests.support.browser_support import running_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TURNS = 50
 
 
@@ -26,9 +26,12 @@ def test_fifty_turns_land_in_order_while_the_dashboard_reads(tmp_path: Path) -> 
     args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
     with running_server(args, tmp_path) as server, httpx.Client(base_url=server.url) as web:
         agent = subprocess.Popen(
-            [sys.executable, "-m", "tests.agent_script", str(home), "agent-1", str(TURNS)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [sys.executable, "-m", "tests.support.agent_script", str(home), "agent-1", str(TURNS)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         statuses = []
         while agent.poll() is None:  # the dashboard reads while the agent writes
             statuses.append(web.get("/api/search", params={"q": "agentword*"}).status_code)

@@ -15,13 +15,13 @@ import pytest
 from dashboard.agent import RECALL_SEARCH, RecallMemoryProvider
 from dashboard.agent.provider import to_new_message
 from dashboard.agent.tools import HERMES_CORE_TOOLS
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.summaries import session_search_result
-from dashboard.summarizer import LLMConfig
-from tests.llm_stub import StubLLM
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.summaries.llm import LLMConfig
+from dashboard.summaries.service import session_search_result
+from tests.support.llm_stub import StubLLM
 
 
 @pytest.fixture(autouse=True)
@@ -42,8 +42,9 @@ def write_home(root: Path, user: str = "", memory: str = "", limits: str = "") -
     return root
 
 
-def add_session(store: SessionStore, sid: str, texts: list[tuple[str, str]], at: float,
-                **fields: object) -> None:  # fmt: skip
+def add_session(
+    store: SessionStore, sid: str, texts: list[tuple[str, str]], at: float, **fields: object
+) -> None:
     store.create_session("cli", session_id=sid, started_at=at, **fields)
     store.append_messages(sid, [NewMessage(role, text, timestamp=at) for role, text in texts])
 
@@ -63,9 +64,11 @@ def test_system_prompt_block_renders_both_files_with_their_share_of_the_limit(
     tmp_path: Path,
 ) -> None:
     home = write_home(
-        tmp_path / "home", user="Name: Ada\n§\nTimezone: UTC", memory="Prod runs k3s.",
+        tmp_path / "home",
+        user="Name: Ada\n§\nTimezone: UTC",
+        memory="Prod runs k3s.",
         limits="memory:\n  user_char_limit: 100\n  memory_char_limit: 1000\n",
-    )  # fmt: skip
+    )
     p = RecallMemoryProvider(home, readonly=True)
     block = p.system_prompt_block()
     used = len("Name: Ada\n§\nTimezone: UTC")
@@ -113,8 +116,9 @@ def test_prefetch_labels_by_recency_and_skips_the_current_chain(tmp_path: Path) 
         # The conversation the agent is in: a root and its compaction continuation.
         add_session(store, "mine-1", [("user", "zanzibar in my own chat")], NOW - 600)
         store.end_session("mine-1", "compression", ended_at=NOW - 500)
-        add_session(store, "mine-2", [("user", "more zanzibar here")], NOW - 400,
-                    parent_session_id="mine-1")  # fmt: skip
+        add_session(
+            store, "mine-2", [("user", "more zanzibar here")], NOW - 400, parent_session_id="mine-1"
+        )
     p = RecallMemoryProvider(home, readonly=True, clock=lambda: NOW)
     block = p.prefetch("What about Zanzibar?", session_id="mine-2")
     assert block.startswith("# Relevant Memories\n\n")
@@ -131,8 +135,9 @@ def test_prefetch_is_bounded_in_characters(tmp_path: Path) -> None:
     home = write_home(tmp_path / "home")
     with SessionStore(home / "state.db") as store:
         for n in range(8):
-            add_session(store, f"s{n}", [("user", f"quokka note {n} " + "word " * 200)],
-                        NOW - n * 3600)  # fmt: skip
+            add_session(
+                store, f"s{n}", [("user", f"quokka note {n} " + "word " * 200)], NOW - n * 3600
+            )
     for budget in (200, 600, 2000):
         p = RecallMemoryProvider(home, readonly=True, clock=lambda: NOW, budget_chars=budget)
         found = p.prefetch_block("quokka")
@@ -172,8 +177,12 @@ def test_sync_turn_returns_at_once_and_writes_later_even_through_a_lock(tmp_path
     blocker = sqlite3.connect(provider.home.state_db, timeout=0)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file
     try:
-        provider.sync_turn([{"role": "user", "content": "first question"},
-                            {"role": "assistant", "content": "first answer"}])  # fmt: skip
+        provider.sync_turn(
+            [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "first answer"},
+            ]
+        )
         provider.sync_turn([{"role": "user", "content": "second question"}])
         assert provider.writer is not None and provider.writer.pending == 2  # queued, not lost
         assert not provider.flush(timeout=0.3)
@@ -187,16 +196,22 @@ def test_sync_turn_returns_at_once_and_writes_later_even_through_a_lock(tmp_path
         blocker.close()
     assert provider.flush(timeout=30)
     assert messages_of(provider.home.root, "s-1") == [
-        ("user", "first question"), ("assistant", "first answer"), ("user", "second question"),
-    ]  # fmt: skip
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
     provider.shutdown()
 
 
 def test_shutdown_flushes_every_queued_turn(provider: RecallMemoryProvider) -> None:
     provider.initialize("s-1")
     for n in range(30):
-        provider.sync_turn([{"role": "user", "content": f"question {n}"},
-                            {"role": "assistant", "content": f"answer {n}"}])  # fmt: skip
+        provider.sync_turn(
+            [
+                {"role": "user", "content": f"question {n}"},
+                {"role": "assistant", "content": f"answer {n}"},
+            ]
+        )
     provider.shutdown()
     got = messages_of(provider.home.root, "s-1")
     assert len(got) == 60
@@ -207,14 +222,19 @@ def test_tool_calls_and_multimodal_content_are_stored_as_hermes_does(
     provider: RecallMemoryProvider,
 ) -> None:
     provider.initialize("s-1")
-    call = {"id": "c1", "type": "function",
-            "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}  # fmt: skip
-    provider.sync_turn([
-        {"role": "user", "content": [{"type": "text", "text": "look at this"}]},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "name": "terminal", "content": "README.md"},
-        {"role": "assistant", "content": "done", "reasoning_content": "listed files"},
-    ])  # fmt: skip
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "terminal", "arguments": '{"command": "ls"}'},
+    }
+    provider.sync_turn(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "look at this"}]},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "name": "terminal", "content": "README.md"},
+            {"role": "assistant", "content": "done", "reasoning_content": "listed files"},
+        ]
+    )
     provider.shutdown()
     with sqlite3.connect(provider.home.state_db) as conn:
         rows = conn.execute(
@@ -319,13 +339,19 @@ def test_the_tool_handler_returns_the_tool_parity_shape(searchable: Path, tmp_pa
         finally:
             p.shutdown()
     assert answer == again
-    assert set(answer) == set(reference) == {"success", "query", "results", "count",
-                                             "sessions_searched"}  # fmt: skip
+    assert (
+        set(answer)
+        == set(reference)
+        == {"success", "query", "results", "count", "sessions_searched"}
+    )
     assert answer["success"] is True and answer["count"] == 1
     (result,) = answer["results"]
     assert result["session_id"] == "a"  # "b" is the agent's own conversation
-    assert set(result) == set(reference["results"][0]) == {"session_id", "when", "source",
-                                                           "model", "summary"}  # fmt: skip
+    assert (
+        set(result)
+        == set(reference["results"][0])
+        == {"session_id", "when", "source", "model", "summary"}
+    )
     asked = [r for r in stub.requests if "pelican deployment" in json.dumps(r["body"])]
     assert len(asked) == 1  # the tool's second call came from the summary cache
     assert (
@@ -336,8 +362,15 @@ def test_the_tool_handler_returns_the_tool_parity_shape(searchable: Path, tmp_pa
 
 def test_the_tool_handler_answers_bad_arguments_with_an_error(searchable: Path) -> None:
     p = RecallMemoryProvider(searchable, readonly=True)
-    for arguments in ("not json", "[1]", {"query": 5}, {"query": "x", "limit": 99},
-                      {"query": "x", "limit": True}, {"query": "x" * 501}, {"q": "x"}):  # fmt: skip
+    for arguments in (
+        "not json",
+        "[1]",
+        {"query": 5},
+        {"query": "x", "limit": 99},
+        {"query": "x", "limit": True},
+        {"query": "x" * 501},
+        {"q": "x"},
+    ):
         answer = json.loads(p.handle_tool_call("recall_search", arguments))
         assert answer["success"] is False and answer["error"], arguments
     for other in ("memory_write", "session_search"):  # Hermes's own tool is not Recall's
@@ -417,20 +450,29 @@ def test_the_summary_cache_lives_in_the_data_directory_not_the_home(
 def test_recall_never_repeats_tool_call_arguments_only_what_was_said(tmp_path: Path) -> None:
     home = write_home(tmp_path / "home")
     arguments = json.dumps({"path": "quokka.py", "content": "import json  # quokka loader"})
-    write = {"id": "c1", "type": "function",
-             "function": {"name": "write_file", "arguments": arguments}}  # fmt: skip
+    write = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": arguments},
+    }
     with SessionStore(home / "state.db") as store:
         store.create_session("cli", session_id="said", started_at=NOW - 900)
-        store.append_messages("said", [
-            NewMessage("user", "write the quokka loader", timestamp=NOW - 900),
-            NewMessage("assistant", "", tool_calls=[write], timestamp=NOW - 899),
-            NewMessage("assistant", "The quokka loader is written.", timestamp=NOW - 898),
-        ])  # fmt: skip
+        store.append_messages(
+            "said",
+            [
+                NewMessage("user", "write the quokka loader", timestamp=NOW - 900),
+                NewMessage("assistant", "", tool_calls=[write], timestamp=NOW - 899),
+                NewMessage("assistant", "The quokka loader is written.", timestamp=NOW - 898),
+            ],
+        )
         store.create_session("cli", session_id="only-args", started_at=NOW - 800)
-        store.append_messages("only-args", [
-            NewMessage("user", "save that file", timestamp=NOW - 800),
-            NewMessage("assistant", None, tool_calls=[write], timestamp=NOW - 799),
-        ])  # fmt: skip
+        store.append_messages(
+            "only-args",
+            [
+                NewMessage("user", "save that file", timestamp=NOW - 800),
+                NewMessage("assistant", None, tool_calls=[write], timestamp=NOW - 799),
+            ],
+        )
     block = RecallMemoryProvider(home, readonly=True, clock=lambda: NOW).prefetch_block("quokka")
     assert "write the quokka loader" in block.text and "loader is written" in block.text
     assert "write_file" not in block.text and "path=" not in block.text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.agent.turn_writer import TurnWriter
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.store.session_store import NewMessage, SessionStore
 
 
 def rows(db: Path) -> list[tuple[str, str, str]]:
@@ -35,8 +35,9 @@ def test_operations_apply_in_queue_order_on_another_thread(tmp_path: Path) -> No
     assert [c for _, _, c in got] == [x for n in range(20) for x in (f"q{n}", f"a{n}")]
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT source, end_reason FROM sessions").fetchone() == (
-            "telegram", "user_exit",
-        )  # fmt: skip
+            "telegram",
+            "user_exit",
+        )
 
 
 def test_a_resumed_session_is_not_an_error(tmp_path: Path) -> None:

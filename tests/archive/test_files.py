@@ -12,21 +12,31 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import importer, schema
-from dashboard.repository.archive import ARCHIVE_FILE, archive_path, archive_status, open_archive
-from dashboard.repository.datadir import data_dir_for
-from dashboard.repository.errors import StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import source_key, sync
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.repository.writecore import WriteCore
-from tests import hermes_shapes as hs
+from dashboard.archive import marks
+from dashboard.archive.files import ARCHIVE_FILE, archive_path, archive_status, open_archive
+from dashboard.archive.importer import sync
+from dashboard.archive.marks import source_key
+from dashboard.errors import StoreUnavailableError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.store import schema
+from dashboard.store.datadir import data_dir_for
+from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.writecore import WriteCore
+from tests.support import hermes_shapes as hs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NEW_COLUMNS = {
     "messages": {"active", "compacted", "display_kind"},
-    "sessions": {"archived", "pinned", "hidden", "last_activity_at", "title_source", "cwd",
-                 "git_branch", "profile"},  # fmt: skip
+    "sessions": {
+        "archived",
+        "pinned",
+        "hidden",
+        "last_activity_at",
+        "title_source",
+        "cwd",
+        "git_branch",
+        "profile",
+    },
     "session_model_usage": {"task"},
 }
 
@@ -49,11 +59,17 @@ def test_migration_3_gives_older_rows_the_meaning_they_had(tmp_path: Path) -> No
     path = tmp_path / "archive.db"
     core = WriteCore(path)
     assert schema.migrate(core, target=2) == [1, 2]
-    core.write(lambda c: c.execute(
-        "INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 100.0)"))  # fmt: skip
-    core.write(lambda c: c.execute(
-        "INSERT INTO messages(session_id, role, content, timestamp) "
-        "VALUES ('old', 'user', 'before the archive', 150.0)"))  # fmt: skip
+    core.write(
+        lambda c: c.execute(
+            "INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 100.0)"
+        )
+    )
+    core.write(
+        lambda c: c.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp) "
+            "VALUES ('old', 'user', 'before the archive', 150.0)"
+        )
+    )
     core.close()
     with SessionStore(path) as store:
         conn = store.core.conn
@@ -71,8 +87,9 @@ def test_a_source_row_is_kept_once_per_home(store: SessionStore) -> None:
         "INSERT INTO messages(session_id, role, content, timestamp, src_home, src_id) "
         "VALUES ('s', 'user', 'x', 1.0, '/home/a', '7')"
     )
-    store.core.write(lambda c: c.execute(
-        "INSERT INTO sessions(id, source, started_at) VALUES ('s', 'cli', 1.0)"))  # fmt: skip
+    store.core.write(
+        lambda c: c.execute("INSERT INTO sessions(id, source, started_at) VALUES ('s', 'cli', 1.0)")
+    )
     store.core.write(lambda c: c.execute(insert))
     with pytest.raises(sqlite3.IntegrityError):
         store.core.write(lambda c: c.execute(insert))
@@ -112,8 +129,12 @@ def recall(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "dashboard.cli", *args],
-        capture_output=True, text=True, timeout=180, env=env, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_cli_sync_prints_progress_and_status_reads_back(tmp_path: Path) -> None:
@@ -158,7 +179,7 @@ def test_status_says_a_sync_was_cut_off(tmp_path: Path) -> None:
     hs.build_seed_inline(root / "state.db")
     with open_archive(tmp_path / ARCHIVE_FILE) as archive:
         mark = {"started_at": 1.0, "id": "x", "first": [2.0, "y"]}
-        archive.set_meta(importer.WATERMARK_PREFIX + source_key(root), json.dumps(mark))
+        archive.set_meta(marks.WATERMARK_PREFIX + source_key(root), json.dumps(mark))
     where = str(tmp_path / ARCHIVE_FILE)
     out = recall("archive", "status", "--home", str(root), "--archive", where)
     assert out.returncode == 0 and "cut off" in out.stdout

@@ -15,23 +15,38 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.archive import importer, marks, source
+from dashboard.archive.importer import sync
+from dashboard.archive.layout import detect_layout
+from dashboard.archive.marks import source_key
+from dashboard.archive.source import usage_source_id
+from dashboard.costs.rules import read_cost
 from dashboard.demo.build import build_demo_home
-from dashboard.repository import conventions, importer, schema
-from dashboard.repository.cost_rules import read_cost
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import source_key, sync, usage_source_id
-from dashboard.repository.layout import detect_layout
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as hs
-from tests.archive_checks import fts_checks, meta
+from dashboard.hermes import conventions
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.sessions import SearchRequest
+from dashboard.store import schema
+from dashboard.store.readonly import open_readonly
+from dashboard.store.session_store import SessionStore
+from tests.support import hermes_shapes as hs
+from tests.support.archive_checks import fts_checks, meta
 
 ALL_SHAPES = {**hs.SHAPES, **hs.COST_SHAPES}
-ROOT = Path(__file__).resolve().parents[1]
-MESSAGE_FIELDS = ("session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
-                  "timestamp", "token_count", "active", "compacted", "display_kind")  # fmt: skip
+ROOT = Path(__file__).resolve().parents[2]
+MESSAGE_FIELDS = (
+    "session_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "timestamp",
+    "token_count",
+    "active",
+    "compacted",
+    "display_kind",
+)
 
 
 EMPTY = hashlib.sha256(b"").hexdigest()
@@ -72,8 +87,9 @@ def source_messages(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
         row = dict(r)
         for c, default in conventions.MESSAGE_DEFAULTS.items():
             row.setdefault(c, default)
-        out[str(row["id"])] = tuple(row[c] if c in have or c in row else None
-                                    for c in MESSAGE_FIELDS)  # fmt: skip
+        out[str(row["id"])] = tuple(
+            row[c] if c in have or c in row else None for c in MESSAGE_FIELDS
+        )
     return out
 
 
@@ -100,17 +116,33 @@ def test_every_shape_imports_every_row_read_only(shape: str, tmp_path: Path) -> 
             has_usage = "session_model_usage" in {
                 r[0] for r in src.execute("SELECT name FROM sqlite_master")
             }
-            usage = [dict(r) for r in src.execute("SELECT * FROM session_model_usage")] if (
-                has_usage) else []  # fmt: skip
+            usage = (
+                [dict(r) for r in src.execute("SELECT * FROM session_model_usage")]
+                if (has_usage)
+                else []
+            )
 
         kept = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM sessions")}
         assert set(kept) == set(sessions)
         for sid, row in sessions.items():
             mine = kept[sid]
             assert (mine["src_home"], mine["src_id"]) == (key, sid)
-            for c in ("title", "model", "parent_session_id", "started_at", "ended_at",
-                      "message_count", "estimated_cost_usd", "cost_status", "archived",
-                      "pinned", "hidden", "title_source", "cwd", "git_branch"):  # fmt: skip
+            for c in (
+                "title",
+                "model",
+                "parent_session_id",
+                "started_at",
+                "ended_at",
+                "message_count",
+                "estimated_cost_usd",
+                "cost_status",
+                "archived",
+                "pinned",
+                "hidden",
+                "title_source",
+                "cwd",
+                "git_branch",
+            ):
                 if c in row:
                     assert mine[c] == row[c], (sid, c)
             assert mine["profile"] == (row.get("profile_name") or "default")
@@ -134,14 +166,22 @@ def test_every_shape_imports_every_row_read_only(shape: str, tmp_path: Path) -> 
             assert set(stored) == {usage_source_id(u) for u in usage}
             for u in usage:
                 mine = stored[usage_source_id(u)]
-                for c in ("task", "api_call_count", "input_tokens", "estimated_cost_usd",
-                          "actual_cost_usd", "cost_status", "first_seen", "last_seen"):  # fmt: skip
+                for c in (
+                    "task",
+                    "api_call_count",
+                    "input_tokens",
+                    "estimated_cost_usd",
+                    "actual_cost_usd",
+                    "cost_status",
+                    "first_seen",
+                    "last_seen",
+                ):
                     assert mine[c] == u[c], c
         else:
             derived = {
-                f"sessions:{sid}": conventions.derived_usage_row(row)
+                f"sessions:{sid}": source.derived_usage_row(row)
                 for sid, row in sessions.items()
-                if conventions.derived_usage_row(row) is not None
+                if source.derived_usage_row(row) is not None
             }
             assert set(stored) == set(derived) and derived
             for src_id, row in derived.items():
@@ -150,18 +190,26 @@ def test_every_shape_imports_every_row_read_only(shape: str, tmp_path: Path) -> 
                 assert stored[src_id]["cost_status"] == row["cost_status"]
 
         for table in ("sessions", "messages", "session_model_usage"):
-            assert conn.execute(
-                f"SELECT count(*) FROM {table} WHERE archive_first_seen IS NULL"
-                " OR gone_from_source_at IS NOT NULL OR src_home IS NOT ?", (key,)
-            ).fetchone()[0] == 0  # fmt: skip
+            assert (
+                conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE archive_first_seen IS NULL"
+                    " OR gone_from_source_at IS NOT NULL OR src_home IS NOT ?",
+                    (key,),
+                ).fetchone()[0]
+                == 0
+            )
         fts_checks(conn)
 
-        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                  for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+        counts = [
+            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sessions", "messages", "session_model_usage")
+        ]
         again = sync(archive, db, home)
         assert (again.sessions_added, again.messages_added, again.usage_added) == (0, 0, 0)
-        assert counts == [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                          for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+        assert counts == [
+            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sessions", "messages", "session_model_usage")
+        ]
     assert_untouched(db, before)
 
 
@@ -173,10 +221,11 @@ def test_auxiliary_rows_keep_their_null_status_and_read_as_estimated(tmp_path: P
         sync(archive, db, home)
         row = archive.core.conn.execute(
             "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM session_model_usage"
-            " WHERE session_id=? AND task='compression'", (hs.S_WEEK,)
-        ).fetchone()  # fmt: skip
+            " WHERE session_id=? AND task='compression'",
+            (hs.S_WEEK,),
+        ).fetchone()
     assert row["cost_status"] is None
-    assert conventions.usage_status(*row) == "estimated"
+    assert read_cost(*row).status == "estimated"
 
 
 def indexed_rows(conn: sqlite3.Connection, table: str = "messages_fts") -> int:
@@ -200,13 +249,15 @@ def test_the_first_import_makes_each_batch_searchable_as_it_lands(tmp_path: Path
             return
         with closing(open_readonly(path)) as reader:
             layout = detect_layout(reader, path)
-            seen.append((
-                progress.phase,
-                reader.execute("SELECT count(*) FROM messages").fetchone()[0],
-                indexed_rows(reader),
-                layout.index_trusted,
-                layout.trigram_index is None,
-            ))  # fmt: skip
+            seen.append(
+                (
+                    progress.phase,
+                    reader.execute("SELECT count(*) FROM messages").fetchone()[0],
+                    indexed_rows(reader),
+                    layout.index_trusted,
+                    layout.trigram_index is None,
+                )
+            )
 
     with SessionStore(path) as archive:
         report = sync(archive, db, home, batch_sessions=1, on_progress=look)
@@ -257,8 +308,8 @@ def test_opening_an_archive_whose_import_was_killed_finishes_its_index(tmp_path:
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from dashboard.repository.importer import sync\n"
-        "from dashboard.repository.store import SessionStore\n"
+        "from dashboard.archive.importer import sync\n"
+        "from dashboard.store.session_store import SessionStore\n"
         "def die(p):\n"
         "    if p.sessions_done == 2: os._exit(9)\n"
         "sync(SessionStore(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3]),\n"
@@ -308,7 +359,7 @@ def test_sessions_added_to_the_source_during_a_cut_off_pass_are_not_missed(
                 "SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 2"
             ).fetchall()
         mark = {"started_at": began[0], "id": began[1], "first": [began[0], began[1]]}
-        archive.set_meta(importer.WATERMARK_PREFIX + key, json.dumps(mark))
+        archive.set_meta(marks.WATERMARK_PREFIX + key, json.dumps(mark))
         report = sync(archive, db, home)
         assert report.resumed
         # Everything but the session the watermark covers came in, the newest included;
@@ -321,17 +372,31 @@ def test_sessions_added_to_the_source_during_a_cut_off_pass_are_not_missed(
 def _sync_process(home: Path, archive: Path, out: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "archive", "sync", "--home", str(home),
-         "--archive", str(archive), "--batch", "1"],
-        cwd=ROOT, env=env, stdout=out, stderr=out,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "archive",
+            "sync",
+            "--home",
+            str(home),
+            "--archive",
+            str(archive),
+            "--batch",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=out,
+    )
 
 
 def _watermark(archive: Path, key: str) -> dict[str, object] | None:
     try:
         with closing(sqlite3.connect(f"file:{archive}?mode=ro", uri=True, timeout=5)) as c:
             row = c.execute(
-                "SELECT value FROM state_meta WHERE key=?", (importer.WATERMARK_PREFIX + key,)
+                "SELECT value FROM state_meta WHERE key=?", (marks.WATERMARK_PREFIX + key,)
             ).fetchone()
     except sqlite3.Error:
         return None  # not created yet
@@ -395,8 +460,9 @@ def test_a_later_sync_adds_new_rows_and_indexes_them_without_a_rebuild(tmp_path:
         with closing(sqlite3.connect(db)) as agent:  # the agent writes a new turn
             agent.execute(
                 "INSERT INTO messages(session_id, role, content, timestamp) "
-                "VALUES (?, 'user', 'latecomerword arrives', 2e9)", (hs.S_ROOT,)
-            )  # fmt: skip
+                "VALUES (?, 'user', 'latecomerword arrives', 2e9)",
+                (hs.S_ROOT,),
+            )
             agent.commit()
         again = sync(archive, db, home)
         assert not again.bulk and not again.resumed
@@ -427,11 +493,13 @@ def _source_rows(db: Path) -> tuple[dict, dict, dict]:
         tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master")}
         usage = {}
         if "session_model_usage" in tables:
-            usage = {usage_source_id(dict(r)): dict(r)
-                     for r in src.execute("SELECT * FROM session_model_usage")}  # fmt: skip
+            usage = {
+                usage_source_id(dict(r)): dict(r)
+                for r in src.execute("SELECT * FROM session_model_usage")
+            }
         else:
             for sid, row in sessions.items():
-                derived = conventions.derived_usage_row(row)
+                derived = source.derived_usage_row(row)
                 if derived is not None:
                     usage[f"sessions:{sid}"] = {"session_id": sid, **derived}
     return sessions, messages, usage
@@ -443,42 +511,55 @@ def assert_mirrors(archive: SessionStore, db: Path, home: Path) -> None:
     key = source_key(home)
     conn = archive.core.conn
     sessions, messages, usage = _source_rows(db)
-    kept = {r["src_id"]: dict(r) for r in conn.execute(
-        "SELECT * FROM sessions WHERE src_home=?", (key,))}  # fmt: skip
+    kept = {
+        r["src_id"]: dict(r)
+        for r in conn.execute("SELECT * FROM sessions WHERE src_home=?", (key,))
+    }
     for sid, row in sessions.items():
         mine = kept[sid]
         assert mine["gone_from_source_at"] is None, sid
-        for c in importer.SESSION_COLUMNS:
+        for c in source.SESSION_COLUMNS:
             if c in row and c != "system_prompt":
                 assert mine[c] == row[c], (sid, c)
     present = {
-        src_id: row
-        for src_id, row in archive_messages(conn, key).items()
-        if src_id in messages
+        src_id: row for src_id, row in archive_messages(conn, key).items() if src_id in messages
     }
     assert present == messages
     gone_present = conn.execute(
         f"SELECT count(*) FROM messages WHERE src_home=? AND gone_from_source_at IS NOT NULL"
-        f" AND src_id IN ({','.join('?' for _ in messages)})", (key, *messages)
-    ).fetchone()[0]  # fmt: skip
+        f" AND src_id IN ({','.join('?' for _ in messages)})",
+        (key, *messages),
+    ).fetchone()[0]
     assert gone_present == 0
-    stored = {r["src_id"]: dict(r) for r in conn.execute(
-        "SELECT * FROM session_model_usage WHERE src_home=?", (key,))}  # fmt: skip
+    stored = {
+        r["src_id"]: dict(r)
+        for r in conn.execute("SELECT * FROM session_model_usage WHERE src_home=?", (key,))
+    }
     for src_id, row in usage.items():
         mine = stored[src_id]
         assert mine["gone_from_source_at"] is None, src_id
-        for c in importer.USAGE_COLUMNS:
+        for c in source.USAGE_COLUMNS:
             if c in row:
                 assert mine[c] == row[c], (src_id, c)
 
 
 def _counts(archive: SessionStore) -> list[int]:
-    return [archive.core.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("sessions", "messages", "session_model_usage")]  # fmt: skip
+    return [
+        archive.core.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("sessions", "messages", "session_model_usage")
+    ]
 
 
-@pytest.mark.parametrize("shape", ["current_views", "seed_inline", "cost_facts_sessions_only",
-                                   "missing_new_columns", "stale_index"])  # fmt: skip
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "current_views",
+        "seed_inline",
+        "cost_facts_sessions_only",
+        "missing_new_columns",
+        "stale_index",
+    ],
+)
 def test_a_later_sync_follows_every_change_hermes_makes(shape: str, tmp_path: Path) -> None:
     home, db = _home(tmp_path, ALL_SHAPES[shape])
     with SessionStore(tmp_path / "archive.db") as archive:
@@ -517,13 +598,17 @@ def test_rows_gone_from_the_source_are_kept_marked_and_cleared_when_back(tmp_pat
         sync(archive, db, home)
         assert _counts(archive) == counts  # nothing left the archive
         conn = archive.core.conn
-        for table, column in (("sessions", "id"), ("messages", "session_id"),
-                              ("session_model_usage", "session_id")):  # fmt: skip
+        for table, column in (
+            ("sessions", "id"),
+            ("messages", "session_id"),
+            ("session_model_usage", "session_id"),
+        ):
             marks = ",".join("?" for _ in pruned)
             rows = conn.execute(
                 f"SELECT gone_from_source_at IS NOT NULL, count(*) FROM {table}"
-                f" WHERE src_home=? AND {column} IN ({marks}) GROUP BY 1", (key, *pruned)
-            ).fetchall()  # fmt: skip
+                f" WHERE src_home=? AND {column} IN ({marks}) GROUP BY 1",
+                (key, *pruned),
+            ).fetchall()
             assert [tuple(r)[0] for r in rows] == [1], table
         assert_mirrors(archive, db, home)
         marked = {
@@ -537,9 +622,12 @@ def test_rows_gone_from_the_source_are_kept_marked_and_cleared_when_back(tmp_pat
         report = sync(archive, db, home)
         # Every row back in the source is counted as such, usage rows too.
         assert report.back_in_source == sum(marked.values())
-        assert conn.execute(
-            "SELECT count(*) FROM sessions WHERE gone_from_source_at IS NOT NULL"
-        ).fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM sessions WHERE gone_from_source_at IS NOT NULL"
+            ).fetchone()[0]
+            == 0
+        )
         assert_mirrors(archive, db, home)
         assert _counts(archive) == counts
 
@@ -629,12 +717,14 @@ def test_a_restored_older_backup_keeps_what_only_the_archive_holds(tmp_path: Pat
         for word, gone in (("onlyinarchive", 1), ("afterrestore", 0)):
             row = conn.execute(
                 "SELECT m.gone_from_source_at IS NOT NULL FROM messages_fts f"
-                " JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?", (word,)
-            ).fetchall()  # fmt: skip
+                " JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?",
+                (word,),
+            ).fetchall()
             assert [r[0] for r in row] == [gone], word
-        assert conn.execute(
-            "SELECT count(*) FROM messages WHERE src_home=?", (key,)
-        ).fetchone()[0] == len(_source_rows(db)[1]) + 2
+        assert (
+            conn.execute("SELECT count(*) FROM messages WHERE src_home=?", (key,)).fetchone()[0]
+            == len(_source_rows(db)[1]) + 2
+        )
         fts_checks(conn)
 
 
@@ -646,17 +736,23 @@ def test_a_reset_home_lands_beside_the_old_history(tmp_path: Path) -> None:
         # A reset home: a new file whose ids hold other messages (later, other words).
         fresh = hs.build_seed_inline(tmp_path / "fresh" / "state.db")
         with closing(sqlite3.connect(fresh)) as c:
-            c.execute("UPDATE messages SET timestamp = timestamp + 1e6,"
-                      " content = 'resetword ' || coalesce(content, '')")  # fmt: skip
+            c.execute(
+                "UPDATE messages SET timestamp = timestamp + 1e6,"
+                " content = 'resetword ' || coalesce(content, '')"
+            )
             c.commit()
         hs.restore_copy(fresh, db)
         report = sync(archive, db, home)
         assert report.replaced
         assert_mirrors(archive, db, home)
         conn = archive.core.conn
-        kept = {tuple(r[1:]) for r in conn.execute(
-            f"SELECT src_id, {', '.join(MESSAGE_FIELDS)} FROM messages"
-            " WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
+        kept = {
+            tuple(r[1:])
+            for r in conn.execute(
+                f"SELECT src_id, {', '.join(MESSAGE_FIELDS)} FROM messages"
+                " WHERE gone_from_source_at IS NOT NULL"
+            )
+        }
         assert kept == set(old.values())  # every old message kept, unchanged, marked gone
 
 
@@ -667,8 +763,9 @@ def test_a_title_reused_after_a_prune_imports(tmp_path: Path) -> None:
         pruned = hs.prune(db, retention_days=90, now=hs._epoch(hs.S_CRON) + 100 * 86400)
         gone, title = archive.core.conn.execute(
             f"SELECT id, title FROM sessions WHERE title IS NOT NULL"
-            f" AND id IN ({','.join('?' for _ in pruned)}) LIMIT 1", pruned
-        ).fetchone()  # fmt: skip
+            f" AND id IN ({','.join('?' for _ in pruned)}) LIMIT 1",
+            pruned,
+        ).fetchone()
         hs.start_session(db, "20261201_090000_aaaaaa", LATER, title=title)
         sync(archive, db, home)
         rows = archive.core.conn.execute(
@@ -688,8 +785,9 @@ def test_a_partly_billed_session_row_stays_partly_billed_as_a_derived_usage_row(
         sync(archive, db, home)
         row = archive.core.conn.execute(
             "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM session_model_usage"
-            " WHERE session_id=?", (hs.S_ROOT,)
-        ).fetchone()  # fmt: skip
+            " WHERE session_id=?",
+            (hs.S_ROOT,),
+        ).fetchone()
     with closing(source_conn(db)) as src:
         session = src.execute(
             "SELECT cost_status, estimated_cost_usd, actual_cost_usd FROM sessions WHERE id=?",
@@ -705,8 +803,11 @@ def test_reconcile_catches_a_usage_row_that_grew_alone(tmp_path: Path) -> None:
     with SessionStore(tmp_path / "archive.db") as archive:
         sync(archive, db, home)
         with closing(sqlite3.connect(db)) as c:  # a usage row grows, its session row does not
-            c.execute("UPDATE session_model_usage SET api_call_count = api_call_count + 1,"
-                      " last_seen = last_seen + 60 WHERE session_id = ?", (hs.S_WEEK,))  # fmt: skip
+            c.execute(
+                "UPDATE session_model_usage SET api_call_count = api_call_count + 1,"
+                " last_seen = last_seen + 60 WHERE session_id = ?",
+                (hs.S_WEEK,),
+            )
             c.commit()
         report = sync(archive, db, home, reconcile=True)
         assert report.usage_updated >= 1
@@ -725,10 +826,16 @@ def test_a_second_profiles_clashing_message_ids_all_land_whatever_the_order(
         sync(store, legacy / "state.db", legacy, profile="legacy", id_prefix="legacy:")
         report = sync(store, facts.root / "state.db", facts.root, profile="default")
         conn = store.core.conn
-        archived = dict(conn.execute(
-            "SELECT profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
-            " GROUP BY profile"))  # fmt: skip
-    counts = {name: sqlite3.connect(db).execute("SELECT count(*) FROM messages").fetchone()[0]
-              for name, db in facts.dbs.items() if name != "empty"}  # fmt: skip
+        archived = dict(
+            conn.execute(
+                "SELECT profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+                " GROUP BY profile"
+            )
+        )
+    counts = {
+        name: sqlite3.connect(db).execute("SELECT count(*) FROM messages").fetchone()[0]
+        for name, db in facts.dbs.items()
+        if name != "empty"
+    }
     assert report.messages_added == counts["default"]
     assert archived == counts

@@ -1,6 +1,6 @@
 """The importer against a live source: a Hypothesis state machine over what Hermes does.
 
-Source operations (tests/hermes_shapes.py) write the home's file as Hermes does:
+Source operations (tests/support/hermes_shapes.py) write the home's file as Hermes does:
 append turns, end a session, retitle, pin, grow usage rows, compact in place,
 rewind, compress into a child, prune old sessions (and VACUUM), replace the file
 with an older copy. A sync runs at random points, and after each one:
@@ -14,7 +14,7 @@ with an older copy. A sync runs at random points, and after each one:
   for search, as a plain scan of the source's visible rows says (pages never read a
   Hermes file directly: store_state.py).
 
-Every shape of tests/hermes_shapes.py runs, except ``cjk_without_tokenizer``: its
+Every shape of tests/support/hermes_shapes.py runs, except ``cjk_without_tokenizer``: its
 FTS triggers name a tokenizer this host lacks, so no one (Hermes included) can
 write a message into it.
 """
@@ -40,15 +40,22 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from dashboard.repository import conventions
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import source_key, sync
-from dashboard.repository.reader import StateReader
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as hs
-from tests.archived import archived_reader
-from tests.test_importer import ALL_SHAPES, _source_rows, assert_mirrors, assert_untouched, digests
+from dashboard.archive.importer import sync
+from dashboard.archive.marks import source_key
+from dashboard.hermes import conventions
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_importer import (
+    ALL_SHAPES,
+    _source_rows,
+    assert_mirrors,
+    assert_untouched,
+    digests,
+)
+from tests.support import hermes_shapes as hs
+from tests.support.archived import archived_reader
 
 MACHINE_SHAPES = sorted(set(ALL_SHAPES) - {"cjk_without_tokenizer"})
 START = 1_900_000_000.0  # after every fixture row
@@ -117,8 +124,9 @@ class ArchiveMachine(RuleBasedStateMachine):
         ids = self.sessions()
         if ids:
             sid = data.draw(st.sampled_from(ids))
-            hs.append_turn(self.db, sid, f"ask {self.word(sid)}", f"reply {self.word(sid)}",
-                           self.tick())  # fmt: skip
+            hs.append_turn(
+                self.db, sid, f"ask {self.word(sid)}", f"reply {self.word(sid)}", self.tick()
+            )
 
     @rule()
     def start_session(self) -> None:
@@ -153,8 +161,9 @@ class ArchiveMachine(RuleBasedStateMachine):
         ids = self.sessions()
         if ids:
             tokens = data.draw(st.integers(1, 5000))
-            hs.grow_usage(self.db, data.draw(st.sampled_from(ids)), tokens, tokens / 1e5,
-                          self.tick())  # fmt: skip
+            hs.grow_usage(
+                self.db, data.draw(st.sampled_from(ids)), tokens, tokens / 1e5, self.tick()
+            )
 
     @rule(data=st.data())
     def compact_in_place(self, data: st.DataObject) -> None:
@@ -167,8 +176,9 @@ class ArchiveMachine(RuleBasedStateMachine):
     def rewind(self, data: st.DataObject) -> None:
         ids = self.sessions()
         if ids:
-            hs.rewind(self.db, data.draw(st.sampled_from(ids)), data.draw(st.integers(1, 3)),
-                      self.tick())  # fmt: skip
+            hs.rewind(
+                self.db, data.draw(st.sampled_from(ids)), data.draw(st.integers(1, 3)), self.tick()
+            )
 
     @rule(data=st.data())
     def compress_into_child(self, data: st.DataObject) -> None:
@@ -177,8 +187,9 @@ class ArchiveMachine(RuleBasedStateMachine):
             parent = data.draw(st.sampled_from(ids))
             self.made += 1
             child = f"20300102_000000_{self.made:06x}"
-            hs.compress_into_child(self.db, parent, child, f"before {self.word(child)}",
-                                   self.tick())  # fmt: skip
+            hs.compress_into_child(
+                self.db, parent, child, f"before {self.word(child)}", self.tick()
+            )
 
     @rule(days=st.sampled_from([30.0, 200.0, 1000.0]))
     def time_passes(self, days: float) -> None:
@@ -247,18 +258,29 @@ class ArchiveMachine(RuleBasedStateMachine):
     def check_kept(self) -> None:
         conn = self.archive.core.conn
         in_source = set(_source_rows(self.db)[0])
-        kept = {r[0]: r[1] for r in conn.execute(
-            "SELECT id, gone_from_source_at FROM sessions WHERE src_home=?", (self.key,)
-        )}  # fmt: skip
+        kept = {
+            r[0]: r[1]
+            for r in conn.execute(
+                "SELECT id, gone_from_source_at FROM sessions WHERE src_home=?", (self.key,)
+            )
+        }
         assert self.seen_sessions <= set(kept)
         for sid in self.seen_sessions - in_source:
             assert kept[sid] is not None, f"{sid} left the source but is not marked gone"
-        rows = {(r[0], r[1], r[2], r[3]) for r in conn.execute(
-            "SELECT session_id, role, timestamp, content FROM messages WHERE src_home=?",
-            (self.key,))}  # fmt: skip
+        rows = {
+            (r[0], r[1], r[2], r[3])
+            for r in conn.execute(
+                "SELECT session_id, role, timestamp, content FROM messages WHERE src_home=?",
+                (self.key,),
+            )
+        }
         assert self.seen_messages <= rows
-        usage = {r[0].split("~")[0] for r in conn.execute(
-            "SELECT src_id FROM session_model_usage WHERE src_home=?", (self.key,))}  # fmt: skip
+        usage = {
+            r[0].split("~")[0]
+            for r in conn.execute(
+                "SELECT src_id FROM session_model_usage WHERE src_home=?", (self.key,)
+            )
+        }
         assert self.seen_usage <= usage
         reader = StateReader(HermesHome(self.home), path=self.archive.path)
         for word, sid in self.seen_words.items():
@@ -272,8 +294,9 @@ class ArchiveMachine(RuleBasedStateMachine):
 
     def request(self, word: str) -> SearchRequest:
         """A search for ``word`` in every session, one card each (cron and subagent too)."""
-        sources = tuple(r[0] for r in self.archive.core.conn.execute(
-            "SELECT DISTINCT source FROM sessions"))  # fmt: skip
+        sources = tuple(
+            r[0] for r in self.archive.core.conn.execute("SELECT DISTINCT source FROM sessions")
+        )
         return SearchRequest(query=word, group="session", per_page=100, sources=sources)
 
     def check_readers(self) -> None:
@@ -294,19 +317,27 @@ class ArchiveMachine(RuleBasedStateMachine):
         for word in words:
             if conn.execute(
                 "SELECT 1 FROM messages WHERE instr(content, ?)"
-                " AND gone_from_source_at IS NOT NULL", (word,),
-            ).fetchone():  # fmt: skip
+                " AND gone_from_source_at IS NOT NULL",
+                (word,),
+            ).fetchone():
                 continue  # a row only the archive holds now: the source cannot answer for it
             request = self.request(word)
-            mine = {r.session_id: r.hit_count for r in kept.search(request).results
-                    if r.session_id in present}  # fmt: skip
+            mine = {
+                r.session_id: r.hit_count
+                for r in kept.search(request).results
+                if r.session_id in present
+            }
             theirs = {r.session_id: r.hit_count for r in source.search(request).results}
             assert mine == theirs, word
             assert set(mine) == _sessions_saying(self.db, word), word
-        gone = {r[0] for r in conn.execute(
-            "SELECT id FROM sessions WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
-        lost = {r[0] for r in conn.execute(
-            "SELECT id FROM messages WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
+        gone = {
+            r[0]
+            for r in conn.execute("SELECT id FROM sessions WHERE gone_from_source_at IS NOT NULL")
+        }
+        lost = {
+            r[0]
+            for r in conn.execute("SELECT id FROM messages WHERE gone_from_source_at IS NOT NULL")
+        }
         for sid in sorted(present)[-4:]:
             assert _transcript(kept, sid, lost) == _transcript(source, sid), sid
             mine = kept.chain(sid)
@@ -322,8 +353,9 @@ def _sessions_saying(db: Path, word: str) -> set[str]:
         flags = [f for f in conventions.MESSAGE_DEFAULTS if f in columns]
         rows = c.execute(
             f"SELECT session_id, content{''.join(', ' + f for f in flags)} FROM messages "
-            "WHERE instr(lower(content), lower(?))", (word,),
-        ).fetchall()  # fmt: skip
+            "WHERE instr(lower(content), lower(?))",
+            (word,),
+        ).fetchall()
     found = set()
     for session_id, _content, *values in rows:
         row = {**conventions.MESSAGE_DEFAULTS, **dict(zip(flags, values, strict=True))}
@@ -333,16 +365,28 @@ def _sessions_saying(db: Path, word: str) -> set[str]:
 
 
 def _transcript(
-    reader: StateReader, session_id: str, leave_out: set[int] = frozenset()  # type: ignore[assignment]
+    reader: StateReader,
+    session_id: str,
+    leave_out: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> list[tuple[Any, ...]]:
     """A session's messages as shown, but for ``leave_out`` (rows the source lost), and
     not their ids: a replaced file's rows get new ones."""
     found = reader.transcript(session_id, include_inactive=True)
     return [
-        (m.role, m.text, m.timestamp, m.inactive, m.compacted, m.hidden, m.tool_name,
-         m.token_count, m.is_compaction_summary)
-        for m in found.messages if m.id not in leave_out
-    ]  # fmt: skip
+        (
+            m.role,
+            m.text,
+            m.timestamp,
+            m.inactive,
+            m.compacted,
+            m.hidden,
+            m.tool_name,
+            m.token_count,
+            m.is_compaction_summary,
+        )
+        for m in found.messages
+        if m.id not in leave_out
+    ]
 
 
 def _chain(chain: Any, db: Path) -> dict[str, Any]:
@@ -364,4 +408,3 @@ def _machine_for(shape: str) -> type[ArchiveMachine]:
 @pytest.mark.parametrize("shape", MACHINE_SHAPES)
 def test_the_archive_follows_a_live_source(shape: str) -> None:
     run_state_machine_as_test(_machine_for(shape), settings=MACHINE_SETTINGS)
-

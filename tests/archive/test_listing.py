@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.archive_sessions import (
+from dashboard.archive.importer import sync
+from dashboard.archive.listing import (
     archive_page,
     delete_from_archive,
     deletion_preview,
     list_archived,
 )
-from dashboard.repository.errors import ConflictError, NotFoundError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import sync
-from dashboard.repository.profiles import Scope
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as shapes
-from tests.test_importer import assert_untouched, digests
+from dashboard.errors import ConflictError, NotFoundError
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import Scope
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_importer import assert_untouched, digests
+from tests.support import hermes_shapes as shapes
 
 NOW = time.time()
 
@@ -29,8 +29,11 @@ NOW = time.time()
 def prune_from_source(home: HermesHome, session_id: str) -> None:
     """What Hermes's sweep does to one session: its messages, usage rows and row go."""
     with closing(sqlite3.connect(home.state_db)) as conn:
-        for table, column in (("messages", "session_id"), ("session_model_usage", "session_id"),
-                              ("sessions", "id")):  # fmt: skip
+        for table, column in (
+            ("messages", "session_id"),
+            ("session_model_usage", "session_id"),
+            ("sessions", "id"),
+        ):
             conn.execute(f"DELETE FROM {table} WHERE {column}=?", (session_id,))
         conn.commit()
 
@@ -38,8 +41,11 @@ def prune_from_source(home: HermesHome, session_id: str) -> None:
 def mark_gone(archive: Path, session_id: str, at: float = shapes.GONE_AT) -> None:
     """The mark the sync leaves on a row the source lost."""
     with SessionStore(archive) as store:
-        store.core.write(lambda c: c.execute(
-            "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (at, session_id)))  # fmt: skip
+        store.core.write(
+            lambda c: c.execute(
+                "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (at, session_id)
+            )
+        )
 
 
 def archived_home(tmp_path: Path) -> tuple[HermesHome, Path, dict[str, str]]:
@@ -95,20 +101,31 @@ def test_deleting_a_gone_session_removes_it_its_messages_and_usage_and_keeps_the
     assert (preview.session_id, preview.messages, preview.usage_rows) == (sid, 4, 1)
     assert preview.title == "Prune case ancient"
     with SessionStore(archive) as store:
-        assert store.core.conn.execute(
-            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'ancient'"
-        ).fetchone()[0] == 4
+        assert (
+            store.core.conn.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'ancient'"
+            ).fetchone()[0]
+            == 4
+        )
     report = delete_from_archive(archive, sid)
     assert (report.messages, report.usage_rows) == (4, 1)
     with closing(sqlite3.connect(archive)) as conn:
-        for table, column in (("sessions", "id"), ("messages", "session_id"),
-                              ("session_model_usage", "session_id")):  # fmt: skip
-            assert conn.execute(f"SELECT count(*) FROM {table} WHERE {column}=?",
-                                (sid,)).fetchone()[0] == 0  # fmt: skip
+        for table, column in (
+            ("sessions", "id"),
+            ("messages", "session_id"),
+            ("session_model_usage", "session_id"),
+        ):
+            assert (
+                conn.execute(f"SELECT count(*) FROM {table} WHERE {column}=?", (sid,)).fetchone()[0]
+                == 0
+            )
         for table in ("messages_fts", "messages_fts_trigram"):
-            assert conn.execute(
-                f"SELECT count(*) FROM {table} WHERE {table} MATCH 'ancient'"
-            ).fetchone()[0] == 0
+            assert (
+                conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE {table} MATCH 'ancient'"
+                ).fetchone()[0]
+                == 0
+            )
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 6
     fts_ok(archive)
     assert_untouched(home.state_db, before)
@@ -149,8 +166,12 @@ def test_no_delete_while_a_first_import_rebuilds_the_index(tmp_path: Path, marke
         assert conn.execute("SELECT value FROM state_meta WHERE key=?", (marker,)).fetchone() == (
             "1",
         )
-        assert conn.execute("SELECT count(*) FROM sessions WHERE id=?", (ids["ancient"],)
-                            ).fetchone()[0] == 1  # fmt: skip
+        assert (
+            conn.execute("SELECT count(*) FROM sessions WHERE id=?", (ids["ancient"],)).fetchone()[
+                0
+            ]
+            == 1
+        )
 
 
 def test_a_scope_lists_previews_and_deletes_only_its_profiles_sessions(tmp_path: Path) -> None:

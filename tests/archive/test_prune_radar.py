@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import sync
-from dashboard.repository.prune_radar import (
+from dashboard.archive.importer import sync
+from dashboard.archive.prune_radar import (
     DEFAULT_RETENTION_DAYS,
     prune_radar,
     retention_policy,
 )
-from dashboard.repository.store import SessionStore
-from dashboard.repository.syncer import reading_for
-from tests import hermes_shapes as shapes
-from tests.test_importer import assert_untouched, digests
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.opening import reading_for
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_importer import assert_untouched, digests
+from tests.support import hermes_shapes as shapes
 
 NOW = time.time()
 
@@ -45,9 +45,7 @@ def test_the_radar_lists_exactly_what_the_next_sweep_deletes_each_archived(
     radar = prune_radar(home, archive, now=NOW)
     assert_untouched(home.state_db, before)
     assert radar.policy.auto_prune and radar.policy.retention_days == 30
-    assert [c.session_id for c in radar.candidates] == [
-        ids[n] for n in shapes.PRUNED_BY_30_DAYS
-    ]
+    assert [c.session_id for c in radar.candidates] == [ids[n] for n in shapes.PRUNED_BY_30_DAYS]
     assert all(c.status == "archived" and c.safe for c in radar.candidates)
     assert [c.messages for c in radar.candidates] == [4, 2, 3]
     assert radar.unsafe == 0
@@ -63,9 +61,12 @@ def test_a_session_missing_from_the_archive_or_short_of_messages_is_a_warning(
     home, ids = _home(tmp_path)
     archive = _archive(tmp_path, home)
     with SessionStore(archive) as store:
-        store.core.write(lambda c: c.execute(
-            "DELETE FROM messages WHERE id = (SELECT max(id) FROM messages WHERE session_id=?)",
-            (ids["old"],)))  # fmt: skip
+        store.core.write(
+            lambda c: c.execute(
+                "DELETE FROM messages WHERE id = (SELECT max(id) FROM messages WHERE session_id=?)",
+                (ids["old"],),
+            )
+        )
         store.delete_session(ids["older"])
     radar = prune_radar(home, archive, now=NOW)
     by_id = {c.session_id: c for c in radar.candidates}

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.archive import read_choice
-from dashboard.repository.errors import StoreUnavailableError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import read_watermark, source_key
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.repository.syncer import SourceWatch, Syncer, reading_for
-from tests import hermes_shapes as shapes
+from dashboard.archive.files import read_choice
+from dashboard.archive.marks import read_watermark, source_key
+from dashboard.archive.syncer import SourceWatch, Syncer
+from dashboard.errors import StoreUnavailableError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.opening import reading_for
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support import hermes_shapes as shapes
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
 
@@ -43,10 +44,14 @@ def add_turn(db: Path, session_id: str, text: str, *, new_session: bool = False)
         conn.execute("BEGIN IMMEDIATE")
         now = time.time()
         if new_session:
-            conn.execute("INSERT INTO sessions(id, source, started_at, model) "
-                         "VALUES (?, 'cli', ?, 'gpt-5')", (session_id, now))  # fmt: skip
-        conn.execute("INSERT INTO messages(session_id, role, content, timestamp) "
-                     "VALUES (?, 'user', ?, ?)", (session_id, text, now))  # fmt: skip
+            conn.execute(
+                "INSERT INTO sessions(id, source, started_at, model) VALUES (?, 'cli', ?, 'gpt-5')",
+                (session_id, now),
+            )
+        conn.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+            (session_id, text, now),
+        )
         conn.execute("COMMIT")
 
 
@@ -101,8 +106,7 @@ def test_an_unchanged_source_is_not_synced_again(home: HermesHome, tmp_path: Pat
 def test_reconciliation_runs_at_start_then_periodically_once_the_source_moved(
     home: HermesHome, tmp_path: Path
 ) -> None:
-    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST,
-                    reconcile_s=0.3)  # fmt: skip
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST, reconcile_s=0.3)
     with running(syncer):
         wait_for(lambda: syncer.syncs == 1)
         time.sleep(1.5)  # five periods, no change: nothing to catch, nothing run
@@ -199,8 +203,12 @@ def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -
     syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST)
     with running(syncer):
         wait_for(lambda: syncer.state().last_sync_at)
-        with subprocess.Popen([sys.executable, "-c", LOCKER, str(home.state_db)], text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) as locker:  # fmt: skip
+        with subprocess.Popen(
+            [sys.executable, "-c", LOCKER, str(home.state_db)],
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        ) as locker:
             assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
             wait_for(lambda: syncer.state().reason == "locked")
             assert locker.stdin is not None

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.archive_verify import VerifyError, verify_archive
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import sync
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as hs
-from tests.test_archive import recall
-from tests.test_importer import ALL_SHAPES, assert_untouched, digests
+from dashboard.archive.importer import sync
+from dashboard.archive.verify import VerifyError, verify_archive
+from dashboard.hermes.home import HermesHome
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_files import recall
+from tests.archive.test_importer import ALL_SHAPES, assert_untouched, digests
+from tests.support import hermes_shapes as hs
 
 
 def _synced(tmp_path: Path, shape: str = "current_views") -> tuple[HermesHome, Path]:
@@ -57,8 +57,9 @@ def test_a_missing_message_and_a_differing_one_are_problems(tmp_path: Path) -> N
     # Through the store's triggers, so the index stays sound: only rows differ.
     with SessionStore(archive) as store:
         store.core.write(lambda c: c.execute("DELETE FROM messages WHERE src_id=?", (first,)))
-        store.core.write(lambda c: c.execute(
-            "UPDATE messages SET content='tampered' WHERE src_id=?", (second,)))  # fmt: skip
+        store.core.write(
+            lambda c: c.execute("UPDATE messages SET content='tampered' WHERE src_id=?", (second,))
+        )
     report = verify_archive(home, archive)
     assert not report.ok
     assert report.tables["messages"].missing == [first]
@@ -75,11 +76,14 @@ def test_missing_sessions_and_usage_rows_are_problems(tmp_path: Path) -> None:
     home, archive = _synced(tmp_path)
     with SessionStore(archive) as store:
         sid = store.core.conn.execute(
-            "SELECT session_id FROM session_model_usage LIMIT 1").fetchone()[0]  # fmt: skip
-        store.core.write(lambda c: c.execute(
-            "DELETE FROM session_model_usage WHERE session_id=?", (sid,)))  # fmt: skip
-        store.core.write(lambda c: c.execute(
-            "UPDATE sessions SET title='renamed by hand' WHERE id=?", (sid,)))  # fmt: skip
+            "SELECT session_id FROM session_model_usage LIMIT 1"
+        ).fetchone()[0]
+        store.core.write(
+            lambda c: c.execute("DELETE FROM session_model_usage WHERE session_id=?", (sid,))
+        )
+        store.core.write(
+            lambda c: c.execute("UPDATE sessions SET title='renamed by hand' WHERE id=?", (sid,))
+        )
     report = verify_archive(home, archive)
     assert report.tables["usage"].missing_count >= 1
     assert report.tables["sessions"].differing == [sid]
@@ -89,8 +93,11 @@ def test_a_corrupt_index_is_a_problem(tmp_path: Path) -> None:
     home, archive = _synced(tmp_path)
     # A row in the index that no message backs: what a plain DELETE under an
     # external-content index leaves behind.
-    _edit(archive, "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) "
-                   "VALUES (987654, 'ghost words', NULL, NULL)")  # fmt: skip
+    _edit(
+        archive,
+        "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) "
+        "VALUES (987654, 'ghost words', NULL, NULL)",
+    )
     report = verify_archive(home, archive)
     assert not report.ok and report.integrity["messages_fts"] != "ok"
     assert report.integrity["messages_fts_trigram"] == "ok"
@@ -187,8 +194,8 @@ def test_a_first_import_cut_off_before_its_trigram_index_says_so(tmp_path: Path)
 def test_each_profile_verifies_against_its_own_rows(tmp_path: Path) -> None:
     """A profile that is not the primary is archived as ``<profile>:<id>``: its source is
     read with the same prefix, so its rows are found (and only its rows)."""
-    from dashboard.repository.profiles import by_name, discover
-    from dashboard.repository.syncer import reading_for
+    from dashboard.hermes.profiles import by_name, discover
+    from dashboard.reader.opening import reading_for
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     archive = tmp_path / "archive.db"
@@ -200,8 +207,9 @@ def test_each_profile_verifies_against_its_own_rows(tmp_path: Path) -> None:
     assert report.source == str(facts.dbs["legacy"])
     assert report.tables["sessions"].checked == len(facts.shared_ids)
     assert report.tables["messages"].checked > 0
-    quick = verify_archive(legacy.home, archive, profile=legacy.name,
-                           id_prefix=legacy.id_prefix, check_integrity=False)  # fmt: skip
+    quick = verify_archive(
+        legacy.home, archive, profile=legacy.name, id_prefix=legacy.id_prefix, check_integrity=False
+    )
     assert quick.ok and quick.integrity == {}
     _edit(archive, "UPDATE sessions SET title = 'changed' WHERE id = ?", f"legacy:{hs.S_CRON}")
     changed = verify_archive(legacy.home, archive, profile="legacy", id_prefix="legacy:")

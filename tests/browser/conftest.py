@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.readonly import readonly_uri
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, Server, running_server
+from dashboard.store.readonly import readonly_uri
+from tests.support.browser_support import CHROMIUM, CHROMIUM_ARGS, Server, running_server
 
 
 @pytest.fixture(scope="session")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import sync
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as shapes
-from tests.browser_support import SCREENSHOTS, PageWatch, running_server
-from tests.test_archive_sessions import mark_gone, prune_from_source
-from tests.test_importer import assert_untouched, digests
+from dashboard.archive.importer import sync
+from dashboard.hermes.home import HermesHome
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_importer import assert_untouched, digests
+from tests.archive.test_listing import mark_gone, prune_from_source
+from tests.support import hermes_shapes as shapes
+from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
 
 
 def test_the_radar_lists_exactly_what_the_configured_retention_deletes(
@@ -46,7 +46,8 @@ def test_the_radar_lists_exactly_what_the_configured_retention_deletes(
         assert doomed == [ids["older"], late, ids["old"]]
         for sid in (ids["older"], late, ids["old"]):
             expect(page.locator(f'#prune-radar tr[data-session="{sid}"]')).to_contain_text(
-                "safely archived")  # fmt: skip
+                "safely archived"
+            )
         expect(page.locator("#prune-radar")).not_to_contain_text("not archived")
         radar = page.locator("#prune-radar").inner_text()
         assert "30 days" in radar and "spared: 1 pinned, 1 not ended" in radar
@@ -75,8 +76,9 @@ def _add_old_session(home: HermesHome, started: float) -> str:
     with closing(sqlite3.connect(home.state_db)) as conn:
         conn.execute(
             "INSERT INTO sessions (id, source, started_at, ended_at, end_reason, message_count)"
-            " VALUES (?, 'cli', ?, ?, 'user_exit', 1)", (sid, started, started + 60),
-        )  # fmt: skip
+            " VALUES (?, 'cli', ?, ?, 'user_exit', 1)",
+            (sid, started, started + 60),
+        )
         conn.execute(
             "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
             (sid, "a late question", started + 1),

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import expect
 
-from dashboard.repository.home import HermesHome
-from tests import hermes_shapes as shapes
-from tests.browser_support import PageWatch, running_server
-from tests.test_archive_sessions import prune_from_source
+from dashboard.hermes.home import HermesHome
+from tests.archive.test_listing import prune_from_source
+from tests.support import hermes_shapes as shapes
+from tests.support.browser_support import PageWatch, running_server
 
 SYNC_WAIT_S = 60  # a loaded machine; the syncer polls every 500 ms
 

@@ -7,11 +7,11 @@ from contextlib import closing
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from dashboard.repository.readonly import readonly_uri
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as hs
-from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.test_chains import SEGMENTS, ChainHome, build_chain_home
+from dashboard.store.readonly import readonly_uri
+from dashboard.store.session_store import SessionStore
+from tests.lineage.test_chains import SEGMENTS, ChainHome, build_chain_home
+from tests.support import hermes_shapes as hs
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 
 
 def longest_line(db: Path) -> list[str]:
@@ -125,8 +125,12 @@ def test_segment_details_show_on_focus_hover_and_tap(tmp_path: Path, browser) ->
             assert page.title().startswith("Chain · Long refactor")
             # Row labels: the title where there is one, else the id.
             labels = page.locator("svg.chain-svg text.row-label").all_text_contents()
-            assert labels[:5] == [*chain.line[:2], "Long refactor #3", chain.line[3],
-                                  "Long refactor #5"]  # fmt: skip
+            assert labels[:5] == [
+                *chain.line[:2],
+                "Long refactor #3",
+                chain.line[3],
+                "Long refactor #5",
+            ]
 
             # Keyboard: Tab reaches the bars; the focused bar's panel is visible.
             for _ in range(80):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server
 
 # The demo's sessions end on its anchor day (2026-11-30); ask for that year explicitly
 # so the page does not depend on today's date.

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from tests import hermes_shapes as hs
-from tests.browser_support import SCREENSHOTS, PageWatch, running_server
+from tests.support import hermes_shapes as hs
+from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
 
 
 def test_the_history_and_what_the_agent_sees_now(tmp_path: Path, page) -> None:
@@ -24,8 +24,8 @@ def test_the_history_and_what_the_agent_sees_now(tmp_path: Path, page) -> None:
         dividers = page.locator("#transcript li.compaction-divider")
         page.goto(f"{srv.url}/sessions/{hs.S_EPOCHS}")
         assert rows.count() == len(facts.distinct) and dividers.count() == 3
-        assert dividers.first.locator(".divider-label").inner_text().startswith(
-            "Compaction 1 of 3 · "
+        assert (
+            dividers.first.locator(".divider-label").inner_text().startswith("Compaction 1 of 3 · ")
         )
         # Each summary is folded under its divider and opens natively.
         summary = dividers.nth(1).locator("details.divider-summary")
@@ -44,28 +44,32 @@ def test_the_history_and_what_the_agent_sees_now(tmp_path: Path, page) -> None:
         toggle = page.locator("#transcript .view-toggle")
         toggle.get_by_text("What the agent sees now").click()
         page.wait_for_url(re.compile(r"[?&]view=live"))
-        page.locator('#transcript .view-toggle a[aria-current="page"]',
-                     has_text="What the agent sees now").wait_for()  # fmt: skip
+        page.locator(
+            '#transcript .view-toggle a[aria-current="page"]', has_text="What the agent sees now"
+        ).wait_for()
         assert rows.count() == 5 and dividers.count() == 1
         assert page.locator("#transcript .tag-copy").count() == 2
         assert hs.EPOCH1_WORD not in page.locator("#transcript").inner_text()
         page.screenshot(path=str(SCREENSHOTS / "session-live.png"), full_page=True)
         toggle.get_by_text("Everything").click()
         page.wait_for_url(re.compile(rf"/sessions/{hs.S_EPOCHS}$"))
-        page.locator('#transcript .view-toggle a[aria-current="page"]',
-                     has_text="Everything").wait_for()  # fmt: skip
+        page.locator(
+            '#transcript .view-toggle a[aria-current="page"]', has_text="Everything"
+        ).wait_for()
         assert dividers.count() == 3
 
         # Back restores each view.
         page.go_back()
         page.wait_for_url(re.compile(r"[?&]view=live"))
-        page.locator('#transcript .view-toggle a[aria-current="page"]',
-                     has_text="What the agent sees now").wait_for()  # fmt: skip
+        page.locator(
+            '#transcript .view-toggle a[aria-current="page"]', has_text="What the agent sees now"
+        ).wait_for()
         assert rows.count() == 5
         page.go_back()
         page.wait_for_url(re.compile(rf"/sessions/{hs.S_EPOCHS}$"))
-        page.locator('#transcript .view-toggle a[aria-current="page"]',
-                     has_text="Everything").wait_for()  # fmt: skip
+        page.locator(
+            '#transcript .view-toggle a[aria-current="page"]', has_text="Everything"
+        ).wait_for()
         assert dividers.count() == 3
 
         # A link to a re-inserted copy lands on the row it repeats.

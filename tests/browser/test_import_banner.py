@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from dashboard.demo.build import build_demo_home
-from tests.browser_support import SCREENSHOTS, PageWatch, running_server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
 
 
 def test_the_banner_updates_itself_during_the_first_import_and_then_goes(
@@ -17,8 +17,14 @@ def test_the_banner_updates_itself_during_the_first_import_and_then_goes(
 ) -> None:
     home = tmp_path / "home"
     build_demo_home(home, sessions=240, messages=24_000, anchor_day="2026-11-30", bulk=True)
-    args = ["--home", str(home), "--data-dir", str(tmp_path / "data"),
-            "--archive", str(tmp_path / "archive.db")]  # the source is not the archive  # fmt: skip
+    args = [
+        "--home",
+        str(home),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--archive",
+        str(tmp_path / "archive.db"),
+    ]  # the source is not the archive
     # Two sessions per transaction: a first import of many steps, long enough to watch.
     with running_server(args, tmp_path, {"RECALL_SYNC_BATCH": "2"}, wait_for_import=False) as s:
         watch = PageWatch()
@@ -28,7 +34,8 @@ def test_the_banner_updates_itself_during_the_first_import_and_then_goes(
         expect(banner).to_contain_text("Importing your history:")
         expect(banner).to_contain_text("older sessions are still arriving")
         expect(page.locator("#results .partial-data")).to_contain_text(
-            "Older history is still being imported")  # fmt: skip
+            "Older history is still being imported"
+        )
         page.evaluate("window.stillThisPage = true")  # a reload would drop it
         first = _percent(banner.inner_text())
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

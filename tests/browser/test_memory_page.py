@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server
 
 ADDED = "Likes end-to-end tests"
 

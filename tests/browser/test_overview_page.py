@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from playwright.sync_api import expect
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server
 
 
 def test_overview_shows_activity_per_day_top_models_and_tools_above_the_diagnostics(

@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server
 
 # Words of the demo's redis conversations (a user asks about connected_clients on redis).
 MESSAGE = "redis connected_clients keeps growing; share one client or one per request?"
@@ -88,10 +88,11 @@ def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> Non
     # The 400 is the answer the page asked for (htmx swaps it in): the only problems
     # allowed are that response and Chromium's note about it; no CSP violation.
     unexpected = [
-        p for p in watch.problems
+        p
+        for p in watch.problems
         if not (p.startswith("http 400: ") and "/preview?" in p)
         and not (p.startswith("console: Failed to load resource") and " 400 " in p)
-    ]  # fmt: skip
+    ]
     assert unexpected == []
     page.wait_for_timeout(300)  # a second, queued request would have gone out by now
     assert len(swaps) == 2, swaps  # one for the message, one for Enter in the session box

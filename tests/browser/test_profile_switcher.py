@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.views import NAVIGATION
-from tests import hermes_shapes as hs
-from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.support import hermes_shapes as hs
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 
 LEGACY_WORD, DEFAULT_WORD = hs.PROFILE_WORDS["legacy"], hs.PROFILE_WORDS["default"]
 LABELS = {"default": "default", "legacy": "legacy", "all": "All profiles"}
@@ -78,22 +78,43 @@ LEGACY_CRON = f"legacy:{hs.S_CRON}"
 # and the switcher's label are checked; a page of one session switches to the search
 # page of the profile picked, switch_url's rule).
 CASES: dict[str, tuple[str, dict[str, Callable[[Page], None]]]] = {
-    "search, legacy's word": (f"/?q={LEGACY_WORD}&source=cron", {
-        "default": _found(set()), "legacy": _found({LEGACY_CRON}), "all": _found({LEGACY_CRON})}),
-    "search, default's word": (f"/?q={DEFAULT_WORD}&source=cron", {
-        "default": _found({hs.S_CRON}), "legacy": _found(set()), "all": _found({hs.S_CRON})}),
+    "search, legacy's word": (
+        f"/?q={LEGACY_WORD}&source=cron",
+        {"default": _found(set()), "legacy": _found({LEGACY_CRON}), "all": _found({LEGACY_CRON})},
+    ),
+    "search, default's word": (
+        f"/?q={DEFAULT_WORD}&source=cron",
+        {"default": _found({hs.S_CRON}), "legacy": _found(set()), "all": _found({hs.S_CRON})},
+    ),
     "chains": ("/chains", {"default": _links_only("default"), "legacy": _links_only("legacy")}),
     "costs": ("/costs", {"default": _links_only("default"), "legacy": _links_only("legacy")}),
-    "memory": ("/memory", {"default": _says("The default profile's user", "legacy profile"),
-                           "legacy": _says("The legacy profile's user", "default profile")}),
-    "preview": ("/preview", {"default": _says("The default profile's user", "legacy profile"),
-                             "legacy": _says("The legacy profile's user", "default profile")}),
-    "overview": ("/overview", {"default": _says("hermes/state.db", "profiles/legacy"),
-                               "legacy": _says("profiles/legacy/state.db", "hermes/state.db")}),
+    "memory": (
+        "/memory",
+        {
+            "default": _says("The default profile's user", "legacy profile"),
+            "legacy": _says("The legacy profile's user", "default profile"),
+        },
+    ),
+    "preview": (
+        "/preview",
+        {
+            "default": _says("The default profile's user", "legacy profile"),
+            "legacy": _says("The legacy profile's user", "default profile"),
+        },
+    ),
+    "overview": (
+        "/overview",
+        {
+            "default": _says("hermes/state.db", "profiles/legacy"),
+            "legacy": _says("profiles/legacy/state.db", "hermes/state.db"),
+        },
+    ),
     "archive": ("/archive", {"default": _links_only("default"), "legacy": _links_only("legacy")}),
-    "session": (f"/sessions/{hs.S_CRON}", {"default": _says(DEFAULT_WORD, LEGACY_WORD),
-                                           "legacy": _links_only("legacy")}),
-}  # fmt: skip
+    "session": (
+        f"/sessions/{hs.S_CRON}",
+        {"default": _says(DEFAULT_WORD, LEGACY_WORD), "legacy": _links_only("legacy")},
+    ),
+}
 
 
 def _profile_in_url(page: Page) -> str | None:

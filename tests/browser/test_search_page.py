@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.repository.store import NewMessage, SessionStore
-from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.llm_stub import StubLLM
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.support.llm_stub import StubLLM
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -75,10 +75,13 @@ def hostile_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S
     root = tmp_path_factory.mktemp("hostile")
     with SessionStore(root / "home" / "state.db") as store:
         sid = store.create_session("cli", title=f"pwn {SCRIPT}")
-        store.append_messages(sid, [
-            NewMessage("user", f"xsscheck {SCRIPT} and {IMG} end"),
-            NewMessage("assistant", f"Quoting it back: xsscheck `{SCRIPT}` {IMG}"),
-        ])  # fmt: skip
+        store.append_messages(
+            sid,
+            [
+                NewMessage("user", f"xsscheck {SCRIPT} and {IMG} end"),
+                NewMessage("assistant", f"Quoting it back: xsscheck `{SCRIPT}` {IMG}"),
+            ],
+        )
     with running_server(["--home", str(Path(root / "home"))], root) as server:
         yield server, sid
 
@@ -112,9 +115,10 @@ def test_a_summary_button_replaces_only_its_slot(tmp_path: Path, page) -> None:
         other = store.create_session("cli", title="Another walrus")
         store.append_messages(other, [NewMessage("user", "walrus again")])
     args = ["--home", str(tmp_path / "home"), "--data-dir", str(tmp_path / "data")]
-    with StubLLM() as stub, running_server(
-        args, tmp_path, {"RECALL_LLM_BASE_URL": stub.url}
-    ) as server:
+    with (
+        StubLLM() as stub,
+        running_server(args, tmp_path, {"RECALL_LLM_BASE_URL": stub.url}) as server,
+    ):
         page.goto(server.url + "/?q=walrus&summaries=button")
         expect(page.locator("#results .card")).to_have_count(2)
         card = page.locator(".card", has_text="Selector trouble")
@@ -198,9 +202,11 @@ def test_back_from_a_session_restores_the_card_it_was_opened_from(
 
 def _overlaps(a: dict, b: dict) -> bool:
     return not (
-        a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-        or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"]
-    )  # fmt: skip
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -271,8 +277,11 @@ def test_the_model_facet_counts_and_groups_spellings(demo_server: Server, page) 
     page.locator("select[name=model]").select_option(label=sonnet[0])
     page.wait_for_url("**model=*")
     models = set(page.locator("#results .card-meta").all_inner_texts())
-    spellings = {s for s in ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5")
-                 if any(s in m for m in models)}  # fmt: skip
+    spellings = {
+        s
+        for s in ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5")
+        if any(s in m for m in models)
+    }
     assert spellings == {"anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"}, models
 
 
@@ -312,19 +321,20 @@ def test_a_card_is_one_or_two_tab_stops(demo_server: Server, page) -> None:
 @pytest.fixture(scope="module")
 def epochs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, object]]:
     """A home compacted in place three times (tests/hermes_shapes.build_epochs_home)."""
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     root = tmp_path_factory.mktemp("epochs")
     facts = hs.build_epochs_home(root / "home")
-    with running_server(["--home", str(root / "home"), "--data-dir", str(root / "data")],
-                        root) as server:  # fmt: skip
+    with running_server(
+        ["--home", str(root / "home"), "--data-dir", str(root / "data")], root
+    ) as server:
         yield server, facts
 
 
 def test_a_hit_before_a_compaction_lands_on_that_message(
     epochs_server: tuple[Server, object], page
 ) -> None:
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     server, facts = epochs_server
     watch = PageWatch()

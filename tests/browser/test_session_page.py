@@ -7,8 +7,8 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.test_views_sessions import IMG, SCRIPT, xss_home
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.views.test_sessions import IMG, SCRIPT, xss_home
 
 
 def test_session_page_reads_cleanly(demo_server: Server, demo_sessions: dict[str, str], page):
@@ -85,7 +85,7 @@ def test_payloads_in_messages_stay_text_in_the_browser(tmp_path: Path, browser) 
 
 
 def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
-    from tests.test_transcript import long_home
+    from tests.sessions.test_transcript import long_home
 
     home, ids, more = long_home(tmp_path)
     watch = PageWatch()
@@ -117,7 +117,7 @@ def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
 
 
 def test_the_match_stepper_walks_every_match_across_pages(tmp_path: Path, page) -> None:
-    from tests.test_transcript import long_home
+    from tests.sessions.test_transcript import long_home
 
     home, ids, _ = long_home(tmp_path)
     watch = PageWatch()
@@ -158,20 +158,35 @@ def test_the_match_stepper_walks_every_match_across_pages(tmp_path: Path, page) 
 
 
 def test_a_lone_untitled_session_reads_plainly(tmp_path: Path, page) -> None:
-    from dashboard.repository.store import NewMessage, SessionStore
+    from dashboard.store.session_store import NewMessage, SessionStore
 
     home = tmp_path / "home"
     with SessionStore(home / "state.db") as store:
         sid = store.create_session("cli")
-        store.append_messages(sid, [
-            NewMessage("user", "Fix the `deploy.sh` **script**, see [docs](https://x.test)"),
-            NewMessage("assistant", "Looking.", tool_calls=[
-                {"id": "c1", "type": "function",
-                 "function": {"name": "read_file", "arguments": '{"path": "deploy.sh"}'}}]),
-            NewMessage("tool", "#!/bin/sh\n" + "echo step\n" * 30, tool_call_id="c1",
-                       tool_name="read_file"),
-            NewMessage("assistant", "Done.", reasoning="thinking about it " * 20),
-        ])  # fmt: skip
+        store.append_messages(
+            sid,
+            [
+                NewMessage("user", "Fix the `deploy.sh` **script**, see [docs](https://x.test)"),
+                NewMessage(
+                    "assistant",
+                    "Looking.",
+                    tool_calls=[
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": '{"path": "deploy.sh"}'},
+                        }
+                    ],
+                ),
+                NewMessage(
+                    "tool",
+                    "#!/bin/sh\n" + "echo step\n" * 30,
+                    tool_call_id="c1",
+                    tool_name="read_file",
+                ),
+                NewMessage("assistant", "Done.", reasoning="thinking about it " * 20),
+            ],
+        )
     args = ["--home", str(home), "--data-dir", str(tmp_path / "data")]
     with running_server(args, tmp_path) as srv:
         page.goto(f"{srv.url}/sessions/{sid}")
@@ -179,8 +194,10 @@ def test_a_lone_untitled_session_reads_plainly(tmp_path: Path, page) -> None:
         assert heading.startswith("Fix the deploy.sh script, see docs"), heading
         assert "`" not in heading and "**" not in heading
         assert "chain" not in page.locator(".session-meta").inner_text()
-        folded = page.locator("#transcript details.tool-call, #transcript details.tool-result,"
-                              " #transcript details.reasoning")  # fmt: skip
+        folded = page.locator(
+            "#transcript details.tool-call, #transcript details.tool-result,"
+            " #transcript details.reasoning"
+        )
         assert folded.count() == 3
         page.get_by_role("button", name="Expand all").click()
         for i in range(3):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
-from tests.browser_support import SCREENSHOTS, PageWatch, Server
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server
 
 # Pages whose README screenshot a test of their own takes, on data that shows them
 # (the demo home has no archive): the tour does not overwrite it.
@@ -63,9 +63,17 @@ def test_a_phone_width_never_scrolls_sideways(
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     try:
-        pages = ["/", "/?q=redis", "/chains", "/costs", "/memory", "/preview?message=redis",
-                 "/overview", f"/sessions/{demo_sessions['middle']}",
-                 f"/chains/{demo_sessions['middle']}"]  # fmt: skip
+        pages = [
+            "/",
+            "/?q=redis",
+            "/chains",
+            "/costs",
+            "/memory",
+            "/preview?message=redis",
+            "/overview",
+            f"/sessions/{demo_sessions['middle']}",
+            f"/chains/{demo_sessions['middle']}",
+        ]
         wide = {}
         for path in pages:
             page.goto(demo_server.url + path)

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.repository.store import NewMessage, SessionStore
-from tests.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.llm_stub import StubLLM
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.support.llm_stub import StubLLM
 
 SECRET = "sk-browser-test-never-shown-91c3"
 
@@ -22,13 +22,19 @@ def summarizing_server(
     with SessionStore(root / "home" / "state.db") as store:
         for i in range(6):
             sid = store.create_session("cli", title=f"Redis pool incident {i}")
-            store.append_messages(sid, [
-                NewMessage("user", f"redis pool exhausted on worker-{i}, ECONNREFUSED"),
-                NewMessage("assistant", "Share one BlockingConnectionPool per process."),
-            ])  # fmt: skip
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"redis pool exhausted on worker-{i}, ECONNREFUSED"),
+                    NewMessage("assistant", "Share one BlockingConnectionPool per process."),
+                ],
+            )
     with StubLLM(delay=1.5) as stub:
-        env = {"RECALL_LLM_BASE_URL": stub.url, "RECALL_LLM_MODEL": "stub-model",
-               "RECALL_LLM_API_KEY": SECRET}  # fmt: skip
+        env = {
+            "RECALL_LLM_BASE_URL": stub.url,
+            "RECALL_LLM_MODEL": "stub-model",
+            "RECALL_LLM_API_KEY": SECRET,
+        }
         with running_server(["--home", str(root / "home")], root, env) as server:
             yield server, stub
 

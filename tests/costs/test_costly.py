@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.demo.build import build_demo_home
-from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.cost_sessions import (
+from dashboard.costs.costly import (
     check_sort,
     costly_sessions,
     rank_sessions,
     session_sums,
 )
-from dashboard.repository.costs import plan, range_rows, spend
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.lineage import load_lineage
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.recalldb import RecallData
-from dashboard.repository.store import SessionStore, Usage
-from tests import hermes_shapes as shapes
-from tests.test_costs import archived
+from dashboard.costs.rollup import CostRollup
+from dashboard.costs.spend import plan, range_rows, spend
+from dashboard.demo.build import build_demo_home
+from dashboard.errors import ValidationError
+from dashboard.lineage.graph import load_lineage
+from dashboard.store.readonly import open_readonly
+from dashboard.store.recalldb import RecallData
+from dashboard.store.session_store import SessionStore, Usage
+from tests.costs.test_spend import archived
+from tests.support import hermes_shapes as shapes
 
 RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 
@@ -43,9 +43,13 @@ def data(tmp_path: Path) -> Iterator[RecallData]:
 
 
 def every_session(
-    db: Path, rollup: CostRollup | None = None, sort: str = "cost", descending: bool = True,
-    limit: int = 10_000, **options: object,
-):  # fmt: skip
+    db: Path,
+    rollup: CostRollup | None = None,
+    sort: str = "cost",
+    descending: bool = True,
+    limit: int = 10_000,
+    **options: object,
+):
     """(costly sessions from raw rows or the rollup, the spend of the same question)."""
     conn = open_readonly(db)
     try:
@@ -115,8 +119,9 @@ def test_the_rollup_follows_a_new_call(tmp_path: Path, data: RecallData) -> None
     before, _ = every_session(db, rollup, **until_next_year)
     last = before.sessions[-1].session_id
     with SessionStore(db) as store:
-        store.record_usage(last, Usage(model="m", estimated_cost_usd=500.0,
-                                       cost_status="estimated"))  # fmt: skip
+        store.record_usage(
+            last, Usage(model="m", estimated_cost_usd=500.0, cost_status="estimated")
+        )
     after, _ = every_session(db, rollup, **until_next_year)
     raw, _ = every_session(db, **until_next_year)
     assert "apply_ms" in rollup.last_refresh  # applied to the sums, not rebuilt

@@ -9,13 +9,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dashboard.repository.cost_headlines import Leader, ProfileSpend, headlines
-from dashboard.repository.costs import Spend, spend
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from tests import hermes_shapes as shapes
-from tests.archived import archived_reader
-from tests.test_costs import profiles_reader
+from dashboard.costs.headlines import Leader, ProfileSpend, headlines
+from dashboard.costs.spend import Spend, spend
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from tests.costs.test_spend import profiles_reader
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archived_reader
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -57,9 +57,12 @@ def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
     found = headlines(reader.spend, now=now, timezone="Europe/Paris")
     with reader.snapshot() as snap:
         month = spend(
-            snap.conn, by="provider", start=date(2026, 7, 1), end=date(2026, 7, 26),
+            snap.conn,
+            by="provider",
+            start=date(2026, 7, 1),
+            end=date(2026, 7, 26),
             timezone="Europe/Paris",
-        )  # fmt: skip
+        )
     assert found.month == "2026-07" and found.day == 25
     # July has 31 days; noon on the 25th is 24.5 days in (no DST change in July).
     assert found.elapsed_fraction == pytest.approx(24.5 / 31)
@@ -70,8 +73,9 @@ def test_figures_of_a_month_with_spend(reader: StateReader) -> None:
     assert found.top_model is not None and found.top_model.key == "anthropic/claude-sonnet-4.5"
     assert found.actual_share == month.totals.actual_share
     assert found.to_json()["top_provider"] == {
-        "key": "openrouter", "effective_usd": found.top_provider.effective_usd,
-    }  # fmt: skip
+        "key": "openrouter",
+        "effective_usd": found.top_provider.effective_usd,
+    }
 
 
 def test_a_month_without_spend_is_zero_with_no_leader(reader: StateReader) -> None:
@@ -84,23 +88,36 @@ def test_a_month_without_spend_is_zero_with_no_leader(reader: StateReader) -> No
 
 def _home_with_unknown_calls(tmp_path: Path) -> StateReader:
     """November 2026: $2.10 estimated and three calls of a local model with no price."""
-    from dashboard.repository.store import SessionStore, Usage
+    from dashboard.store.session_store import SessionStore, Usage
 
     at = datetime(2026, 11, 10, 12, tzinfo=PARIS).timestamp()
     with SessionStore(tmp_path / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.10,
-                                      cost_status="estimated", at=at))  # fmt: skip
-        store.record_usage(sid, Usage(model="local", billing_provider="custom", api_calls=3,
-                                      cost_status="unknown", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=2.10,
+                cost_status="estimated",
+                at=at,
+            ),
+        )
+        store.record_usage(
+            sid,
+            Usage(
+                model="local", billing_provider="custom", api_calls=3, cost_status="unknown", at=at
+            ),
+        )
     return StateReader(HermesHome(tmp_path))
 
 
 def test_a_month_partly_of_unknown_price_says_how_much_is_known(tmp_path: Path) -> None:
     # Item 2: "$2.10 + 3 calls of unknown price", not "$2.10" (nor "$0.0000").
     reader = _home_with_unknown_calls(tmp_path)
-    found = headlines(reader.spend, now=datetime(2026, 11, 20, 12, tzinfo=PARIS),
-                      timezone="Europe/Paris")  # fmt: skip
+    found = headlines(
+        reader.spend, now=datetime(2026, 11, 20, 12, tzinfo=PARIS), timezone="Europe/Paris"
+    )
     assert found.spend_so_far == pytest.approx(2.10)
     assert found.unknown_calls == 3
     assert found.to_json()["unknown_calls"] == 3
@@ -109,8 +126,9 @@ def test_a_month_partly_of_unknown_price_says_how_much_is_known(tmp_path: Path) 
 def test_a_month_without_calls_is_zero(tmp_path: Path) -> None:
     # Item 2: no calls at all (the 1st of a month, an empty home) is $0.00, not unknown.
     reader = _home_with_unknown_calls(tmp_path)
-    found = headlines(reader.spend, now=datetime(2026, 12, 15, 8, tzinfo=PARIS),
-                      timezone="Europe/Paris")  # fmt: skip
+    found = headlines(
+        reader.spend, now=datetime(2026, 12, 15, 8, tzinfo=PARIS), timezone="Europe/Paris"
+    )
     assert found.spend_so_far == 0.0 and found.projection == 0.0 and found.unknown_calls == 0
     assert found.last_month_same_point == pytest.approx(2.10)
     assert found.last_month_unknown_calls == 3
@@ -135,6 +153,7 @@ def test_all_profiles_show_each_profiles_month_beside_the_total(tmp_path: Path) 
     assert sum(figures.values()) == pytest.approx(found.spend_so_far)
     assert sum(p.unknown_calls for p in found.by_profile) == found.unknown_calls
     assert found.to_json()["by_profile"][0] == {
-        "profile": "default", "spend_so_far": figures["default"],
+        "profile": "default",
+        "spend_so_far": figures["default"],
         "unknown_calls": found.by_profile[0].unknown_calls,
-    }  # fmt: skip
+    }

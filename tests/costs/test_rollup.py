@@ -1,6 +1,6 @@
 """The per-day cost rollup answers exactly what summing the raw rows answers.
 
-Hermes shapes are imported first (tests/archived.py) and the archive is what both
+Hermes shapes are imported first (tests/support/archived.py) and the archive is what both
 read; homes written with Recall's own store are their own archive.
 """
 
@@ -16,16 +16,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from dashboard.costs.rollup import CostRollup
+from dashboard.costs.spend import DIMENSIONS, Spend, spend
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.cost_rollup import CostRollup
-from dashboard.repository.costs import DIMENSIONS, Spend, spend
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.recalldb import RecallData
-from dashboard.repository.store import SessionStore, Usage
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home
-from tests.test_costs import PROFILES_ASK, archived, profiles_reader
+from dashboard.reader.reader import StateReader
+from dashboard.store.readonly import open_readonly
+from dashboard.store.recalldb import RecallData
+from dashboard.store.session_store import SessionStore, Usage
+from tests.costs.test_spend import PROFILES_ASK, archived, profiles_reader
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
 
 TZ = "Europe/Stockholm"
 ZONE = ZoneInfo(TZ)
@@ -90,19 +90,26 @@ RANGES = {"month": date(2025, 12, 1), "week": date(2026, 9, 9), "day": date(2026
 def test_demo_home_every_period_and_dimension(demo: Path, data: RecallData, period: str) -> None:
     rollup = CostRollup(data.core, str(demo))
     for by in ("provider", "model", "source", "task"):
-        found = check(demo, rollup, period=period, by=by, start=RANGES[period],
-                      end=date(2026, 12, 1))  # fmt: skip
+        found = check(
+            demo, rollup, period=period, by=by, start=RANGES[period], end=date(2026, 12, 1)
+        )
         assert found.rows, by
-    check(demo, rollup, period=period, by="provider", start=RANGES[period],
-          end=date(2026, 12, 1), sources=("cli", "telegram"))  # fmt: skip
+    check(
+        demo,
+        rollup,
+        period=period,
+        by="provider",
+        start=RANGES[period],
+        end=date(2026, 12, 1),
+        sources=("cli", "telegram"),
+    )
 
 
 def test_demo_home_has_sessions_spanning_days_and_counts_them_once(
     demo: Path, data: RecallData
 ) -> None:
     rollup = CostRollup(data.core, str(demo))
-    check(demo, rollup, period="month", by="source", start=date(2025, 12, 1),
-          end=date(2026, 12, 1))  # fmt: skip
+    check(demo, rollup, period="month", by="source", start=date(2025, 12, 1), end=date(2026, 12, 1))
     with data.core.reading() as conn:
         multi = conn.execute("SELECT count(*) FROM cost_multi").fetchone()[0]
     assert multi > 0  # the correction above was exercised, not vacuous
@@ -118,8 +125,11 @@ def test_every_hermes_shape(tmp_path: Path, data: RecallData, shape: str) -> Non
     db = archived(ALL_SHAPES[shape], tmp_path)
     rollup = CostRollup(data.core, str(db))
     for by in ("provider", "model", "source", "task"):
-        for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
-                              ("day", date(2026, 7, 15))):  # fmt: skip
+        for period, first in (
+            ("month", date(2026, 1, 1)),
+            ("week", date(2026, 6, 29)),
+            ("day", date(2026, 7, 15)),
+        ):
             check(db, rollup, by=by, period=period, start=first, end=date(2027, 1, 1))
 
 
@@ -167,12 +177,29 @@ def test_incremental_updates_match_raw_sums(tmp_path: Path, data: RecallData) ->
 
     with SessionStore(db) as store:
         # A new row, and the same row again a day later (Hermes upserts: last_seen moves).
-        store.record_usage(a, Usage(model="gpt", billing_provider="openrouter", task="vision",
-                                    estimated_cost_usd=0.1, actual_cost_usd=0.2,
-                                    cost_status="actual", at=at(nov, 13)))  # fmt: skip
-        store.record_usage(a, Usage(model="claude", billing_provider="anthropic",
-                                    estimated_cost_usd=0.25, cost_status="estimated",
-                                    input_tokens=70, at=at(date(2026, 11, 11))))  # fmt: skip
+        store.record_usage(
+            a,
+            Usage(
+                model="gpt",
+                billing_provider="openrouter",
+                task="vision",
+                estimated_cost_usd=0.1,
+                actual_cost_usd=0.2,
+                cost_status="actual",
+                at=at(nov, 13),
+            ),
+        )
+        store.record_usage(
+            a,
+            Usage(
+                model="claude",
+                billing_provider="anthropic",
+                estimated_cost_usd=0.25,
+                cost_status="estimated",
+                input_tokens=70,
+                at=at(date(2026, 11, 11)),
+            ),
+        )
     for by in ("provider", "model", "task", "source"):
         found = check(db, rollup, **{**ask, "by": by})
     assert rollup.last_refresh.get("changed") == 0  # later questions reuse the first refresh
@@ -180,9 +207,16 @@ def test_incremental_updates_match_raw_sums(tmp_path: Path, data: RecallData) ->
 
     with SessionStore(db) as store:
         # The session resumes in December: its claude row moves to another month.
-        store.record_usage(a, Usage(model="claude", billing_provider="anthropic",
-                                    estimated_cost_usd=1.0, cost_status="estimated",
-                                    at=at(date(2026, 12, 2))))  # fmt: skip
+        store.record_usage(
+            a,
+            Usage(
+                model="claude",
+                billing_provider="anthropic",
+                estimated_cost_usd=1.0,
+                cost_status="estimated",
+                at=at(date(2026, 12, 2)),
+            ),
+        )
         b = store.create_session("telegram", started_at=at(date(2026, 12, 3)))
         store.record_usage(
             b,
@@ -208,16 +242,31 @@ def test_deleted_rows_trigger_a_rebuild(tmp_path: Path, data: RecallData) -> Non
     with SessionStore(db) as store:
         ids = [store.create_session("cli", started_at=at(day)) for _ in range(3)]
         for n, sid in enumerate(ids):
-            store.record_usage(sid, Usage(model="m", billing_provider="p",
-                                          estimated_cost_usd=1.0 + n, cost_status="estimated",
-                                          at=at(day)))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model="m",
+                    billing_provider="p",
+                    estimated_cost_usd=1.0 + n,
+                    cost_status="estimated",
+                    at=at(day),
+                ),
+            )
     rollup = CostRollup(data.core, str(db))
     ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1)}
     check(db, rollup, **ask)
     with SessionStore(db) as store:
         store.delete_session(ids[0])
-        store.record_usage(ids[1], Usage(model="m", billing_provider="p", estimated_cost_usd=5.0,
-                                         cost_status="estimated", at=at(day, 14)))  # fmt: skip
+        store.record_usage(
+            ids[1],
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=5.0,
+                cost_status="estimated",
+                at=at(day, 14),
+            ),
+        )
     found = check(db, rollup, **ask)
     assert "rebuilt" in rollup.last_refresh
     assert found.totals.estimated_usd == pytest.approx(2.0 + 5.0 + 3.0)
@@ -229,9 +278,16 @@ def test_a_replaced_file_with_the_same_row_count_is_rebuilt(tmp_path: Path, data
     for name, cost in (("first.db", 1.0), ("second.db", 7.0)):
         with SessionStore(tmp_path / name) as store:
             sid = store.create_session("cli", started_at=at(day))
-            store.record_usage(sid, Usage(model="m", billing_provider="p",
-                                          estimated_cost_usd=cost, cost_status="estimated",
-                                          at=at(day)))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model="m",
+                    billing_provider="p",
+                    estimated_cost_usd=cost,
+                    cost_status="estimated",
+                    at=at(day),
+                ),
+            )
     shutil.copy(tmp_path / "first.db", db)
     rollup = CostRollup(data.core, str(db))
     ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1)}
@@ -265,9 +321,16 @@ def test_two_recall_processes_share_one_rollup(tmp_path: Path, demo: Path) -> No
         check(db, one, **ask)
         with SessionStore(db) as store:
             sid = store.create_session("cli", started_at=at(date(2026, 11, 20)))
-            store.record_usage(sid, Usage(model="m", billing_provider="p",
-                                          estimated_cost_usd=3.0, cost_status="estimated",
-                                          at=at(date(2026, 11, 20))))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model="m",
+                    billing_provider="p",
+                    estimated_cost_usd=3.0,
+                    cost_status="estimated",
+                    at=at(date(2026, 11, 20)),
+                ),
+            )
         check(db, two, **ask)  # applies the new row
         # The new row, plus any row at the watermark (read again: ties are not skipped).
         assert 1 <= two.last_refresh["changed"] <= 2 and "rebuilt" not in two.last_refresh
@@ -295,8 +358,16 @@ def test_usage_rows_whose_session_is_gone(tmp_path: Path, data: RecallData) -> N
     day = date(2026, 11, 10)
     with SessionStore(db) as store:
         sid = store.create_session("cli", started_at=at(day))
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
-                                      cost_status="estimated", at=at(day)))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=1.0,
+                cost_status="estimated",
+                at=at(day),
+            ),
+        )
     with sqlite3.connect(db) as conn:  # Hermes does not enforce foreign keys
         conn.execute(
             "INSERT INTO session_model_usage (session_id, model, billing_provider, "
@@ -324,8 +395,9 @@ class GatedConnection(sqlite3.Connection):
 
 def test_questions_never_wait_for_a_background_build(demo: Path, data: RecallData) -> None:
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(f"file:{demo}?mode=ro", uri=True, factory=GatedConnection,
-                               check_same_thread=False)  # fmt: skip
+        return sqlite3.connect(
+            f"file:{demo}?mode=ro", uri=True, factory=GatedConnection, check_same_thread=False
+        )
 
     GatedConnection.gate.clear()
     GatedConnection.reached.clear()
@@ -376,8 +448,9 @@ def test_profiles_from_the_rollup_equal_each_scoped_readers_own(
 
     def every_answer() -> None:
         # By profile, from the rollup, as the raw rows say (and so each profile's own).
-        everyone = check(reader.path, rollup, by="profile", start=PROFILES_ASK["start"],
-                         end=PROFILES_ASK["end"])  # fmt: skip
+        everyone = check(
+            reader.path, rollup, by="profile", start=PROFILES_ASK["start"], end=PROFILES_ASK["end"]
+        )
         assert {c.key for c in everyone.rows} == {"default", "legacy"}
         for name in names:
             scoped, raw = reader.scoped(name), _fresh(reader, name)
@@ -385,11 +458,13 @@ def test_profiles_from_the_rollup_equal_each_scoped_readers_own(
                 want = raw.spend(by=by, **PROFILES_ASK)
                 assert_same(want, scoped.spend(rollup, by=by, **PROFILES_ASK))
             mine = [c for c in everyone.rows if c.key == name]
-            assert [c.to_json() for c in scoped.spend(rollup, by="profile", **PROFILES_ASK).rows
-                    ] == [c.to_json() for c in mine]  # fmt: skip
+            assert [
+                c.to_json() for c in scoped.spend(rollup, by="profile", **PROFILES_ASK).rows
+            ] == [c.to_json() for c in mine]
             for sort in ("cost", "calls"):
                 assert _sessions(scoped.costly_sessions(rollup, sort=sort, **PROFILES_ASK)) == (
-                    _sessions(raw.costly_sessions(sort=sort, **PROFILES_ASK))), (name, sort)
+                    _sessions(raw.costly_sessions(sort=sort, **PROFILES_ASK))
+                ), (name, sort)
             assert rolled_profiles() == {"default", "legacy"}, name
 
     every_answer()

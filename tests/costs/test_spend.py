@@ -1,6 +1,6 @@
 """Spend figures checked against an independent computation over the archive's raw rows.
 
-Every Hermes shape is imported first (tests/archived.py), as the pages read it; the
+Every Hermes shape is imported first (tests/support/archived.py), as the pages read it; the
 cost facts of each shape (NULL-status auxiliary rows, partly billed rows, a source
 without ``session_model_usage``) are checked as figures after the import.
 """
@@ -16,17 +16,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from dashboard.costs.spend import DIMENSIONS, period_label, period_starts, spend
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.costs import DIMENSIONS, period_label, period_starts, spend
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.schema import DERIVED_USAGE_PREFIX
-from dashboard.repository.store import SessionStore, Usage
-from dashboard.repository.syncer import reading_for
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.opening import reading_for
+from dashboard.reader.reader import StateReader
+from dashboard.store.readonly import open_readonly
+from dashboard.store.schema import DERIVED_USAGE_PREFIX
+from dashboard.store.session_store import SessionStore, Usage
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
 
 TZ = "Europe/Stockholm"
 
@@ -65,11 +65,13 @@ def largest_remainder(total: int, weights: list[int]) -> list[int]:
     return out
 
 
-def spread(first: date | None, last: date | None, anchor: date | None,
-           calls: list[tuple[date, int | None]]) -> list[tuple[date, int]]:  # fmt: skip
+def spread(
+    first: date | None, last: date | None, anchor: date | None, calls: list[tuple[date, int | None]]
+) -> list[tuple[date, int]]:
     """Item 8: the days of a row's calls, weighed by tokens (all known) or by count."""
-    inside = [(d, t) for d, t in calls if (first is None or first <= d) and
-              (last is None or d <= last)]  # fmt: skip
+    inside = [
+        (d, t) for d, t in calls if (first is None or first <= d) and (last is None or d <= last)
+    ]
     if anchor is None:
         return []
     if not inside:
@@ -90,8 +92,9 @@ def archived(builder, tmp_path: Path) -> Path:
     return archive_home(home)
 
 
-def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
-                sources: tuple[str, ...] = ()) -> tuple[dict, set]:  # fmt: skip
+def independent(
+    db: Path, period: str, by: str, start: date, end: date, tz: str, sources: tuple[str, ...] = ()
+) -> tuple[dict, set]:
     """Sums per (period, key) computed row by row in Python from an archive (or a home's
     own Recall store), and the sessions of the range."""
     zone = ZoneInfo(tz)
@@ -111,19 +114,45 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
     finally:
         conn.close()
     starts = period_starts(period, start, end)
-    out: dict = defaultdict(lambda: {"est": [], "act": [], "eff": [], "tokens": 0, "ids": set(),
-                                     "calls": defaultdict(int)})  # fmt: skip
+    out: dict = defaultdict(
+        lambda: {
+            "est": [],
+            "act": [],
+            "eff": [],
+            "tokens": 0,
+            "ids": set(),
+            "calls": defaultdict(int),
+        }
+    )
     everyone: set = set()
-    for (first, last, provider, model, source, task, status, est, act, tokens, sid, n, src,
-         profile) in rows:  # fmt: skip
+    for (
+        first,
+        last,
+        provider,
+        model,
+        source,
+        task,
+        status,
+        est,
+        act,
+        tokens,
+        sid,
+        n,
+        src,
+        profile,
+    ) in rows:
         if sources and source not in sources:
             continue
         # A row the importer derived from a session row sums the whole session.
         derived = (src or "").startswith(DERIVED_USAGE_PREFIX)
         status, e, a, eff = read_row(status, est, act, usage=not derived)
         # A row stays on its last day when no reply of it is found.
-        days = spread(local_day(first if first is not None else last, zone),
-                      local_day(last, zone), local_day(last, zone), replies[sid])  # fmt: skip
+        days = spread(
+            local_day(first if first is not None else last, zone),
+            local_day(last, zone),
+            local_day(last, zone),
+            replies[sid],
+        )
         if not days:
             continue
         weights = [w for _, w in days]
@@ -133,8 +162,13 @@ def independent(db: Path, period: str, by: str, start: date, end: date, tz: str,
             if not starts[0] <= day < end:
                 continue
             index = max(i for i, first_day in enumerate(starts) if day >= first_day)
-            key = {"provider": provider or None, "model": model or None, "source": source,
-                   "task": (task or "main"), "profile": profile}[by] or "unknown"  # fmt: skip
+            key = {
+                "provider": provider or None,
+                "model": model or None,
+                "source": source,
+                "task": (task or "main"),
+                "profile": profile,
+            }[by] or "unknown"
             cell = out[(period_label(period, starts[index]), key)]
             share = w / sum(weights)
             for name, value in (("est", e), ("act", a), ("eff", eff)):
@@ -162,8 +196,11 @@ def assert_matches(result, expected: dict, everyone: set) -> None:
     assert set(got) == set(expected)
     for key, want in expected.items():
         cell = got[key]
-        for name, values in (("estimated_usd", want["est"]), ("actual_usd", want["act"]),
-                             ("effective_usd", want["eff"])):  # fmt: skip
+        for name, values in (
+            ("estimated_usd", want["est"]),
+            ("actual_usd", want["act"]),
+            ("effective_usd", want["eff"]),
+        ):
             value = getattr(cell, name)
             if values:
                 assert value == pytest.approx(sum(values), abs=1e-9), (key, name)
@@ -199,8 +236,11 @@ def test_every_shape_matches_independent_sums(tmp_path: Path, shape: str) -> Non
     # Every dimension of every shape: the archive has usage rows (and tasks) whatever
     # the source kept.
     db = archived(ALL_SHAPES[shape], tmp_path)
-    for period, first in (("month", date(2026, 1, 1)), ("week", date(2026, 6, 29)),
-                          ("day", date(2026, 7, 15))):  # fmt: skip
+    for period, first in (
+        ("month", date(2026, 1, 1)),
+        ("week", date(2026, 6, 29)),
+        ("day", date(2026, 7, 15)),
+    ):
         for by in ("provider", "model", "source", "task"):
             _check(db, period, by, first, date(2027, 1, 1))
 
@@ -239,17 +279,35 @@ def test_unknown_included_and_null_estimates(tmp_path: Path) -> None:
                 at=at,
             ),
         )
-        store.record_usage(sid, Usage(model="gpt", billing_provider="openrouter", task="vision",
-                                      estimated_cost_usd=0.10, actual_cost_usd=0.25,
-                                      cost_status="actual", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="gpt",
+                billing_provider="openrouter",
+                task="vision",
+                estimated_cost_usd=0.10,
+                actual_cost_usd=0.25,
+                cost_status="actual",
+                at=at,
+            ),
+        )
         # Hermes's usage table writes 0 where no estimate was made (NOT NULL DEFAULT 0).
-        store.record_usage(sid, Usage(model="opus", billing_provider="anthropic",
-                                      estimated_cost_usd=0.0, actual_cost_usd=0.40,
-                                      cost_status="actual", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="opus",
+                billing_provider="anthropic",
+                estimated_cost_usd=0.0,
+                actual_cost_usd=0.40,
+                cost_status="actual",
+                at=at,
+            ),
+        )
     conn = open_readonly(tmp_path / "state.db")
     try:
-        by_provider = spend(conn, by="provider", start=date(2026, 11, 1),
-                            end=date(2026, 12, 1), timezone=TZ)  # fmt: skip
+        by_provider = spend(
+            conn, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1), timezone=TZ
+        )
         with pytest.raises(ValidationError):
             spend(conn, by="colour", start=date(2026, 1, 1), end=date(2026, 2, 1))
         with pytest.raises(ValidationError):
@@ -276,8 +334,16 @@ def test_months_follow_the_timezone(tmp_path: Path) -> None:
     at = datetime(2026, 10, 31, 23, 30, tzinfo=ZoneInfo(TZ)).timestamp()
     with SessionStore(tmp_path / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
-                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=1.0,
+                cost_status="estimated",
+                at=at,
+            ),
+        )
     conn = open_readonly(tmp_path / "state.db")
     try:
         here = spend(conn, start=date(2026, 10, 1), end=date(2026, 12, 1), timezone=TZ)
@@ -289,21 +355,37 @@ def test_months_follow_the_timezone(tmp_path: Path) -> None:
 
 
 def test_reader_cache_follows_new_spend(tmp_path: Path) -> None:
-    from dashboard.repository.home import HermesHome
-    from dashboard.repository.reader import StateReader
+    from dashboard.hermes.home import HermesHome
+    from dashboard.reader.reader import StateReader
 
     at = datetime(2026, 11, 10, tzinfo=ZoneInfo(TZ)).timestamp()
     with SessionStore(tmp_path / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
-                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=1.0,
+                cost_status="estimated",
+                at=at,
+            ),
+        )
     reader = StateReader(HermesHome(tmp_path))
     ask = {"start": date(2026, 11, 1), "end": date(2026, 12, 1), "timezone": TZ}
     first = reader.spend(**ask)
     assert reader.spend(**ask) is first  # unchanged file: the same answer, not recomputed
     with SessionStore(tmp_path / "state.db") as store:
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.0,
-                                      cost_status="estimated", at=at + 60))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=2.0,
+                cost_status="estimated",
+                at=at + 60,
+            ),
+        )
     again = reader.spend(**ask)
     assert again is not first and again.totals.estimated_usd == pytest.approx(3.0)
 
@@ -313,8 +395,16 @@ def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
     at = datetime(2026, 11, 10, 12, tzinfo=ZoneInfo(TZ)).timestamp()
     with SessionStore(db) as store:
         sid = store.create_session("cli", started_at=at)
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=1.0,
-                                      cost_status="estimated", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=1.0,
+                cost_status="estimated",
+                at=at,
+            ),
+        )
     # Hermes does not enforce foreign keys: a usage row can outlive its session row.
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute(
@@ -327,8 +417,9 @@ def test_usage_rows_whose_session_is_gone_still_count(tmp_path: Path) -> None:
         _check(db, "month", by, date(2026, 11, 1), date(2026, 12, 1))
     conn = open_readonly(db)
     try:
-        by_source = spend(conn, by="source", start=date(2026, 11, 1), end=date(2026, 12, 1),
-                          timezone=TZ)  # fmt: skip
+        by_source = spend(
+            conn, by="source", start=date(2026, 11, 1), end=date(2026, 12, 1), timezone=TZ
+        )
     finally:
         conn.close()
     assert {c.key: c.estimated_usd for c in by_source.rows} == {"cli": 1.0, "unknown": 2.0}
@@ -386,8 +477,9 @@ def test_a_row_is_spread_over_the_days_of_its_calls(tmp_path: Path) -> None:
 
 
 def test_a_session_row_is_spread_too(tmp_path: Path) -> None:
-    found = facts_spend(tmp_path, shapes.build_cost_facts_sessions_only, period="day",
-                        by="provider")  # fmt: skip
+    found = facts_spend(
+        tmp_path, shapes.build_cost_facts_sessions_only, period="day", by="provider"
+    )
     week = {c.period: c for c in found.rows if c.key == "openrouter"}
     assert week["2026-11-06"].effective_usd == pytest.approx((0.83 + 0.05) * 1000 / 2000)
     # The seed form has no api_call_count: the session stands for one call, partly billed.
@@ -419,8 +511,9 @@ def test_a_row_derived_from_a_session_is_read_as_that_session(tmp_path: Path) ->
             )
     _check(db, "month", "provider", date(2026, 11, 1), date(2026, 12, 1))
     with closing(open_readonly(db)) as conn:
-        found = spend(conn, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1),
-                      timezone=TZ)  # fmt: skip
+        found = spend(
+            conn, by="provider", start=date(2026, 11, 1), end=date(2026, 12, 1), timezone=TZ
+        )
     cells = {c.key: c for c in found.rows}
     derived, usage = cells["derived"], cells["usage"]
     assert derived.status_mix["partial"] == 1 and derived.drift is None
@@ -431,8 +524,12 @@ def test_a_row_derived_from_a_session_is_read_as_that_session(tmp_path: Path) ->
 
 # --- Profiles (issue 17): spend by profile is each profile's own, and adds up ----------------
 
-PROFILES_ASK = {"period": "month", "start": date(2026, 1, 1), "end": date(2027, 1, 1),
-                "timezone": TZ}  # fmt: skip
+PROFILES_ASK = {
+    "period": "month",
+    "start": date(2026, 1, 1),
+    "end": date(2027, 1, 1),
+    "timezone": TZ,
+}
 
 
 def profiles_home(root: Path) -> shapes.ProfilesFacts:
@@ -448,8 +545,12 @@ def profiles_home(root: Path) -> shapes.ProfilesFacts:
 def profiles_reader(tmp_path: Path) -> StateReader:
     """The reader of every profile of :func:`profiles_home`, synced into one archive."""
     facts = profiles_home(tmp_path / "hermes")
-    reading = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
-                          inline=True, folder=tmp_path / "data")  # fmt: skip
+    reading = reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+    )
     assert reading.syncer is not None
     reading.syncer.poll()
     return reading.reader
@@ -464,8 +565,11 @@ def test_spend_by_profile_is_each_profiles_own_and_adds_up(tmp_path: Path) -> No
         by_profile = spend(conn, by="profile", **PROFILES_ASK)
         by_provider = spend(conn, by="provider", **PROFILES_ASK)
         # The profiles filter on the whole archive answers what a scoped reader does.
-        filtered = {(name, by): spend(conn, by=by, profiles=(name,), **PROFILES_ASK)
-                    for name in names for by in DIMENSIONS}  # fmt: skip
+        filtered = {
+            (name, by): spend(conn, by=by, profiles=(name,), **PROFILES_ASK)
+            for name in names
+            for by in DIMENSIONS
+        }
     assert {c.key for c in by_profile.rows} == {"default", "legacy"}  # empty spent nothing
     for name in names:
         own = reader.scoped(name).spend(by="profile", **PROFILES_ASK)  # its own rows only

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dashboard.archive.layout import detect_layout
 from dashboard.demo.build import build_demo_home
 from dashboard.demo.plan import DemoPlanner, PlannedSession, anchor_for
-from dashboard.repository.epochs import EpochRow, Epochs, derive_epochs
-from dashboard.repository.errors import ConflictError
-from dashboard.repository.layout import detect_layout
-from dashboard.repository.readonly import open_readonly
+from dashboard.errors import ConflictError
+from dashboard.lineage.epochs import EpochRow, Epochs, derive_epochs
+from dashboard.store.readonly import open_readonly
 
 ANCHOR = "2026-11-30"
 
@@ -98,8 +98,10 @@ def test_chain_children_start_with_a_compaction_summary(planned: list) -> None:
 
 
 def _epochs(plan: PlannedSession) -> Epochs:
-    rows = [EpochRow(i, m.role, m.content, m.timestamp or 0.0, m.active, m.compacted)
-            for i, m in enumerate(plan.record.messages, start=1)]  # fmt: skip
+    rows = [
+        EpochRow(i, m.role, m.content, m.timestamp or 0.0, m.active, m.compacted)
+        for i, m in enumerate(plan.record.messages, start=1)
+    ]
     return derive_epochs(rows)
 
 
@@ -116,7 +118,8 @@ def test_recent_long_conversations_compact_in_place_and_older_ones_rotate(
         epochs = _epochs(p)
         # Hermes's form: each compaction a summary carrier and the last two rows again.
         assert epochs.compactions == len(p.compactions) and len(epochs.copies) == 2 * len(
-            p.compactions)  # fmt: skip
+            p.compactions
+        )
         assert [e.compacted_at for e in epochs.epochs[:-1]] == [c[2] for c in p.compactions]
         assert p.record.started_at >= switch - 3600
         compression = [u for u in p.record.usage if u.task == "compression"]
@@ -137,12 +140,15 @@ def test_some_sessions_are_chinese(planned: list) -> None:
 
 
 def test_same_seed_same_home_and_both_paths_agree(tmp_path: Path) -> None:
-    a = build_demo_home(tmp_path / "a", sessions=40, messages=1500, seed=3, anchor_day=ANCHOR,
-                        bulk=False)  # fmt: skip
-    b = build_demo_home(tmp_path / "b", sessions=40, messages=1500, seed=3, anchor_day=ANCHOR,
-                        bulk=True)  # fmt: skip
-    c = build_demo_home(tmp_path / "c", sessions=40, messages=1500, seed=4, anchor_day=ANCHOR,
-                        bulk=True)  # fmt: skip
+    a = build_demo_home(
+        tmp_path / "a", sessions=40, messages=1500, seed=3, anchor_day=ANCHOR, bulk=False
+    )
+    b = build_demo_home(
+        tmp_path / "b", sessions=40, messages=1500, seed=3, anchor_day=ANCHOR, bulk=True
+    )
+    c = build_demo_home(
+        tmp_path / "c", sessions=40, messages=1500, seed=4, anchor_day=ANCHOR, bulk=True
+    )
     assert not a.bulk and b.bulk
     dump_a, dump_b = _dump(a.home / "state.db"), _dump(b.home / "state.db")
     for table in ("sessions", "messages", "usage"):

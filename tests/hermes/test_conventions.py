@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.archive.source import derived_usage_row
+from dashboard.costs.rules import read_cost
 from dashboard.demo import corpus
-from dashboard.repository import chains, content, conventions, store, transcript
-from dashboard.repository.cost_rules import read_cost
+from dashboard.hermes import content, conventions
+from dashboard.lineage import chains
+from dashboard.sessions import transcript
+from dashboard.store import session_store as store
 
 PACKAGE = Path(conventions.__file__).resolve().parents[1]
 
@@ -27,9 +31,15 @@ def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
 
 @pytest.mark.parametrize(
     "pattern",
-    [re.escape(conventions.COMPACTION_MARKER), r"(?<!\\)\\x00json:", '"_branched_from"',
-     '"_delegate_from"', '"_reset_from"', re.escape(conventions.SUMMARY_END_MARKER)],
-)  # fmt: skip
+    [
+        re.escape(conventions.COMPACTION_MARKER),
+        r"(?<!\\)\\x00json:",
+        '"_branched_from"',
+        '"_delegate_from"',
+        '"_reset_from"',
+        re.escape(conventions.SUMMARY_END_MARKER),
+    ],
+)
 def test_no_other_module_spells_a_convention(pattern: str) -> None:
     spelled = [
         str(p.relative_to(PACKAGE))
@@ -56,19 +66,24 @@ def test_lineage_markers_read_model_config_json_or_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("active", "compacted", "kind", "visible", "rewound"),
-    [(1, 0, None, True, False), (0, 1, None, True, False), (0, 0, None, False, True),
-     (1, 0, "hidden", False, False), (1, 0, "", True, False)],
-)  # fmt: skip
-def test_visible_row_rule(active: int, compacted: int, kind: str | None, visible: bool,
-                          rewound: bool) -> None:  # fmt: skip
+    [
+        (1, 0, None, True, False),
+        (0, 1, None, True, False),
+        (0, 0, None, False, True),
+        (1, 0, "hidden", False, False),
+        (1, 0, "", True, False),
+    ],
+)
+def test_visible_row_rule(
+    active: int, compacted: int, kind: str | None, visible: bool, rewound: bool
+) -> None:
     assert conventions.is_visible(active, compacted, kind) is visible
     assert conventions.is_rewound(active, compacted) is rewound
 
 
 def test_an_auxiliary_row_with_a_null_status_reads_as_estimated_by_the_cost_rule() -> None:
-    assert conventions.usage_status(None, 0.03, 0.0) == "estimated"
-    assert conventions.usage_status(None, 0.03, 0.0) == read_cost(None, 0.03, 0.0).status
-    assert conventions.usage_status("estimated", 0.80, 0.05) == "partial"
+    assert read_cost(None, 0.03, 0.0).status == "estimated"
+    assert read_cost("estimated", 0.80, 0.05).status == "partial"
     assert "compression" in conventions.AUXILIARY_TASKS
 
 
@@ -79,17 +94,24 @@ def test_profile_of_a_home(tmp_path: Path) -> None:
 
 def test_a_session_row_without_usage_table_implies_one_main_loop_row() -> None:
     session = {
-        "id": "s", "model": "m", "billing_provider": "openrouter", "input_tokens": 10,
-        "output_tokens": 2, "estimated_cost_usd": 0.01, "actual_cost_usd": None,
-        "cost_status": None, "started_at": 100.0, "last_activity_at": 160.0,
-    }  # fmt: skip
-    row = conventions.derived_usage_row(session)
+        "id": "s",
+        "model": "m",
+        "billing_provider": "openrouter",
+        "input_tokens": 10,
+        "output_tokens": 2,
+        "estimated_cost_usd": 0.01,
+        "actual_cost_usd": None,
+        "cost_status": None,
+        "started_at": 100.0,
+        "last_activity_at": 160.0,
+    }
+    row = derived_usage_row(session)
     assert row is not None
     assert (row["task"], row["model"], row["billing_provider"]) == ("", "m", "openrouter")
     assert (row["input_tokens"], row["output_tokens"], row["cache_read_tokens"]) == (10, 2, 0)
     assert row["estimated_cost_usd"] == 0.01 and row["cost_status"] is None
     assert (row["first_seen"], row["last_seen"]) == (100.0, 160.0)
-    assert conventions.derived_usage_row({"id": "idle", "started_at": 1.0}) is None
+    assert derived_usage_row({"id": "idle", "started_at": 1.0}) is None
 
 
 def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.errors import NotFoundError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.profiles import ALL, discover, parse_profile, valid_name
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.syncer import SyncGroup, reading_for
-from tests import hermes_shapes as hs
+from dashboard.archive.syncer import SyncGroup
+from dashboard.errors import NotFoundError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import ALL, discover, parse_profile, valid_name
+from dashboard.reader.opening import reading_for
+from dashboard.search.sessions import SearchRequest
+from tests.support import hermes_shapes as hs
 
 ALL_SOURCES = ("cli", "telegram", "discord", "cron", "subagent", "tool", "acp", "whatsapp")
 
@@ -23,8 +24,13 @@ def facts(tmp_path: Path) -> hs.ProfilesFacts:
 
 
 def _reading(facts: hs.ProfilesFacts, tmp_path: Path, **kw: object):
-    return reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True,
-                       folder=tmp_path / "data", **kw)  # fmt: skip
+    return reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+        **kw,
+    )
 
 
 def _found(reader, word: str) -> set[str]:
@@ -39,10 +45,20 @@ def test_discover_names_every_profile_of_every_home(
     hs.build_current_views(other / "state.db")
     hs.build_empty_current(other / "profiles" / "bot" / "state.db")
     found = discover([HermesHome(facts.root), HermesHome(other), HermesHome(facts.root)])
-    assert [p.name for p in found] == ["default", "empty", "legacy", "other-hermes",
-                                       "other-hermes-bot"]
-    assert [p.id_prefix for p in found] == ["", "empty:", "legacy:", "other-hermes:",
-                                            "other-hermes-bot:"]
+    assert [p.name for p in found] == [
+        "default",
+        "empty",
+        "legacy",
+        "other-hermes",
+        "other-hermes-bot",
+    ]
+    assert [p.id_prefix for p in found] == [
+        "",
+        "empty:",
+        "legacy:",
+        "other-hermes:",
+        "other-hermes-bot:",
+    ]
     assert all(valid_name(p.name) for p in found)
     # A home given as a profiles/<name> folder keeps the name the importer gives it.
     assert discover([HermesHome(facts.root / "profiles" / "legacy")])[0].name == "legacy"
@@ -76,21 +92,27 @@ def test_every_profile_lands_in_one_archive_and_shared_ids_stay_distinct(
             for name, db in facts.dbs.items()
         }
         archived = dict(conn.execute("SELECT profile, count(*) FROM sessions GROUP BY profile"))
-        messages = dict(conn.execute(
-            "SELECT s.profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
-            " GROUP BY s.profile"))  # fmt: skip
+        messages = dict(
+            conn.execute(
+                "SELECT s.profile, count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+                " GROUP BY s.profile"
+            )
+        )
         orphans = conn.execute(
             "SELECT count(*) FROM messages m LEFT JOIN sessions s ON s.id = m.session_id"
-            " WHERE s.id IS NULL").fetchone()[0]  # fmt: skip
+            " WHERE s.id IS NULL"
+        ).fetchone()[0]
         parents = conn.execute(
             "SELECT count(*) FROM sessions c JOIN sessions p ON p.id = c.parent_session_id"
-            " WHERE c.profile != p.profile").fetchone()[0]  # fmt: skip
+            " WHERE c.profile != p.profile"
+        ).fetchone()[0]
     finally:
         conn.close()
     assert rows == [(hs.S_CRON, hs.S_CRON, "default"), (f"legacy:{hs.S_CRON}", hs.S_CRON, "legacy")]
     assert archived == {k: v for k, v in source_counts.items() if v}
-    legacy_messages = sqlite3.connect(facts.dbs["legacy"]).execute(
-        "SELECT count(*) FROM messages").fetchone()[0]  # fmt: skip
+    legacy_messages = (
+        sqlite3.connect(facts.dbs["legacy"]).execute("SELECT count(*) FROM messages").fetchone()[0]
+    )
     assert messages["legacy"] == legacy_messages
     assert orphans == 0 and parents == 0  # every parent link stays inside its profile
 
@@ -167,7 +189,8 @@ def test_a_second_profile_imports_into_the_indexed_archive_without_a_rebuild(
             (f'"{word[1:-1]}"',),
         ).fetchone()[0]
         triggers = conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type='trigger'").fetchone()[0]  # fmt: skip
+            "SELECT count(*) FROM sqlite_master WHERE type='trigger'"
+        ).fetchone()[0]
     finally:
         conn.close()
     assert substring >= 2 and triggers == 3

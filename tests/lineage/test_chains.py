@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.chains import Chain, load_chain
-from dashboard.repository.conventions import visible_sql
-from dashboard.repository.epochs import Epochs
-from dashboard.repository.errors import NotFoundError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.store import NewMessage, SessionStore, Usage
-from dashboard.repository.transcript import load_stitched
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home
+from dashboard.errors import NotFoundError
+from dashboard.hermes.conventions import visible_sql
+from dashboard.hermes.home import HermesHome
+from dashboard.lineage.chains import Chain, load_chain
+from dashboard.lineage.epochs import Epochs
+from dashboard.reader.reader import StateReader
+from dashboard.sessions.transcript import load_stitched
+from dashboard.store.readonly import open_readonly
+from dashboard.store.session_store import NewMessage, SessionStore, Usage
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
 
 T0 = datetime(2026, 7, 1, 9, 0, tzinfo=UTC).timestamp()
 SEGMENT_S = 1800.0  # each compression segment lasts half an hour
@@ -55,7 +55,7 @@ def turn(at: float, n: int) -> list[NewMessage]:
             tool_call_id=f"call_{n}",
             tool_name="terminal",
             timestamp=at + 9,
-        ),  # fmt: skip
+        ),
         NewMessage("assistant", f"step {n} passes", timestamp=at + 12),
     ]
 
@@ -66,34 +66,47 @@ def build_chain_home(home: Path, *, title: str = "Long refactor") -> ChainHome:
     home.mkdir(parents=True, exist_ok=True)
     unknown = Usage(model="m", input_tokens=1000, output_tokens=100, cost_status="unknown")
     with SessionStore(db) as store:
-        line = [store.create_session("cli", session_id="chain-01", model="m", started_at=T0,
-                                     title=title)]  # fmt: skip
+        line = [
+            store.create_session(
+                "cli", session_id="chain-01", model="m", started_at=T0, title=title
+            )
+        ]
         store.append_messages(line[0], turn(T0 + 60, 1))
         store.record_usage(line[0], unknown)
         for i in range(1, SEGMENTS):
             at = T0 + i * SEGMENT_S
-            child = store.compress(line[-1], f"Part {i} covered step {i}.",
-                                   child_id=f"chain-{i + 1:02d}", at=at)  # fmt: skip
+            child = store.compress(
+                line[-1], f"Part {i} covered step {i}.", child_id=f"chain-{i + 1:02d}", at=at
+            )
             store.append_messages(child, turn(at + 60, i + 1))
             store.record_usage(child, unknown)
             line.append(child)
         store.end_session(line[-1], "branched", ended_at=T0 + SEGMENTS * SEGMENT_S - 60)
         branch_mid = store.create_session(
-            "cli", session_id="branch-mid", started_at=T0 + 5 * SEGMENT_S + 300,
-            parent_session_id="chain-05", model_config={"_branched_from": "chain-05"},
+            "cli",
+            session_id="branch-mid",
+            started_at=T0 + 5 * SEGMENT_S + 300,
+            parent_session_id="chain-05",
+            model_config={"_branched_from": "chain-05"},
             title="Try the other approach",
-        )  # fmt: skip
+        )
         store.append_messages(branch_mid, turn(T0 + 5 * SEGMENT_S + 320, 100))
         store.end_session(branch_mid, "user_exit", ended_at=T0 + 5 * SEGMENT_S + 900)
         branch_tip = store.create_session(
-            "cli", session_id="branch-tip", started_at=T0 + SEGMENTS * SEGMENT_S,
-            parent_session_id=line[-1], model_config={"_branched_from": line[-1]},
-        )  # fmt: skip
+            "cli",
+            session_id="branch-tip",
+            started_at=T0 + SEGMENTS * SEGMENT_S,
+            parent_session_id=line[-1],
+            model_config={"_branched_from": line[-1]},
+        )
         store.append_messages(branch_tip, turn(T0 + SEGMENTS * SEGMENT_S + 30, 200))
         delegate = store.create_session(
-            "subagent", session_id="delegate-03", started_at=T0 + 2 * SEGMENT_S + 200,
-            parent_session_id="chain-03", model_config={"_delegate_from": "chain-03"},
-        )  # fmt: skip
+            "subagent",
+            session_id="delegate-03",
+            started_at=T0 + 2 * SEGMENT_S + 200,
+            parent_session_id="chain-03",
+            model_config={"_delegate_from": "chain-03"},
+        )
         store.append_messages(delegate, turn(T0 + 2 * SEGMENT_S + 210, 300))
         store.record_usage(
             delegate, Usage(model="q", estimated_cost_usd=0.05, cost_status="estimated")
@@ -243,7 +256,9 @@ def test_hermes_chain_in_every_shape(tmp_path: Path, shape: str) -> None:
     assert preview and not preview.startswith("[CONTEXT") and "Earlier turns" not in preview
     telegram = chain_of(db, shapes.S_BRANCH)
     assert {s.session_id: s.kind for s in telegram.segments} == {
-        shapes.S_TELEGRAM: "root", shapes.S_BRANCH: "branch"}  # fmt: skip
+        shapes.S_TELEGRAM: "root",
+        shapes.S_BRANCH: "branch",
+    }
     totals = chain_of(db, shapes.S_CONT2).totals
     assert totals["compressions"] == 2 and totals["segments"] == 3
     assert totals["tokens"]["input"] == 48210 + 39120 + 21030
@@ -347,28 +362,55 @@ def build_priced_chain(home: Path) -> list[str]:
         for i in range(10):
             at = T0 + i * SEGMENT_S
             if i:
-                line.append(store.compress(line[-1], f"Part {i}", child_id=f"priced-{i + 1:02d}",
-                                           at=at))  # fmt: skip
+                line.append(
+                    store.compress(line[-1], f"Part {i}", child_id=f"priced-{i + 1:02d}", at=at)
+                )
             store.append_messages(line[-1], turn(at + 60, i))
             if i == 9:
                 main = Usage(model="local", billing_provider="custom", cost_status="unknown")
             elif i in BILLED:
-                main = Usage(model="m", billing_provider="p", actual_cost_usd=0.12,
-                             cost_status="actual", at=at + 70)  # fmt: skip
+                main = Usage(
+                    model="m",
+                    billing_provider="p",
+                    actual_cost_usd=0.12,
+                    cost_status="actual",
+                    at=at + 70,
+                )
             else:
-                main = Usage(model="m", billing_provider="p", estimated_cost_usd=0.10,
-                             cost_status="estimated", at=at + 70)  # fmt: skip
+                main = Usage(
+                    model="m",
+                    billing_provider="p",
+                    estimated_cost_usd=0.10,
+                    cost_status="estimated",
+                    at=at + 70,
+                )
             store.record_usage(line[-1], main)
             if i < 9:  # the compression call that ends the segment was billed
-                store.record_usage(line[-1], Usage(model="g", billing_provider="p",
-                                                   task="compression", actual_cost_usd=0.005,
-                                                   cost_status="actual", at=at + 80))  # fmt: skip
+                store.record_usage(
+                    line[-1],
+                    Usage(
+                        model="g",
+                        billing_provider="p",
+                        task="compression",
+                        actual_cost_usd=0.005,
+                        cost_status="actual",
+                        at=at + 80,
+                    ),
+                )
         other = [store.create_session("cli", session_id="billed-01", started_at=T0 + 86400)]
         store.append_messages(other[0], turn(T0 + 86400 + 60, 1))
         other.append(store.compress(other[0], "Part 1", child_id="billed-02", at=T0 + 86500))
         for sid in other:
-            store.record_usage(sid, Usage(model="m", billing_provider="p", actual_cost_usd=0.30,
-                                          cost_status="actual", at=T0 + 86600))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model="m",
+                    billing_provider="p",
+                    actual_cost_usd=0.30,
+                    cost_status="actual",
+                    at=T0 + 86600,
+                ),
+            )
     return line
 
 
@@ -442,6 +484,7 @@ def test_an_epochs_cost_is_what_its_usage_rows_inside_it_cost(tmp_path: Path) ->
     costs = segment.epoch_costs
     assert len(costs) == 4
     assert [round(c.estimated, 6) if c.estimated is not None else None for c in costs] == [
-        inside.get(n) for n in (1, 2, 3, 4)]  # fmt: skip
+        inside.get(n) for n in (1, 2, 3, 4)
+    ]
     assert segment.unattributed_usage == 1  # the main loop's row spans every compaction
     assert segment.cost.estimated == pytest.approx(0.75 + 0.002 + 0.04)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.epochs import (
+from dashboard.lineage.epochs import (
     EpochRow,
     Epochs,
     EpochsCache,
@@ -18,10 +18,10 @@ from dashboard.repository.epochs import (
     session_epochs,
     usage_epoch,
 )
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.store import NewMessage, SessionStore
-from tests import hermes_shapes as hs
-from tests.archived import archive_home
+from dashboard.store.readonly import open_readonly
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support import hermes_shapes as hs
+from tests.support.archived import archive_home
 
 
 @pytest.fixture(params=hs.EPOCH_FORMS)
@@ -51,12 +51,17 @@ def test_three_in_place_compactions_make_four_epochs_with_their_times(
     assert [e.archived for e in found.epochs[:3]] == [len(a) for _, a, _ in made]
     assert [e.summary_id for e in found.epochs[1:]] == [ids[w[0]] for _, _, w in made]
     assert [e.summary_opening for e in found.epochs] == [
-        None, "so far: part 1", "so far: part 2", "so far: part 3"]  # fmt: skip
+        None,
+        "so far: part 1",
+        "so far: part 2",
+        "so far: part 3",
+    ]
     # Re-inserted tails are copies of the rows they repeat; the rewind is set apart.
     assert found.copies == {
-        ids[c]: ids[o] for _, archived_ids, written in made
+        ids[c]: ids[o]
+        for _, archived_ids, written in made
         for o, c in zip(archived_ids[-2:], written[1:], strict=True)
-    }  # fmt: skip
+    }
     assert found.rewound == {ids[i] for i in facts.rewound}
     assert sum(e.rows for e in found.epochs) == len(facts.distinct)
 
@@ -73,11 +78,14 @@ def test_a_word_said_in_an_epoch_is_before_that_compaction(
 def test_a_copy_reads_as_the_row_it_repeats_and_so_does_a_copy_of_a_copy() -> None:
     summary = hs.SUMMARY_PREFIX + "\nsummary"
     rows = [
-        EpochRow(1, "user", "a", 1.0, 0, 1), EpochRow(2, "assistant", "b", 2.0, 0, 1),
-        EpochRow(3, "user", summary, 3.0, 0, 1), EpochRow(4, "user", "a", 3.1, 0, 1),
+        EpochRow(1, "user", "a", 1.0, 0, 1),
+        EpochRow(2, "assistant", "b", 2.0, 0, 1),
+        EpochRow(3, "user", summary, 3.0, 0, 1),
+        EpochRow(4, "user", "a", 3.1, 0, 1),
         EpochRow(5, "assistant", "b", 3.2, 0, 1),
-        EpochRow(6, "user", summary, 4.0), EpochRow(7, "assistant", "b", 4.1),
-    ]  # fmt: skip
+        EpochRow(6, "user", summary, 4.0),
+        EpochRow(7, "assistant", "b", 4.1),
+    ]
     found = derive_epochs(rows)
     assert found.copies == {4: 1, 5: 2, 7: 5}
     assert found.shown_once(7) == 2 and found.before_compaction(7) == 1
@@ -115,10 +123,13 @@ def test_many_sessions_read_at_once_equal_each_read_alone(
 def test_a_usage_row_inside_one_epoch_is_attributed_to_it_and_one_spanning_is_not() -> None:
     summary = hs.SUMMARY_PREFIX + "\nsummary"
     rows = [
-        EpochRow(1, "user", "a", 10.0, 0, 1), EpochRow(2, "assistant", "b", 20.0, 0, 1),
-        EpochRow(3, "user", summary, 30.0, 0, 1), EpochRow(4, "assistant", "c", 40.0, 0, 1),
-        EpochRow(5, "user", summary, 50.0), EpochRow(6, "assistant", "d", 60.0),
-    ]  # fmt: skip
+        EpochRow(1, "user", "a", 10.0, 0, 1),
+        EpochRow(2, "assistant", "b", 20.0, 0, 1),
+        EpochRow(3, "user", summary, 30.0, 0, 1),
+        EpochRow(4, "assistant", "c", 40.0, 0, 1),
+        EpochRow(5, "user", summary, 50.0),
+        EpochRow(6, "assistant", "d", 60.0),
+    ]
     found = derive_epochs(rows)
     assert [e.compacted_at for e in found.epochs] == [30.0, 50.0, None]
     assert usage_epoch(found, 9.0, 29.0) == 1  # before the first row still counts as epoch 1
@@ -162,8 +173,13 @@ def test_the_cache_keeps_a_session_until_it_changes(tmp_path: Path) -> None:
     with SessionStore(path) as store:
         for sid in ("a", "b", "c"):
             store.create_session("cli", session_id=sid, started_at=1000.0)
-            store.append_messages(sid, [NewMessage("user", f"{sid} one", timestamp=1001.0),
-                                        NewMessage("assistant", "ok", timestamp=1002.0)])
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"{sid} one", timestamp=1001.0),
+                    NewMessage("assistant", "ok", timestamp=1002.0),
+                ],
+            )
             store.compact_in_place(sid, "so far", at=1003.0)
 
         def read(*sids: str) -> dict[str, Epochs]:

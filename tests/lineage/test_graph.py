@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
 
 
 def rotated(reader: StateReader) -> list:

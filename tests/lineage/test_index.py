@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.chain_index import chain_lines, check_chain_sort
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.store import NewMessage, SessionStore, Usage
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.lineage.index import chain_lines, check_chain_sort
+from dashboard.reader.reader import StateReader
+from dashboard.store.session_store import NewMessage, SessionStore, Usage
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_bad_index_sort_is_a_validation_error() -> None:
 
 
 def test_search_cards_show_their_part(reader: StateReader) -> None:
-    from dashboard.repository.search import SearchRequest
+    from dashboard.search.sessions import SearchRequest
 
     result = reader.search(SearchRequest(query="turn", group="session", per_page=50))
     parts = {r.session_id: r.chain_part for r in result.results}
@@ -139,14 +139,21 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
         first = store.create_session("cli", session_id="a0", started_at=100.0, title="Rotated")
         store.append_messages(first, [NewMessage("user", "hi", timestamp=101.0)])
         tip = store.compress(first, "summary", child_id="a1", at=110.0)
-        store.append_messages(tip, [NewMessage("user", "on", timestamp=111.0),
-                                    NewMessage("assistant", "ok", timestamp=112.0)])  # fmt: skip
+        store.append_messages(
+            tip,
+            [
+                NewMessage("user", "on", timestamp=111.0),
+                NewMessage("assistant", "ok", timestamp=112.0),
+            ],
+        )
         store.compact_in_place(tip, "tip compacted", at=120.0)
         solo = store.create_session("cli", session_id="solo", started_at=200.0, title="Solo")
         for n in range(2):
             at = 201.0 + n * 10
-            turn = [NewMessage("user", f"q{n}", timestamp=at),
-                    NewMessage("assistant", "a", timestamp=at + 1)]  # fmt: skip
+            turn = [
+                NewMessage("user", f"q{n}", timestamp=at),
+                NewMessage("assistant", "a", timestamp=at + 1),
+            ]
             store.append_messages(solo, turn)
             store.compact_in_place(solo, f"part {n}", at=205.0 + n * 10)
         plain = store.create_session("cli", session_id="plain", started_at=300.0)
@@ -170,17 +177,23 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
 def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
     tmp_path: Path,
 ) -> None:
-    from dashboard.repository.syncer import reading_for
-    from tests import hermes_shapes as hs
+    from dashboard.reader.opening import reading_for
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
-    reader = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
-                         inline=True, folder=tmp_path / "data").reader  # fmt: skip
+    reader = reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+    ).reader
     index = reader.chain_index("profile", descending=False)
     assert index.sort == "profile"
     assert [c.profile for c in index.chains] == sorted(c.profile for c in index.chains)
     assert {(c.root, c.profile) for c in index.chains if c.segments > 1} == {
-        (hs.S_ROOT, "default"), (f"legacy:{hs.S_ROOT}", "legacy")}  # fmt: skip
+        (hs.S_ROOT, "default"),
+        (f"legacy:{hs.S_ROOT}", "legacy"),
+    }
     for summary in index.chains:  # every segment of a chain is of the chain's profile
         chain = reader.chain(summary.tip)
         assert {s.profile for s in chain.segments} == {summary.profile}, summary.root

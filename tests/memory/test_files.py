@@ -20,30 +20,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.memoryfiles import (
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.memory.checks import Finding, check, hidden_char
+from dashboard.memory.entries import SEPARATOR, edit_entries, join_entries, split_entries
+from dashboard.memory.files import (
     MAX_EDITABLE_BYTES,
-    SEPARATOR,
     BlockedContentError,
-    Finding,
     MemoryConflict,
     MemoryFile,
-    agent_block,
-    agent_entries,
-    check,
-    edit_entries,
-    hidden_char,
     home_key,
-    join_entries,
     read_memory_file,
     remember_loaded,
     restore_revision,
     save_memory_file,
     save_merging,
-    split_entries,
 )
-from dashboard.repository.recalldb import RecallData
+from dashboard.memory.prompt import agent_block, agent_entries
+from dashboard.store.recalldb import RecallData
 
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
@@ -487,8 +481,8 @@ def test_save_times_out_when_the_lock_is_never_released(home: HermesHome, tmp_pa
 _KILLED_SAVER = r"""
 import os, sys, time
 from pathlib import Path
-from dashboard.repository.home import HermesHome
-from dashboard.repository.memoryfiles import read_memory_file, save_memory_file
+from dashboard.hermes.home import HermesHome
+from dashboard.memory.files import read_memory_file, save_memory_file
 
 def replace_then_hang(src, dst):
     print("temp written", src, flush=True)
@@ -511,7 +505,7 @@ def test_a_save_killed_before_the_rename_leaves_the_old_text(
         [sys.executable, "-c", _KILLED_SAVER, str(home.root)],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     try:
         assert child.stdout is not None
@@ -614,9 +608,9 @@ def test_recalldb_revision_api(data: RecallData) -> None:
 
 
 def test_recalldb_upgrades_a_version_1_file(tmp_path: Path) -> None:
-    from dashboard.repository.recalldb import MIGRATIONS
-    from dashboard.repository.schema import current_version, migrate
-    from dashboard.repository.writecore import WriteCore
+    from dashboard.store.recalldb import MIGRATIONS
+    from dashboard.store.schema import current_version, migrate
+    from dashboard.store.writecore import WriteCore
 
     path = tmp_path / "old.db"
     with WriteCore(path) as core:
@@ -769,20 +763,33 @@ def test_a_save_merges_an_entry_the_agent_added_meanwhile(
     write_user_md(home, join_entries(["Name: Ada", "Prefers tea", "Lives in Lisbon"]))
     loaded = read_memory_file(home, "USER.md")
     remember_loaded(home, loaded, data)  # the page keeps what it was loaded with
-    subprocess.run([sys.executable, "-c", _AGENT_APPENDS, str(home.user_md), "Added by the agent"],
-                   check=True, timeout=30)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", _AGENT_APPENDS, str(home.user_md), "Added by the agent"],
+        check=True,
+        timeout=30,
+    )
     theirs = home.user_md.read_text(encoding="utf-8")
     yours = edit_entries(loaded.text, "up", 2)
-    result = save_merging(home, "USER.md", yours, base_sha256=loaded.sha256,
-                          base_text=loaded.text, data=data, note="moved entry 3 up")  # fmt: skip
+    result = save_merging(
+        home,
+        "USER.md",
+        yours,
+        base_sha256=loaded.sha256,
+        base_text=loaded.text,
+        data=data,
+        note="moved entry 3 up",
+    )
     assert result.merged
     assert home.user_md.read_text(encoding="utf-8") == join_entries(
         ["Name: Ada", "Lives in Lisbon", "Prefers tea", "Added by the agent"]
     )
     assert data.revision(result.replaced_revision_id)["content"] == theirs  # undo keeps theirs
     notes = [r["note"] for r in data.revisions(home_key(home), "USER.md")]
-    assert notes == ["moved entry 3 up · merged with a change made elsewhere",
-                     "written outside Recall", "before first edit"]  # fmt: skip
+    assert notes == [
+        "moved entry 3 up · merged with a change made elsewhere",
+        "written outside Recall",
+        "before first edit",
+    ]
 
 
 def test_a_save_over_an_overlapping_change_is_still_a_conflict(
@@ -792,17 +799,32 @@ def test_a_save_over_an_overlapping_change_is_still_a_conflict(
     loaded = read_memory_file(home, "USER.md")
     write_user_md(home, join_entries(["Name: Ada L.", "Prefers tea"]))
     with pytest.raises(MemoryConflict):
-        save_merging(home, "USER.md", join_entries(["Name: Ada Lovelace", "Prefers tea"]),
-                     base_sha256=loaded.sha256, base_text=loaded.text, data=data,
-                     note="x")  # fmt: skip
+        save_merging(
+            home,
+            "USER.md",
+            join_entries(["Name: Ada Lovelace", "Prefers tea"]),
+            base_sha256=loaded.sha256,
+            base_text=loaded.text,
+            data=data,
+            note="x",
+        )
     assert home.user_md.read_text(encoding="utf-8") == join_entries(["Name: Ada L.", "Prefers tea"])
 
 
-@pytest.mark.parametrize(("char", "name"), [
-    ("\u00a0", "U+00A0 NO-BREAK SPACE"), ("\u200b", "U+200B ZERO WIDTH SPACE"),
-    ("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"), ("\t", "TAB"),
-    ("\u3000", "U+3000 IDEOGRAPHIC SPACE"),
-    ("\x07", "U+0007 CONTROL CHARACTER"), (" ", None), ("a", None), ("§", None), ("中", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("char", "name"),
+    [
+        ("\u00a0", "U+00A0 NO-BREAK SPACE"),
+        ("\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("\t", "TAB"),
+        ("\u3000", "U+3000 IDEOGRAPHIC SPACE"),
+        ("\x07", "U+0007 CONTROL CHARACTER"),
+        (" ", None),
+        ("a", None),
+        ("§", None),
+        ("中", None),
+    ],
+)
 def test_hidden_characters_are_named(char: str, name: str | None) -> None:
     assert hidden_char(char) == name

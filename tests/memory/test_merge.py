@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.repository.memory_merge import merge_entries
-from dashboard.repository.memoryfiles import join_entries
+from dashboard.memory.entries import join_entries
+from dashboard.memory.merge import merge_entries
 
 
 def j(*entries: str) -> str:
@@ -17,43 +17,66 @@ def j(*entries: str) -> str:
 BASE = j("Name: Ada", "Prefers short answers", "Lives in Lisbon")
 
 
-@pytest.mark.parametrize(("theirs", "yours", "merged"), [
-    # neighbouring entries edited by each side (diff3 would call this a conflict)
-    (j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
-     j("Name: Ada", "Prefers long answers", "Lives in Lisbon"),
-     j("Name: Ada L.", "Prefers long answers", "Lives in Lisbon")),
-    # the agent appends while you move the last entry up
-    (j("Name: Ada", "Prefers short answers", "Lives in Lisbon", "Added by the agent"),
-     j("Name: Ada", "Lives in Lisbon", "Prefers short answers"),
-     j("Name: Ada", "Lives in Lisbon", "Prefers short answers", "Added by the agent")),
-    # both append: both kept, theirs first; the same entry appended twice is kept once
-    (j(BASE, "Theirs"), j(BASE, "Yours"), j(BASE, "Theirs", "Yours")),
-    (j(BASE, "Same"), j(BASE, "Same"), j(BASE, "Same")),
-    (j(BASE, "T", "Same"), j(BASE, "Same"), j(BASE, "T", "Same")),
-    # the same deletion on both sides
-    (j("Name: Ada", "Lives in Lisbon"), j("Name: Ada", "Lives in Lisbon"),
-     j("Name: Ada", "Lives in Lisbon")),
-    # you move an entry down while they edit its neighbour
-    (j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
-     j("Name: Ada", "Lives in Lisbon", "Prefers short answers"),
-     j("Name: Ada L.", "Lives in Lisbon", "Prefers short answers")),
-    # one deletes the first entry, the other edits the last
-    (j("Prefers short answers", "Lives in Lisbon"),
-     j("Name: Ada", "Prefers short answers", "Lives in Porto"),
-     j("Prefers short answers", "Lives in Porto")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("theirs", "yours", "merged"),
+    [
+        # neighbouring entries edited by each side (diff3 would call this a conflict)
+        (
+            j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
+            j("Name: Ada", "Prefers long answers", "Lives in Lisbon"),
+            j("Name: Ada L.", "Prefers long answers", "Lives in Lisbon"),
+        ),
+        # the agent appends while you move the last entry up
+        (
+            j("Name: Ada", "Prefers short answers", "Lives in Lisbon", "Added by the agent"),
+            j("Name: Ada", "Lives in Lisbon", "Prefers short answers"),
+            j("Name: Ada", "Lives in Lisbon", "Prefers short answers", "Added by the agent"),
+        ),
+        # both append: both kept, theirs first; the same entry appended twice is kept once
+        (j(BASE, "Theirs"), j(BASE, "Yours"), j(BASE, "Theirs", "Yours")),
+        (j(BASE, "Same"), j(BASE, "Same"), j(BASE, "Same")),
+        (j(BASE, "T", "Same"), j(BASE, "Same"), j(BASE, "T", "Same")),
+        # the same deletion on both sides
+        (
+            j("Name: Ada", "Lives in Lisbon"),
+            j("Name: Ada", "Lives in Lisbon"),
+            j("Name: Ada", "Lives in Lisbon"),
+        ),
+        # you move an entry down while they edit its neighbour
+        (
+            j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
+            j("Name: Ada", "Lives in Lisbon", "Prefers short answers"),
+            j("Name: Ada L.", "Lives in Lisbon", "Prefers short answers"),
+        ),
+        # one deletes the first entry, the other edits the last
+        (
+            j("Prefers short answers", "Lives in Lisbon"),
+            j("Name: Ada", "Prefers short answers", "Lives in Porto"),
+            j("Prefers short answers", "Lives in Porto"),
+        ),
+    ],
+)
 def test_changes_to_different_entries_merge(theirs: str, yours: str, merged: str) -> None:
     assert merge_entries(BASE, theirs, yours) == merged
 
 
-@pytest.mark.parametrize(("theirs", "yours"), [
-    (j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
-     j("Name: Ada Lovelace", "Prefers short answers", "Lives in Lisbon")),  # one entry, two ways
-    (j("Prefers short answers", "Lives in Lisbon"),
-     j("Name: Ada!", "Prefers short answers", "Lives in Lisbon")),  # deleted vs edited
-    (j("Prefers short answers", "Name: Ada", "Lives in Lisbon"),
-     j("Name: Ada", "Lives in Lisbon", "Prefers short answers")),  # two moves of one entry
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("theirs", "yours"),
+    [
+        (
+            j("Name: Ada L.", "Prefers short answers", "Lives in Lisbon"),
+            j("Name: Ada Lovelace", "Prefers short answers", "Lives in Lisbon"),
+        ),  # one entry, two ways
+        (
+            j("Prefers short answers", "Lives in Lisbon"),
+            j("Name: Ada!", "Prefers short answers", "Lives in Lisbon"),
+        ),  # deleted vs edited
+        (
+            j("Prefers short answers", "Name: Ada", "Lives in Lisbon"),
+            j("Name: Ada", "Lives in Lisbon", "Prefers short answers"),
+        ),  # two moves of one entry
+    ],
+)
 def test_a_real_overlap_is_no_merge(theirs: str, yours: str) -> None:
     assert merge_entries(BASE, theirs, yours) is None
 

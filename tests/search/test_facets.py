@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.model_names import model_family
-from dashboard.repository.reader import StateReader
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.model_names import model_family
+from dashboard.reader.reader import StateReader
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.session_store import NewMessage, SessionStore
 
 
 def spelled_home(tmp_path: Path) -> StateReader:
     """Sessions of one model under two spellings (OpenRouter's and the provider's), and another."""
     home = tmp_path / "spelled"
     with SessionStore(home / "state.db") as store:
-        for i, model in enumerate(["anthropic/claude-sonnet-4.5", "claude-sonnet-4-5",
-                                   "claude-sonnet-4-5", "gpt-5-mini"]):  # fmt: skip
+        for i, model in enumerate(
+            ["anthropic/claude-sonnet-4.5", "claude-sonnet-4-5", "claude-sonnet-4-5", "gpt-5-mini"]
+        ):
             sid = store.create_session("cli", session_id=f"m{i}", model=model, started_at=1e9 + i)
             store.append_messages(sid, [NewMessage("user", "spelling check", timestamp=1e9 + i)])
     return StateReader(HermesHome(home))
@@ -27,11 +28,14 @@ def spelled_home(tmp_path: Path) -> StateReader:
 
 @pytest.mark.parametrize(
     ("name", "family"),
-    [("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
-     ("claude-sonnet-4-5", "claude-sonnet-4-5"),
-     ("Claude-Sonnet-4-5-20250929", "claude-sonnet-4-5"), ("openai/gpt-5", "gpt-5"),
-     ("llama3.3:70b", "llama3-3:70b")],
-)  # fmt: skip
+    [
+        ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
+        ("claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("Claude-Sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("openai/gpt-5", "gpt-5"),
+        ("llama3.3:70b", "llama3-3:70b"),
+    ],
+)
 def test_model_family_is_one_key_for_every_spelling(name: str, family: str) -> None:
     assert model_family(name) == family
 

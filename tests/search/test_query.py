@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.repository.errors import QuerySyntaxError, ValidationError
-from dashboard.repository.query import (
+from dashboard.errors import QuerySyntaxError, ValidationError
+from dashboard.search.query import (
     NOTHING_TO_SEARCH,
     ONLY_EXCLUSIONS,
     ParsedQuery,
@@ -422,19 +422,37 @@ def test_a_leading_dash_alone_is_only_an_exclusion() -> None:
 
 @pytest.mark.parametrize(
     ("text", "symbols"),
-    [("C++", True), ("c#", True), (".NET", True), ("node.js", True), ("pg_stat", True),
-     ("docker", False), ("connection refused", False), ("数据库", False), ("Ärger", False)],
-)  # fmt: skip
+    [
+        ("C++", True),
+        ("c#", True),
+        (".NET", True),
+        ("node.js", True),
+        ("pg_stat", True),
+        ("docker", False),
+        ("connection refused", False),
+        ("数据库", False),
+        ("Ärger", False),
+    ],
+)
 def test_terms_with_symbols(text: str, symbols: bool) -> None:
     assert Term(text, "word").has_symbols is symbols
 
 
 @pytest.mark.parametrize(
     ("text", "edge"),
-    [("C++", True), ("c#", True), (".NET", True), ("--force", True), ("-1", True),
-     ("node.js", False), ("pg_stat_activity", False), ("my-app.config.ts", False),
-     ("docker-compose up", False), ("docker", False)],
-)  # fmt: skip
+    [
+        ("C++", True),
+        ("c#", True),
+        (".NET", True),
+        ("--force", True),
+        ("-1", True),
+        ("node.js", False),
+        ("pg_stat_activity", False),
+        ("my-app.config.ts", False),
+        ("docker-compose up", False),
+        ("docker", False),
+    ],
+)
 def test_symbols_the_word_index_loses(text: str, edge: bool) -> None:
     assert Term(text, "word").symbols_at_edge is edge
 
@@ -622,15 +640,17 @@ def test_anything_accepted_is_valid_fts5(db: sqlite3.Connection, typed: str) -> 
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        ("What did we decide about the redis caching strategy last week?",
-         '"decide" OR "redis" OR "caching" OR "strategy" OR "week"'),
+        (
+            "What did we decide about the redis caching strategy last week?",
+            '"decide" OR "redis" OR "caching" OR "strategy" OR "week"',
+        ),
         ("上次我们讨论的redis缓存策略是什么", '"redis" OR "缓存策略"'),
         ('Fix "the" (NOT) AND OR NEAR(x) bug*', '"fix" OR "near" OR "bug"'),
         ("ok, and then?", ""),
         ("", ""),
         ("Ärger with 2026 and 42", '"Ärger"'),  # case is the index's business
     ],
-)  # fmt: skip
+)
 def test_terms_query(message: str, expected: str) -> None:
     assert terms_query(message) == expected
     if expected:

@@ -7,15 +7,15 @@ from contextlib import closing
 
 import pytest
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.query import parse_query
-from dashboard.repository.reader import StateReader
-from dashboard.repository.schema import TRIGRAM_PENDING_KEY
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.search_routes import plan_routes
-from dashboard.repository.store_state import TRIGRAM_INDEX, WORD_INDEX
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home, archived_reader
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.query import parse_query
+from dashboard.search.routes import plan_routes
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.schema import TRIGRAM_PENDING_KEY
+from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home, archived_reader
 
 STILL_BUILDING = "The index of word parts is still being built (the import is finishing)"
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import search_routes
-from dashboard.repository.errors import QuerySyntaxError, ValidationError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.lineage import Lineage
-from dashboard.repository.reader import StateReader
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store import NewMessage, SessionStore
-from tests import hermes_shapes as shapes
-from tests.archived import archived_reader
+from dashboard.errors import QuerySyntaxError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.lineage.graph import Lineage
+from dashboard.reader.reader import StateReader
+from dashboard.search import routes as search_routes
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archived_reader
 
 ALL_SOURCES = ("cli", "telegram", "cron", "subagent")
 
@@ -164,8 +164,14 @@ def test_request_parsing() -> None:
     req = SearchRequest.from_params(args.get, lambda k: [args[k]] if k in args else [], now=1e9)
     assert req.query == "redis" and req.roles == ("user", "tool") and req.page == 2
     assert req.after == 1e9 - 7 * 86400 and req.sort == "newest"
-    for bad in ({"role": "robot"}, {"sort": "best"}, {"page": "0"}, {"days": "x"},
-                {"after": "yesterday"}, {"per_page": "5000"}):  # fmt: skip
+    for bad in (
+        {"role": "robot"},
+        {"sort": "best"},
+        {"page": "0"},
+        {"days": "x"},
+        {"after": "yesterday"},
+        {"per_page": "5000"},
+    ):
         with pytest.raises(ValidationError):
             SearchRequest.from_params(bad.get, lambda k, b=bad: [b[k]] if k in b else [])
 
@@ -187,8 +193,9 @@ def many(tmp_path: Path) -> StateReader:
     with SessionStore(tmp_path / "home" / "state.db") as store:
         for i in range(1, 46):
             sid = store.create_session("cli", session_id=f"s{i:02d}", started_at=1000.0 + i)
-            store.append_messages(sid, [NewMessage("user", f"needle number {k} haystack")
-                                        for k in range(i)])  # fmt: skip
+            store.append_messages(
+                sid, [NewMessage("user", f"needle number {k} haystack") for k in range(i)]
+            )
         titled = store.create_session("cli", session_id="titled", started_at=10.0)
         store.set_title(titled, "All about the needle")
     return StateReader(HermesHome(tmp_path / "home"))
@@ -289,13 +296,15 @@ def test_snippets_escape_before_marking(tmp_path: Path) -> None:
 # -- results that mean what the query says (issue 13, items 9-13) -------------------------
 
 
-def _store(tmp_path: Path, sessions: dict[str, tuple[float, str | None, list[str]]],
-           **extra: dict) -> StateReader:  # fmt: skip
+def _store(
+    tmp_path: Path, sessions: dict[str, tuple[float, str | None, list[str]]], **extra: dict
+) -> StateReader:
     """A Recall store: session id -> (start, title, message texts), one user message each."""
     with SessionStore(tmp_path / "home" / "state.db") as store:
         for sid, (started, title, texts) in sessions.items():
-            store.create_session("cli", session_id=sid, started_at=started, title=title,
-                                 **extra.get(sid, {}))  # fmt: skip
+            store.create_session(
+                "cli", session_id=sid, started_at=started, title=title, **extra.get(sid, {})
+            )
             store.append_messages(
                 sid, [NewMessage("user", t, timestamp=started + k) for k, t in enumerate(texts)]
             )
@@ -304,12 +313,18 @@ def _store(tmp_path: Path, sessions: dict[str, tuple[float, str | None, list[str
 
 @pytest.fixture
 def dockers(tmp_path: Path) -> StateReader:
-    return _store(tmp_path, {
-        "compose": (1000.0, "Docker compose: worker can't reach postgres",
-                    ["the worker container cannot reach postgres"]),
-        "swarm": (2000.0, None, ["docker swarm init on the manager"]),
-        "both": (3000.0, None, ["docker compose up, then docker swarm"]),
-    })  # fmt: skip
+    return _store(
+        tmp_path,
+        {
+            "compose": (
+                1000.0,
+                "Docker compose: worker can't reach postgres",
+                ["the worker container cannot reach postgres"],
+            ),
+            "swarm": (2000.0, None, ["docker swarm init on the manager"]),
+            "both": (3000.0, None, ["docker compose up, then docker swarm"]),
+        },
+    )
 
 
 @pytest.mark.parametrize("q", ["docker NOT compose", "docker -compose"])
@@ -346,9 +361,10 @@ def test_sort_orders_title_matches_too(timeline: StateReader) -> None:
 
 def test_a_sorted_count_is_the_same_or_says_why_and_offers_the_rest(tmp_path: Path) -> None:
     # 1,500 matches in 60 sessions: newest and oldest read 1,000 of them.
-    reader = _store(tmp_path, {
-        f"s{i:02d}": (1000.0 * i, None, [f"needle {k}" for k in range(25)]) for i in range(60)
-    })  # fmt: skip
+    reader = _store(
+        tmp_path,
+        {f"s{i:02d}": (1000.0 * i, None, [f"needle {k}" for k in range(25)]) for i in range(60)},
+    )
     best = reader.search(SearchRequest(query="needle"))
     assert best.total_sessions == 60 and not best.bounded
     for sort, cursor in (("newest", "older_than"), ("oldest", "newer_than")):
@@ -376,8 +392,9 @@ def test_a_bounded_search_offers_more_in_every_order(many: StateReader, monkeypa
     oldest = many.search(SearchRequest(query="haystack", sort="oldest", per_page=100))
     seen, cursor = sum(r.hit_count for r in oldest.results), oldest.newer_than
     while cursor is not None:  # "search newer" walks every match exactly once
-        step = many.search(SearchRequest(query="haystack", sort="oldest", newer_than=cursor,
-                                         per_page=100))  # fmt: skip
+        step = many.search(
+            SearchRequest(query="haystack", sort="oldest", newer_than=cursor, per_page=100)
+        )
         seen += sum(r.hit_count for r in step.results)
         cursor = step.newer_than
     assert seen == sum(range(1, 46))
@@ -401,9 +418,11 @@ def test_a_card_counts_the_hits_of_its_own_session(readers: dict[str, StateReade
     ).results
     own = next(r for r in per_session if r.session_id == card.session_id)
     assert card.session_hit_count == own.hit_count
-    assert card.hit_count == sum(r.hit_count for r in per_session
-                                 if r.root_session_id == shapes.S_ROOT or
-                                 r.session_id in shapes.COMPACTION_CHAIN)  # fmt: skip
+    assert card.hit_count == sum(
+        r.hit_count
+        for r in per_session
+        if r.root_session_id == shapes.S_ROOT or r.session_id in shapes.COMPACTION_CHAIN
+    )
 
 
 def test_matching_messages_is_the_search_definition(readers: dict[str, StateReader]) -> None:
@@ -430,10 +449,12 @@ def test_a_page_past_the_end_says_so(many: StateReader) -> None:
 def filtered(tmp_path: Path) -> StateReader:
     return _store(
         tmp_path,
-        {"a": (1_700_000_000.0, None, ["the walrus sings"]),
-         "b": (1_700_000_100.0, None, ["plain words"])},
+        {
+            "a": (1_700_000_000.0, None, ["the walrus sings"]),
+            "b": (1_700_000_100.0, None, ["plain words"]),
+        },
         a={"model": "gpt-4o"},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
@@ -476,15 +497,18 @@ def test_an_empty_home_says_so(tmp_path: Path) -> None:
 
 @pytest.fixture
 def symbols(tmp_path: Path) -> StateReader:
-    return _store(tmp_path, {
-        "cpp": (1000.0, None, ["I write C++ every day"]),
-        "lonec": (2000.0, None, ["the C drive is full"]),
-        "csharp": (3000.0, None, ["ported it to C# last year"]),
-        "dotnet": (4000.0, None, ["an app on the .NET runtime"]),
-        "network": (5000.0, None, ["the net is down"]),
-        "nodejs": (6000.0, None, ["install node.js 20"]),
-        "nodejs2": (7000.0, None, ["a node js tutorial"]),
-    })  # fmt: skip
+    return _store(
+        tmp_path,
+        {
+            "cpp": (1000.0, None, ["I write C++ every day"]),
+            "lonec": (2000.0, None, ["the C drive is full"]),
+            "csharp": (3000.0, None, ["ported it to C# last year"]),
+            "dotnet": (4000.0, None, ["an app on the .NET runtime"]),
+            "network": (5000.0, None, ["the net is down"]),
+            "nodejs": (6000.0, None, ["install node.js 20"]),
+            "nodejs2": (7000.0, None, ["a node js tutorial"]),
+        },
+    )
 
 
 @pytest.mark.parametrize(
@@ -534,7 +558,9 @@ def test_a_word_said_only_in_epoch_one_is_found_before_compaction_1_of_3(
     (card,) = result.results
     (hit,) = card.hits
     assert (hit.session_id, hit.message_id) == (
-        shapes.S_EPOCHS, ids[facts.word_ids[shapes.EPOCH1_WORD]])  # fmt: skip
+        shapes.S_EPOCHS,
+        ids[facts.word_ids[shapes.EPOCH1_WORD]],
+    )
     assert hit.compaction == (1, 3)
     assert card.hit_count == card.session_hit_count == result.total_matches == 1
     assert result.to_json()["results"][0]["hits"][0]["before_compaction"] == [1, 3]
@@ -584,8 +610,13 @@ def test_a_new_compaction_is_counted_on_the_next_search(tmp_path: Path) -> None:
     """The epochs a search reads are kept between searches until the session changes."""
     with SessionStore(tmp_path / "home" / "state.db") as store:
         sid = store.create_session("cli", session_id="inplace", started_at=1000.0)
-        store.append_messages(sid, [NewMessage("user", "the marmot plan", timestamp=1001.0),
-                                    NewMessage("assistant", "noted", timestamp=1002.0)])
+        store.append_messages(
+            sid,
+            [
+                NewMessage("user", "the marmot plan", timestamp=1001.0),
+                NewMessage("assistant", "noted", timestamp=1002.0),
+            ],
+        )
         store.compact_in_place(sid, "so far: the plan", at=1003.0)
         reader = StateReader(HermesHome(tmp_path / "home"))
         (hit,) = reader.search(SearchRequest(query="marmot")).results[0].hits
@@ -602,11 +633,15 @@ def test_a_new_compaction_is_counted_on_the_next_search(tmp_path: Path) -> None:
 
 @pytest.fixture
 def profiles_reader(tmp_path: Path) -> tuple[shapes.ProfilesFacts, StateReader]:
-    from dashboard.repository.syncer import reading_for
+    from dashboard.reader.opening import reading_for
 
     facts = shapes.build_profiles_home(tmp_path / "hermes")
-    reading = reading_for(HermesHome(facts.root), tmp_path / "data" / "archive.db",
-                          inline=True, folder=tmp_path / "data")  # fmt: skip
+    reading = reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+    )
     return facts, reading.reader
 
 
@@ -624,7 +659,9 @@ def test_every_result_names_its_profile_and_all_counts_them(
     # "job" is in both profiles' cron session: one card each, the same source id apart.
     both = reader.search(SearchRequest(query="job", group="session", sources=("cron",)))
     assert {(r.session_id, r.profile) for r in both.results} == {
-        (shapes.S_CRON, "default"), (f"legacy:{shapes.S_CRON}", "legacy")}  # fmt: skip
+        (shapes.S_CRON, "default"),
+        (f"legacy:{shapes.S_CRON}", "legacy"),
+    }
     assert dict(both.by_profile) == {"default": 1, "legacy": 1}
     assert dict(both.to_json()["by_profile"]) == {"default": 1, "legacy": 1}
     # The empty query lists every profile's sessions (it counts none per profile).
@@ -657,7 +694,8 @@ def test_a_scoped_search_learns_nothing_of_another_profiles_matches(
         assert found == answer("zyzzogeton", sort), sort
         assert (found["results"], found["total_matches"], found["bounded"]) == ([], 0, False)
         # Its own word, with the window of one: the window counts its own rows only.
-        own = legacy.search(SearchRequest(query=facts.words["legacy"], sort=sort,
-                                          sources=ALL_SOURCES))  # fmt: skip
+        own = legacy.search(
+            SearchRequest(query=facts.words["legacy"], sort=sort, sources=ALL_SOURCES)
+        )
         assert own.bounded and own.total_matches == 2, sort
         assert {r.profile for r in own.results} == {"legacy"}, sort

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.chains import load_chain
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.transcript import load_stitched, load_transcript
-from dashboard.repository.transcript_rows import VIEWS, parse_view, shown_rows
-from tests import hermes_shapes as hs
-from tests.archived import archive_home
+from dashboard.errors import ValidationError
+from dashboard.lineage.chains import load_chain
+from dashboard.sessions.rows import VIEWS, parse_view, shown_rows
+from dashboard.sessions.transcript import load_stitched, load_transcript
+from dashboard.store.readonly import open_readonly
+from tests.support import hermes_shapes as hs
+from tests.support.archived import archive_home
 
 
 @pytest.fixture(params=hs.EPOCH_FORMS)
@@ -50,8 +50,11 @@ def test_everything_holds_every_distinct_message_once_in_order(
         stitched = load_stitched(conn, load_chain(conn, hs.S_EPOCHS))
     assert page.view == "everything"
     assert read(page.messages) == facts.distinct
-    flat = [m for part in stitched for m in ([part.divider] if part.divider else [])
-            + list(part.transcript.messages)]  # fmt: skip
+    flat = [
+        m
+        for part in stitched
+        for m in ([part.divider] if part.divider else []) + list(part.transcript.messages)
+    ]
     assert read(flat) == facts.distinct
     assert not any(hs.EPOCH_REWOUND_WORD in m.text for m in page.messages)
 
@@ -92,9 +95,13 @@ def test_a_rewound_row_is_left_out_unless_asked_for(archived: tuple[hs.EpochFact
 def test_the_live_view_is_the_sources_active_rows(archived: tuple[hs.EpochFacts, Path]) -> None:
     facts, path = archived
     with closing(sqlite3.connect(facts.db)) as source:
-        active = [r[0] for r in source.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
-            (hs.S_EPOCHS,))]  # fmt: skip
+        active = [
+            r[0]
+            for r in source.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+                (hs.S_EPOCHS,),
+            )
+        ]
     with opened(path) as conn:
         ids = archive_ids(conn)
         live = load_transcript(conn, hs.S_EPOCHS, view="live")
@@ -105,8 +112,9 @@ def test_the_live_view_is_the_sources_active_rows(archived: tuple[hs.EpochFacts,
     _, archived_ids, written = facts.compactions[hs.S_EPOCHS][-1]
     assert list(live.dividers) == [ids[written[0]]]
     assert live.dividers[ids[written[0]]].compaction == 3
-    assert live.copy_of == {ids[c]: ids[o] for o, c in
-                            zip(archived_ids[-2:], written[1:], strict=True)}  # fmt: skip
+    assert live.copy_of == {
+        ids[c]: ids[o] for o, c in zip(archived_ids[-2:], written[1:], strict=True)
+    }
     assert rows.left_out == 0  # rewound rows are not a hidden part of what the agent sees
 
 
@@ -120,9 +128,14 @@ def test_paging_counts_only_what_the_view_shows_and_a_copy_lands_on_its_row(
         copy, original = ids[written[1]], ids[archived_ids[-2]]
         first = load_transcript(conn, hs.S_EPOCHS, page=1, page_size=4)
         held = load_transcript(conn, hs.S_EPOCHS, page=3, at=copy, page_size=4)
-        live_held = load_transcript(conn, hs.S_EPOCHS, view="live", page=9,
-                                    at=ids[facts.compactions[hs.S_EPOCHS][-1][1][-1]],
-                                    page_size=4)  # fmt: skip
+        live_held = load_transcript(
+            conn,
+            hs.S_EPOCHS,
+            view="live",
+            page=9,
+            at=ids[facts.compactions[hs.S_EPOCHS][-1][1][-1]],
+            page_size=4,
+        )
     assert first.paging.total == len(facts.distinct)
     assert held.paging.page == 1 and original in [m.id for m in held.messages]
     assert copy in held.aliases[original]  # the copy's anchor sits on the row it repeats
@@ -144,9 +157,15 @@ def test_a_rotated_tip_that_compacted_in_place_stitches_each_message_once(
     assert [d.compaction for d in tip.transcript.dividers.values()] == [1, 2]
     carrier = f"{hs.SUMMARY_PREFIX}\ntip, %s in-place compaction"
     assert [m.text for m in tip.transcript.messages] == [
-        f"still on {hs.ROTATED_WORD}", "second segment", carrier % "first",
-        "more on the tip", "ok", carrier % "second", "the tip's live turn", "ok",
-    ]  # fmt: skip
+        f"still on {hs.ROTATED_WORD}",
+        "second segment",
+        carrier % "first",
+        "more on the tip",
+        "ok",
+        carrier % "second",
+        "the tip's live turn",
+        "ok",
+    ]
     # Live: only the tip is fed to the agent; its last carrier is a divider, never the
     # part's opening summary.
     assert [len(p.transcript.messages) for p in live] == [0, 5]
@@ -163,7 +182,7 @@ def test_a_view_is_one_of_two_names() -> None:
 
 
 def test_epochs_are_read_once_until_the_archive_is_written(tmp_path: Path) -> None:
-    from dashboard.repository.epochs import EpochsCache
+    from dashboard.lineage.epochs import EpochsCache
 
     home = tmp_path / "home"
     facts = hs.build_epochs_home(home)

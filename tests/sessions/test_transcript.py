@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.content import JSON_PREFIX
-from dashboard.repository.errors import NotFoundError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.repository.transcript import (
+from dashboard.errors import NotFoundError
+from dashboard.hermes.content import JSON_PREFIX
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.sessions.transcript import (
     chain_neighbours,
     format_tool_output,
     load_transcript,
     parse_tool_calls,
 )
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home, archived_reader
+from dashboard.store.readonly import open_readonly
+from dashboard.store.session_store import NewMessage, SessionStore
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home, archived_reader
 
 
 def imported(db: Path) -> Path:
@@ -57,8 +57,7 @@ def test_every_shape_reads_every_session(tmp_path: Path, shape: str) -> None:
     with opened(db) as conn:
         shown = {sid: load_transcript(conn, sid) for sid in shapes.SESSION_IDS}
         everything = {
-            sid: load_transcript(conn, sid, include_inactive=True)
-            for sid in shapes.SESSION_IDS
+            sid: load_transcript(conn, sid, include_inactive=True) for sid in shapes.SESSION_IDS
         }
     assert sum(len(t.messages) for t in shown.values()) == facts.visible_messages
     assert sum(len(t.messages) for t in everything.values()) == facts.total_messages
@@ -218,12 +217,20 @@ def test_the_session_page_and_the_chain_agree_on_what_continues(tmp_path: Path) 
         store.append_messages("a", [NewMessage("user", "hello", timestamp=101.0)])
         store.end_session("a", "compression", ended_at=200.0)
         store.create_session("cli", session_id="b", started_at=198.0, parent_session_id="a")
-        store.create_session("cli", session_id="c", started_at=300.0, parent_session_id="a",
-                             model_config={"_branched_from": None})  # fmt: skip
+        store.create_session(
+            "cli",
+            session_id="c",
+            started_at=300.0,
+            parent_session_id="a",
+            model_config={"_branched_from": None},
+        )
     reader = StateReader(HermesHome(tmp_path))
     chain = reader.chain("b")
     assert {s.session_id: s.kind for s in chain.segments} == {
-        "a": "root", "b": "continuation", "c": "branch"}  # fmt: skip
+        "a": "root",
+        "b": "continuation",
+        "c": "branch",
+    }
     assert chain.part_of("b") == (2, 2)
     assert reader.transcript("b").neighbours["previous"]["id"] == "a"
     assert [n["id"] for n in reader.transcript("a").neighbours["next"]] == ["b"]
@@ -309,18 +316,28 @@ def long_home(root: Path, count: int = 1_100) -> tuple[Path, list[int], list[int
     home = root / "long-home"
     with SessionStore(home / "state.db") as store:
         first = store.create_session("cli", session_id="long-a", started_at=1e9)
-        ids = store.append_messages(first, [
-            NewMessage("user" if i % 2 == 0 else "assistant", f"line {i} of the long talk",
-                       timestamp=1e9 + i)
-            for i in range(count)
-        ])  # fmt: skip
+        ids = store.append_messages(
+            first,
+            [
+                NewMessage(
+                    "user" if i % 2 == 0 else "assistant",
+                    f"line {i} of the long talk",
+                    timestamp=1e9 + i,
+                )
+                for i in range(count)
+            ],
+        )
         store.end_session(first, "compression")
-        second = store.create_session("cli", session_id="long-b", started_at=2e9,
-                                      parent_session_id=first)  # fmt: skip
-        more = store.append_messages(second, [
-            NewMessage("user", f"{shapes.SUMMARY_PREFIX} what came before", timestamp=2e9),
-            *(NewMessage("assistant", f"after {i}", timestamp=2e9 + 1 + i) for i in range(30)),
-        ])  # fmt: skip
+        second = store.create_session(
+            "cli", session_id="long-b", started_at=2e9, parent_session_id=first
+        )
+        more = store.append_messages(
+            second,
+            [
+                NewMessage("user", f"{shapes.SUMMARY_PREFIX} what came before", timestamp=2e9),
+                *(NewMessage("assistant", f"after {i}", timestamp=2e9 + 1 + i) for i in range(30)),
+            ],
+        )
     return home, ids, more
 
 
@@ -343,8 +360,8 @@ def test_a_long_transcript_is_read_one_page_at_a_time(tmp_path: Path) -> None:
 
 
 def test_a_long_stitched_transcript_is_paged_with_every_message_once(tmp_path: Path) -> None:
-    from dashboard.repository.chains import load_chain
-    from dashboard.repository.transcript import load_stitched, load_stitched_page
+    from dashboard.lineage.chains import load_chain
+    from dashboard.sessions.transcript import load_stitched, load_stitched_page
 
     home, ids, more = long_home(tmp_path)
     with opened(home / "state.db") as conn:
@@ -354,8 +371,11 @@ def test_a_long_stitched_transcript_is_paged_with_every_message_once(tmp_path: P
         held = load_stitched_page(conn, chain, at=more[5], page_size=500)
 
     def flat(parts):
-        return [i for p in parts for i in ([p.divider.id] if p.divider else [])
-                + [m.id for m in p.transcript.messages]]  # fmt: skip
+        return [
+            i
+            for p in parts
+            for i in ([p.divider.id] if p.divider else []) + [m.id for m in p.transcript.messages]
+        ]
 
     assert flat(whole) == ids + more
     assert [i for page in pages for i in flat(page.parts)] == ids + more

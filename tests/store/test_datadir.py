@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.datadir import data_dir_for, recall_data_dir, user_data_root
-from dashboard.repository.home import HermesHome
-from dashboard.repository.recalldb import RecallData
+from dashboard.hermes.home import HermesHome
+from dashboard.store.datadir import data_dir_for, recall_data_dir, user_data_root
+from dashboard.store.recalldb import RecallData
 from dashboard.web.security import load_secret_key
 
 
@@ -137,8 +137,8 @@ def test_an_explicit_data_dir_is_used_as_given(
 
 
 def test_an_app_without_a_data_dir_writes_nothing_into_the_home(xdg: Path, tmp_path: Path) -> None:
-    from dashboard import create_app
-    from tests import hermes_shapes as shapes
+    from dashboard.app import create_app
+    from tests.support import hermes_shapes as shapes
 
     home = tmp_path / "home"
     shapes.build_current_views(home / "state.db")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.errors import ValidationError
-from dashboard.repository.gone import PRESENCES, parse_presence
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.transcript import TranscriptRequest
-from tests import hermes_shapes as shapes
-from tests.archived import archived_reader
+from dashboard.errors import ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.sessions import SearchRequest
+from dashboard.sessions.transcript import TranscriptRequest
+from dashboard.store.presence import PRESENCES, parse_presence
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archived_reader
 
 
 def _reader(tmp_path: Path) -> tuple[StateReader, dict[str, str]]:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.content import decode_content
-from dashboard.repository.errors import StoreUnavailableError
-from dashboard.repository.layout import detect_layout
-from dashboard.repository.overview import store_overview
-from dashboard.repository.readonly import open_readonly
-from tests import hermes_shapes as shapes
+from dashboard.archive.layout import detect_layout
+from dashboard.errors import StoreUnavailableError
+from dashboard.hermes.content import decode_content
+from dashboard.reader.overview import store_overview
+from dashboard.store.readonly import open_readonly
+from tests.support import hermes_shapes as shapes
 
 EMPTY = hashlib.sha256(b"").hexdigest()
 LAYOUT_FORM = {"inline": "inline", "external_messages": "external", "external_views": "views"}
@@ -177,7 +177,7 @@ def test_exclusively_locked_file_reports_locked(tmp_path: Path) -> None:
 
 
 def test_error_reasons_are_classified() -> None:
-    from dashboard.repository.readonly import classify
+    from dashboard.store.readonly import classify
 
     here = Path(__file__)
     assert classify(sqlite3.OperationalError("disk I/O error"), here).reason == "io"
@@ -214,7 +214,7 @@ def test_a_wal_home_in_a_read_only_folder_is_read_only_not_corrupt(tmp_path: Pat
 
 
 def test_readonly_error_codes_are_named() -> None:
-    from dashboard.repository.readonly import classify
+    from dashboard.store.readonly import classify
 
     here = Path(__file__)
     for code, reason in ((776, "rollback"), (264, "readonly"), (1288, "readonly"), (8, "readonly")):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import schema
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.repository.writecore import WriteCore
+from dashboard.store import schema
+from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.writecore import WriteCore
 
 
 def _names(conn: sqlite3.Connection, kind: str) -> set[str]:

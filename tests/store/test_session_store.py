@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import schema
-from dashboard.repository.errors import ConflictError, NotFoundError, ValidationError
-from dashboard.repository.store import (
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.store import schema
+from dashboard.store.session_store import (
     COMPACTION_MARKER,
     ImportSession,
     NewMessage,
@@ -326,10 +326,14 @@ def test_interrupted_bulk_import_is_finished_on_next_open(tmp_path: Path) -> Non
 
 def test_bulk_write_lands_a_child_before_its_parent_when_told(store: SessionStore) -> None:
     def child(c: sqlite3.Connection) -> int:
-        c.execute("INSERT INTO sessions(id, source, started_at, parent_session_id)"
-                  " VALUES ('kid', 'cli', 2.0, 'elder')")  # fmt: skip
-        c.execute("INSERT INTO messages(session_id, role, content, timestamp)"
-                  " VALUES ('kid', 'user', 'orphanword', 2.0)")  # fmt: skip
+        c.execute(
+            "INSERT INTO sessions(id, source, started_at, parent_session_id)"
+            " VALUES ('kid', 'cli', 2.0, 'elder')"
+        )
+        c.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp)"
+            " VALUES ('kid', 'user', 'orphanword', 2.0)"
+        )
         return 1
 
     def parent(c: sqlite3.Connection) -> int:
@@ -388,23 +392,31 @@ def test_compact_in_place_archives_the_live_rows_and_repeats_the_tail(
     store: SessionStore,
 ) -> None:
     sid = store.create_session("cli", started_at=1000.0)
-    store.append_messages(sid, [NewMessage("user", "first walrus", timestamp=1001.0),
-                                NewMessage("assistant", "a reply", timestamp=1002.0),
-                                NewMessage("user", "and then", timestamp=1003.0)])  # fmt: skip
+    store.append_messages(
+        sid,
+        [
+            NewMessage("user", "first walrus", timestamp=1001.0),
+            NewMessage("assistant", "a reply", timestamp=1002.0),
+            NewMessage("user", "and then", timestamp=1003.0),
+        ],
+    )
     new = store.compact_in_place(sid, "so far", keep=2, at=1010.0)
     conn = store.core.conn
     rows = conn.execute(
         "SELECT id, role, content, timestamp, active, compacted FROM messages"
-        " WHERE session_id=? ORDER BY id", (sid,),
-    ).fetchall()  # fmt: skip
+        " WHERE session_id=? ORDER BY id",
+        (sid,),
+    ).fetchall()
     assert [tuple(r)[4:] for r in rows] == [(0, 1)] * 3 + [(1, 0)] * 3
     assert [r[0] for r in rows[3:]] == new
     assert rows[3]["content"] == f"{COMPACTION_MARKER}\nso far" and rows[3]["timestamp"] == 1010.0
     assert [(r["role"], r["content"]) for r in rows[4:]] == [
-        (r["role"], r["content"]) for r in rows[1:3]]  # fmt: skip
+        (r["role"], r["content"]) for r in rows[1:3]
+    ]
     assert [r["timestamp"] for r in rows[4:]] == [1010.001, 1010.002]
-    session = conn.execute("SELECT message_count, last_activity_at FROM sessions WHERE id=?",
-                           (sid,)).fetchone()  # fmt: skip
+    session = conn.execute(
+        "SELECT message_count, last_activity_at FROM sessions WHERE id=?", (sid,)
+    ).fetchone()
     assert tuple(session) == (6, 1010.0)
     assert len(_hits(conn, "messages_fts", "walrus")) == 1  # archived, still searchable
     _integrity_check(conn)

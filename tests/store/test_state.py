@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.errors import StoreUnavailableError
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.search import SearchRequest
-from dashboard.repository.store_state import read_state
-from tests import hermes_shapes as shapes
-from tests.archived import archive_home
+from dashboard.errors import StoreUnavailableError
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.search.sessions import SearchRequest
+from dashboard.store.readonly import open_readonly
+from dashboard.store.state import read_state
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
 
 
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
@@ -22,8 +22,11 @@ def test_a_hermes_file_is_refused_as_not_an_archive(tmp_path: Path, shape: str) 
     db = shapes.SHAPES[shape](tmp_path / "home" / "state.db")
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     reader = StateReader(HermesHome(tmp_path / "home"))
-    for read in (lambda: reader.search(SearchRequest(query="pool")), reader.search_facets,
-                 lambda: reader.matching_messages(shapes.S_ROOT, "pool")):  # fmt: skip
+    for read in (
+        lambda: reader.search(SearchRequest(query="pool")),
+        reader.search_facets,
+        lambda: reader.matching_messages(shapes.S_ROOT, "pool"),
+    ):
         with pytest.raises(StoreUnavailableError) as caught:
             read()
         assert caught.value.reason == "not-archive" and caught.value.path == str(db)

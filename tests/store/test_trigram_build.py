@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import schema
-from dashboard.repository.store import NewMessage, SessionStore, index_messages
-from dashboard.repository.trigram_build import BuildFailed, TrigramBuild, scratch_path
-from tests import hermes_shapes as hs
-from tests.archive_checks import fts_checks
-from tests.archived import archive_home
+from dashboard.store import schema
+from dashboard.store.session_store import NewMessage, SessionStore, index_messages
+from dashboard.store.trigram_build import BuildFailed, TrigramBuild, scratch_path
+from tests.support import hermes_shapes as hs
+from tests.support.archive_checks import fts_checks
+from tests.support.archived import archive_home
 
 WORDS, TRIGRAM = schema.FTS_TABLES
 SAID = ["redis refused the connection", "连接超时 again", "the pgbouncer pool", "C++ linker"]

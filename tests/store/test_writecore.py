@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository import writecore
-from dashboard.repository.writecore import WriteCore, is_lock_error
+from dashboard.store import writecore
+from dashboard.store.writecore import WriteCore, is_lock_error
 
 HOLD_LOCK = """
 import sqlite3, sys, time

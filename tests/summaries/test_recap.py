@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.repository.recap import (
+from dashboard.sessions.transcript import ToolCall, TranscriptMessage
+from dashboard.summaries.recap import (
     EARLIER_MARKER,
     LATER_MARKER,
     MAX_RECAP_CHARS,
@@ -18,7 +19,6 @@ from dashboard.repository.recap import (
     format_transcript,
     truncate_around_matches,
 )
-from dashboard.repository.transcript import ToolCall, TranscriptMessage
 
 WINDOW = 1_000
 QUARTER = WINDOW // 4

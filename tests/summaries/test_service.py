@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from dashboard.repository.home import HermesHome
-from dashboard.repository.reader import StateReader
-from dashboard.repository.recalldb import RecallData
-from dashboard.repository.store import NewMessage, SessionStore
-from dashboard.summaries import RAW_PREVIEW_LABEL, SummaryService, session_search_result
-from dashboard.summarizer import LLMConfig, Summarizer
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
+from dashboard.store.recalldb import RecallData
+from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.summaries.llm import LLMConfig, Summarizer
+from dashboard.summaries.service import RAW_PREVIEW_LABEL, SummaryService, session_search_result
 from tests.conftest import make_app
-from tests.llm_stub import StubLLM
+from tests.support.llm_stub import StubLLM
 
 SECRET = "sk-test-DO-NOT-LEAK-4f2a9c"
 
@@ -29,20 +29,30 @@ def home(tmp_path: Path) -> Path:
     with SessionStore(tmp_path / "home" / "state.db") as store:
         for i in range(12):
             sid = store.create_session("cli", session_id=f"s{i:02d}", started_at=1_700_000_000 + i)
-            store.append_messages(sid, [
-                NewMessage("user", f"redis pool exhausted again on worker {i}"),
-                NewMessage("assistant", f"Raise max_connections to {20 + i} and reuse one pool."),
-            ])  # fmt: skip
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"redis pool exhausted again on worker {i}"),
+                    NewMessage(
+                        "assistant", f"Raise max_connections to {20 + i} and reuse one pool."
+                    ),
+                ],
+            )
     return tmp_path / "home"
 
 
 def service_for(home: Path, stub: StubLLM | None, **config: object) -> SummaryService:
-    settings = {"LLM_BASE_URL": stub.url if stub else None, "LLM_MODEL": "stub-model",
-                "LLM_API_KEY": SECRET, **config}  # fmt: skip
+    settings = {
+        "LLM_BASE_URL": stub.url if stub else None,
+        "LLM_MODEL": "stub-model",
+        "LLM_API_KEY": SECRET,
+        **config,
+    }
     return SummaryService(
-        StateReader(HermesHome(home)), RecallData(home / "recall" / "recall.db"),
+        StateReader(HermesHome(home)),
+        RecallData(home / "recall" / "recall.db"),
         Summarizer(LLMConfig.from_mapping(settings)),
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -183,12 +193,19 @@ def test_tool_parity_shape(home: Path, llm_stub: StubLLM) -> None:
 
 
 def _app(home: Path, tmp: Path, stub: StubLLM | None, **extra: object) -> Flask:
-    return make_app(home, tmp / "data", LLM_BASE_URL=stub.url if stub else None,
-                    LLM_MODEL="stub-model", LLM_API_KEY=SECRET, **extra)  # fmt: skip
+    return make_app(
+        home,
+        tmp / "data",
+        LLM_BASE_URL=stub.url if stub else None,
+        LLM_MODEL="stub-model",
+        LLM_API_KEY=SECRET,
+        **extra,
+    )
 
 
-def test_web_cards_get_a_slot_and_the_partial_fills_it(home: Path, tmp_path: Path,
-                                                       llm_stub: StubLLM) -> None:  # fmt: skip
+def test_web_cards_get_a_slot_and_the_partial_fills_it(
+    home: Path, tmp_path: Path, llm_stub: StubLLM
+) -> None:
     client = _app(home, tmp_path, llm_stub).test_client()
     page = client.get("/?q=redis").get_data(as_text=True)
     assert page.count('hx-trigger="revealed"') == 12 and 'id="summary-s00"' in page
@@ -208,8 +225,9 @@ def test_web_cards_get_a_slot_and_the_partial_fills_it(home: Path, tmp_path: Pat
     assert 'id="summary-s00"' not in off
 
 
-def test_without_javascript_the_summary_is_a_page(home: Path, tmp_path: Path,
-                                                   llm_stub: StubLLM) -> None:  # fmt: skip
+def test_without_javascript_the_summary_is_a_page(
+    home: Path, tmp_path: Path, llm_stub: StubLLM
+) -> None:
     client = _app(home, tmp_path, llm_stub).test_client()
     page = client.get("/summaries/s07?q=redis").get_data(as_text=True)
     assert "<html" in page and "Summary by" in page
@@ -220,9 +238,19 @@ def test_the_key_never_shows(home: Path, tmp_path: Path, llm_stub: StubLLM, capl
     caplog.set_level(logging.DEBUG)
     app = _app(home, tmp_path, llm_stub)
     client = app.test_client()
-    bodies = [client.get(u).get_data(as_text=True) for u in (
-        "/", "/?q=redis", "/overview", "/summaries/s01?q=redis", "/api/search?q=redis",
-        "/api/session_search?query=redis", "/nope", "/healthz")]  # fmt: skip
+    bodies = [
+        client.get(u).get_data(as_text=True)
+        for u in (
+            "/",
+            "/?q=redis",
+            "/overview",
+            "/summaries/s01?q=redis",
+            "/api/search?q=redis",
+            "/api/session_search?query=redis",
+            "/nope",
+            "/healthz",
+        )
+    ]
     assert llm_stub.requests and all(SECRET not in b for b in bodies)
     assert SECRET not in caplog.text
     assert SECRET not in repr(LLMConfig.from_mapping(app.config))
@@ -246,5 +274,7 @@ def test_odd_llm_settings_fall_back_to_the_defaults(bad: str) -> None:
     )
     defaults = LLMConfig.from_mapping({})
     assert (config.concurrency, config.timeout_s, config.retries) == (
-        defaults.concurrency, defaults.timeout_s, defaults.retries,
-    )  # fmt: skip
+        defaults.concurrency,
+        defaults.timeout_s,
+        defaults.retries,
+    )

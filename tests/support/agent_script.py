@@ -1,6 +1,6 @@
 """A scripted agent for tests: N turns through the MemoryManager in its own process.
 
-    python -m tests.agent_script HOME SESSION_ID TURNS
+    python -m tests.support.agent_script HOME SESSION_ID TURNS
 
 Each turn: build the volatile block (a read while earlier turns are being written),
 hand the turn to ``sync_all``, queue the next prefetch. Prints one JSON line of
@@ -33,13 +33,25 @@ def main(home: str, session_id: str, turns: int) -> None:
     for n in range(turns):
         block = memory.volatile_block(user_text(n), session_id=session_id)
         recalled += "# Relevant Memories" in block.text
-        memory.sync_all([{"role": "user", "content": user_text(n)},
-                         {"role": "assistant", "content": assistant_text(n)}])  # fmt: skip
+        memory.sync_all(
+            [
+                {"role": "user", "content": user_text(n)},
+                {"role": "assistant", "content": assistant_text(n)},
+            ]
+        )
         memory.queue_prefetch_all(user_text(n), session_id=session_id)
     memory.shutdown_all()
-    print(json.dumps({"turns": turns, "recalled": recalled, "late": memory.stats["late"],
-                      "searches": provider.stats["searches"],
-                      "speculative_used": provider.stats["speculative_used"]}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "turns": turns,
+                "recalled": recalled,
+                "late": memory.stats["late"],
+                "searches": provider.stats["searches"],
+                "speculative_used": provider.stats["speculative_used"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard.repository.archive import open_archive
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import sync
-from dashboard.repository.reader import StateReader
+from dashboard.archive.files import open_archive
+from dashboard.archive.importer import sync
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.reader import StateReader
 
 
 def archive_home(home: str | Path, archive: str | Path | None = None) -> Path:

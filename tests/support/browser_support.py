@@ -25,7 +25,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 
 
 def free_port() -> int:
@@ -43,18 +43,27 @@ class Server:
 
 @contextmanager
 def running_server(
-    args: list[str], workdir: Path, env: dict[str, str] | None = None, *,
+    args: list[str],
+    workdir: Path,
+    env: dict[str, str] | None = None,
+    *,
     wait_for_import: bool = True,
-) -> Iterator[Server]:  # fmt: skip
+) -> Iterator[Server]:
     """Start ``recall serve ARGS`` on a free port and wait until /healthz answers (and,
     with ``wait_for_import``, until the archive's first sync has finished or failed)."""
     port = free_port()
     log = workdir / f"serve-{port}.log"
     full_env = {**os.environ, **(env or {})}
-    with log.open("w") as out, subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port), *args],
-        stdout=out, stderr=subprocess.STDOUT, text=True, env=full_env,
-    ) as proc:  # fmt: skip
+    with (
+        log.open("w") as out,
+        subprocess.Popen(
+            [sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+        ) as proc,
+    ):
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 120

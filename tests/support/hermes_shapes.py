@@ -1524,14 +1524,27 @@ _NOUS = ("nous", "https://inference-api.nousresearch.com/v1", "api")
 
 COST_SESSIONS: tuple[Session, ...] = (
     Session(
-        S_WEEK, "cli", _SONNET, _OPENROUTER, (50000, 5000, 0, 0, 0),
-        (0.83, 0.05, "estimated", "official_docs_snapshot"), 12,
-        ended="20261106_130000", end_reason="cli_close", title="A week of refactoring",
-    ),  # fmt: skip
+        S_WEEK,
+        "cli",
+        _SONNET,
+        _OPENROUTER,
+        (50000, 5000, 0, 0, 0),
+        (0.83, 0.05, "estimated", "official_docs_snapshot"),
+        12,
+        ended="20261106_130000",
+        end_reason="cli_close",
+        title="A week of refactoring",
+    ),
     Session(
-        S_UNCOUNTED, "telegram", "hermes-4-405b", _NOUS, (900, 90, 0, 0, 0),
-        (0.012, None, None, "none"), 2, title="Late question",
-    ),  # fmt: skip
+        S_UNCOUNTED,
+        "telegram",
+        "hermes-4-405b",
+        _NOUS,
+        (900, 90, 0, 0, 0),
+        (0.012, None, None, "none"),
+        2,
+        title="Late question",
+    ),
 )
 
 
@@ -1553,8 +1566,20 @@ COST_USAGE: tuple[tuple[Any, ...], ...] = (
     # Main loop, merged: the last call was estimated, earlier ones billed ($0.05 of them).
     (S_WEEK, _SONNET, _OPENROUTER, "", 10, 45000, 4600, 0.80, 0.05, "estimated", 60, 4 * _DAY + 60),
     # Auxiliary compression on day 4: a real estimate, status NULL.
-    (S_WEEK, "google/gemini-2.5-flash", _OPENROUTER, "compression", 2, 5000, 400, 0.03, 0.0,
-     None, 3 * _DAY + 60, 3 * _DAY + 60),  # fmt: skip
+    (
+        S_WEEK,
+        "google/gemini-2.5-flash",
+        _OPENROUTER,
+        "compression",
+        2,
+        5000,
+        400,
+        0.03,
+        0.0,
+        None,
+        3 * _DAY + 60,
+        3 * _DAY + 60,
+    ),
     (S_UNCOUNTED, "hermes-4-405b", _NOUS, "", 2, 900, 90, 0.012, 0.0, None, 30, _DAY + 30),
 )
 
@@ -1568,13 +1593,22 @@ def _cost_statements(conn: sqlite3.Connection, form: _Form, usage: bool) -> list
     for row in COST_USAGE if usage else ():
         sid, model, billing, task, calls, inp, outp, est, act, status, first, last = row
         values = {
-            "session_id": sid, "model": model, "billing_provider": billing[0],
-            "billing_base_url": billing[1], "billing_mode": billing[2], "task": task,
-            "api_call_count": calls, "input_tokens": inp, "output_tokens": outp,
-            "estimated_cost_usd": est, "actual_cost_usd": act, "cost_status": status,
+            "session_id": sid,
+            "model": model,
+            "billing_provider": billing[0],
+            "billing_base_url": billing[1],
+            "billing_mode": billing[2],
+            "task": task,
+            "api_call_count": calls,
+            "input_tokens": inp,
+            "output_tokens": outp,
+            "estimated_cost_usd": est,
+            "actual_cost_usd": act,
+            "cost_status": status,
             "cost_source": "none" if status is None else "official_docs_snapshot",
-            "first_seen": _epoch(sid) + first, "last_seen": _epoch(sid) + last,
-        }  # fmt: skip
+            "first_seen": _epoch(sid) + first,
+            "last_seen": _epoch(sid) + last,
+        }
         out.append(_insert("session_model_usage", values, usage_cols))
     return out
 
@@ -1687,8 +1721,14 @@ def append_turn(path: Path, session_id: str, user: str, reply: str, at: float) -
         conn.execute("BEGIN IMMEDIATE")
         ids = []
         for n, (role, text) in enumerate((("user", user), ("assistant", reply))):
-            values = {"session_id": session_id, "role": role, "content": text,
-                      "timestamp": at + n / 1000, "active": 1, "compacted": 0}  # fmt: skip
+            values = {
+                "session_id": session_id,
+                "role": role,
+                "content": text,
+                "timestamp": at + n / 1000,
+                "active": 1,
+                "compacted": 0,
+            }
             sql, params = _insert("messages", values, cols)
             ids.append(int(conn.execute(sql, params).lastrowid or 0))
         _bump_activity(conn, session_id, 2, at)
@@ -1699,8 +1739,15 @@ def append_turn(path: Path, session_id: str, user: str, reply: str, at: float) -
 def start_session(path: Path, session_id: str, at: float, title: str | None = None) -> None:
     """A new cli session row (no messages yet)."""
     with closing(_live(path)) as conn:
-        values = {"id": session_id, "source": "cli", "model": "hermes-4-405b", "started_at": at,
-                  "title": title, "last_activity_at": at, "profile_name": "default"}  # fmt: skip
+        values = {
+            "id": session_id,
+            "source": "cli",
+            "model": "hermes-4-405b",
+            "started_at": at,
+            "title": title,
+            "last_activity_at": at,
+            "profile_name": "default",
+        }
         sql, params = _insert("sessions", values, _columns(conn, "sessions"))
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(sql, params)
@@ -1786,8 +1833,14 @@ def compact_in_place(path: Path, session_id: str, summary: str, at: float, keep:
         rows = [("user", SUMMARY_PREFIX + "\n" + summary)]
         rows += [(r["role"], r["content"]) for r in live[-keep:]] if keep else []
         for n, (role, text) in enumerate(rows):
-            values = {"session_id": session_id, "role": role, "content": text,
-                      "timestamp": at + n / 1000, "active": 1, "compacted": 0}  # fmt: skip
+            values = {
+                "session_id": session_id,
+                "role": role,
+                "content": text,
+                "timestamp": at + n / 1000,
+                "active": 1,
+                "compacted": 0,
+            }
             conn.execute(*_insert("messages", values, cols))
         _bump_activity(conn, session_id, len(rows), at)
         conn.execute("COMMIT")
@@ -1801,9 +1854,13 @@ def rewind(path: Path, session_id: str, count: int, at: float) -> int:
         cols = _columns(conn, "messages")
         flagged = "active" in cols
         where = "session_id = ? AND active = 1" if flagged else "session_id = ?"
-        ids = [r[0] for r in conn.execute(
-            f"SELECT id FROM messages WHERE {where} ORDER BY id DESC LIMIT ?", (session_id, count)
-        )]  # fmt: skip
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT id FROM messages WHERE {where} ORDER BY id DESC LIMIT ?",
+                (session_id, count),
+            )
+        ]
         if not ids:
             return 0
         marks = ",".join("?" for _ in ids)
@@ -1845,13 +1902,35 @@ def compress_into_child(
             "UPDATE sessions SET ended_at = ?, end_reason = 'compression' WHERE id = ?",
             (at, session_id),
         )
-        values = {k: parent.get(k) for k in ("source", "user_id", "model", "model_config",
-                                             "billing_provider", "profile_name")}  # fmt: skip
-        values.update({"id": child_id, "parent_session_id": session_id, "started_at": at,
-                       "last_activity_at": at, "message_count": 1})  # fmt: skip
+        values = {
+            k: parent.get(k)
+            for k in (
+                "source",
+                "user_id",
+                "model",
+                "model_config",
+                "billing_provider",
+                "profile_name",
+            )
+        }
+        values.update(
+            {
+                "id": child_id,
+                "parent_session_id": session_id,
+                "started_at": at,
+                "last_activity_at": at,
+                "message_count": 1,
+            }
+        )
         conn.execute(*_insert("sessions", values, session_cols))
-        message = {"session_id": child_id, "role": "user", "content": f"{prefix} {summary}",
-                   "timestamp": at, "active": 1, "compacted": 0}  # fmt: skip
+        message = {
+            "session_id": child_id,
+            "role": "user",
+            "content": f"{prefix} {summary}",
+            "timestamp": at,
+            "active": 1,
+            "compacted": 0,
+        }
         conn.execute(*_insert("messages", message, msg_cols))
         conn.execute("COMMIT")
 
@@ -1862,10 +1941,13 @@ def prune(path: Path, retention_days: float, now: float) -> list[str]:
     of the file is free pages. Returns the deleted session ids."""
     with closing(_live(path)) as conn:
         pinned = "AND coalesce(pinned, 0) = 0" if "pinned" in _columns(conn, "sessions") else ""
-        ids = [r[0] for r in conn.execute(
-            f"SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ? {pinned}",
-            (now - retention_days * 86400,),
-        )]  # fmt: skip
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ? {pinned}",
+                (now - retention_days * 86400,),
+            )
+        ]
         marks = ",".join("?" for _ in ids)
         conn.execute("BEGIN IMMEDIATE")
         if ids:
@@ -1915,31 +1997,45 @@ def build_gone_home(home: Path) -> dict[str, str]:
     """A Recall-store home as pages read an archive: ``kept`` is still in Hermes,
     ``gone`` was deleted from it on 2026-09-14 (compressed earlier into ``child``,
     still in Hermes). All three mention "redis"."""
-    from dashboard.repository.store import NewMessage, SessionStore
+    from dashboard.store.session_store import NewMessage, SessionStore
 
     start = datetime(2026, 6, 1, 9, 0).timestamp()
     with SessionStore(home / "state.db") as store:
-        kept = store.create_session("cli", session_id="20260601_090000_aaaaaa",
-                                    title="Kept redis notes", started_at=start)  # fmt: skip
-        store.append_messages(kept, [
-            NewMessage("user", "which redis eviction policy?", timestamp=start + 1),
-            NewMessage("assistant", "allkeys-lru for a cache", timestamp=start + 2),
-        ])  # fmt: skip
+        kept = store.create_session(
+            "cli", session_id="20260601_090000_aaaaaa", title="Kept redis notes", started_at=start
+        )
+        store.append_messages(
+            kept,
+            [
+                NewMessage("user", "which redis eviction policy?", timestamp=start + 1),
+                NewMessage("assistant", "allkeys-lru for a cache", timestamp=start + 2),
+            ],
+        )
         store.end_session(kept, "user_exit", ended_at=start + 60)
         gone = store.create_session(
-            "cli", session_id="20260602_090000_bbbbbb", title="Pruned postgres notes",
+            "cli",
+            session_id="20260602_090000_bbbbbb",
+            title="Pruned postgres notes",
             started_at=start + 86_400,
-        )  # fmt: skip
-        store.append_messages(gone, [
-            NewMessage("user", "postgres locks and redis queues", timestamp=start + 86_401),
-            NewMessage("assistant", "look at pg_locks first", timestamp=start + 86_402),
-        ])  # fmt: skip
+        )
+        store.append_messages(
+            gone,
+            [
+                NewMessage("user", "postgres locks and redis queues", timestamp=start + 86_401),
+                NewMessage("assistant", "look at pg_locks first", timestamp=start + 86_402),
+            ],
+        )
         child = store.compress(
-            gone, "postgres locks, redis queues", child_id="20260602_100000_cccccc",
+            gone,
+            "postgres locks, redis queues",
+            child_id="20260602_100000_cccccc",
             at=start + 90_000,
-        )  # fmt: skip
-        store.core.write(lambda c: c.execute(
-            "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (GONE_AT, gone)))  # fmt: skip
+        )
+        store.core.write(
+            lambda c: c.execute(
+                "UPDATE sessions SET gone_from_source_at=? WHERE id=?", (GONE_AT, gone)
+            )
+        )
     return {"kept": kept, "gone": gone, "child": child}
 
 
@@ -1964,7 +2060,9 @@ PRUNED_BY_30_DAYS = ("ancient", "older", "old")  # oldest first
 
 
 def build_prune_home(
-    home: Path, now: float, config: str | None = "sessions:\n  retention_days: 30\n",
+    home: Path,
+    now: float,
+    config: str | None = "sessions:\n  retention_days: 30\n",
     last_auto_prune: float | None = None,
 ) -> dict[str, str]:
     """A current-form home (config.yaml, usage rows) with sessions of mixed age, end and
@@ -1983,31 +2081,49 @@ def build_prune_home(
             sid = datetime.fromtimestamp(start, UTC).strftime("%Y%m%d_%H%M%S") + f"_{n:06x}"
             ids[name] = sid
             values = {
-                "id": sid, "source": "cli", "model": _SONNET, "started_at": start,
+                "id": sid,
+                "source": "cli",
+                "model": _SONNET,
+                "started_at": start,
                 "ended_at": start + 600 if ended else None,
-                "end_reason": "user_exit" if ended else None, "title": f"Prune case {name}",
-                "pinned": int(pinned), "message_count": count, "last_activity_at": start + 60,
-            }  # fmt: skip
+                "end_reason": "user_exit" if ended else None,
+                "title": f"Prune case {name}",
+                "pinned": int(pinned),
+                "message_count": count,
+                "last_activity_at": start + 60,
+            }
             statements.append(_insert("sessions", values, session_cols))
             for i in range(count):
                 role = "user" if i % 2 == 0 else "assistant"
-                message = {"session_id": sid, "role": role, "content": f"{name} turn {i} redis",
-                           "timestamp": start + i + 1}  # fmt: skip
+                message = {
+                    "session_id": sid,
+                    "role": role,
+                    "content": f"{name} turn {i} redis",
+                    "timestamp": start + i + 1,
+                }
                 statements.append(_insert("messages", message, msg_cols))
-            statements.append((
-                "INSERT INTO session_model_usage (session_id, model, api_call_count,"
-                " input_tokens, output_tokens, estimated_cost_usd, cost_status, first_seen,"
-                " last_seen) VALUES (?, ?, 1, 100, 10, 0.01, 'estimated', ?, ?)",
-                (sid, _SONNET, start, start + 60),
-            ))  # fmt: skip
+            statements.append(
+                (
+                    "INSERT INTO session_model_usage (session_id, model, api_call_count,"
+                    " input_tokens, output_tokens, estimated_cost_usd, cost_status, first_seen,"
+                    " last_seen) VALUES (?, ?, 1, 100, 10, 0.01, 'estimated', ?, ?)",
+                    (sid, _SONNET, start, start + 60),
+                )
+            )
         statements += [
-            ("INSERT INTO state_meta (key, value) VALUES (?, ?)",
-             ("fts_storage_version", str(FTS_STORAGE_VERSION))),
+            (
+                "INSERT INTO state_meta (key, value) VALUES (?, ?)",
+                ("fts_storage_version", str(FTS_STORAGE_VERSION)),
+            ),
             ("INSERT INTO schema_version (version) VALUES (?)", (CURRENT_SCHEMA_VERSION,)),
-        ]  # fmt: skip
+        ]
         if last_auto_prune is not None:
-            statements.append(("INSERT INTO state_meta (key, value) VALUES (?, ?)",
-                               ("last_auto_prune", str(last_auto_prune))))  # fmt: skip
+            statements.append(
+                (
+                    "INSERT INTO state_meta (key, value) VALUES (?, ?)",
+                    ("last_auto_prune", str(last_auto_prune)),
+                )
+            )
         _run(conn, statements)
     return ids
 
@@ -2091,13 +2207,23 @@ def build_epochs_home(home: Path, form: str = "current_views") -> EpochFacts:
         nonlocal at
         at += 60
         with closing(_live(db)) as conn:
-            live = [r[0] for r in conn.execute(
-                "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,))]
+            live = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+                    (sid,),
+                )
+            ]
             top = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
         assert compact_in_place(db, sid, summary, at, keep=keep)
         with closing(_live(db)) as conn:
-            written = [r[0] for r in conn.execute(
-                "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", (sid, top))]
+            written = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+                    (sid, top),
+                )
+            ]
         compactions.setdefault(sid, []).append((at, live, written))
         if sid == S_EPOCHS:
             distinct.append(("user", f"{SUMMARY_PREFIX}\n{summary}"))
@@ -2117,9 +2243,14 @@ def build_epochs_home(home: Path, form: str = "current_views") -> EpochFacts:
             for _ in undone:
                 distinct.pop()
     with closing(_live(db)) as conn:
-        rewound = [r[0] for r in conn.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND active = 0 AND compacted = 0"
-            " ORDER BY id", (S_EPOCHS,))]  # fmt: skip
+        rewound = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND active = 0 AND compacted = 0"
+                " ORDER BY id",
+                (S_EPOCHS,),
+            )
+        ]
 
     at = _epoch(S_ROTATED)
     start_session(db, S_ROTATED, at, title="Rotated then in place")
@@ -2214,8 +2345,11 @@ def build_profiles_home(root: Path) -> ProfilesFacts:
     # Hermes's own layout: the root is the profile named default, the rest under profiles/.
     profiles = root / "profiles"
     homes = {"default": root, "legacy": profiles / "legacy", "empty": profiles / "empty"}
-    builders = {"default": build_current_views, "legacy": build_seed_external,
-                "empty": build_empty_current}  # fmt: skip
+    builders = {
+        "default": build_current_views,
+        "legacy": build_seed_external,
+        "empty": build_empty_current,
+    }
     dbs: dict[str, Path] = {}
     said_in: dict[str, str] = {}
     for name, home in homes.items():

@@ -33,8 +33,9 @@ class StubLLM:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
-                    stub.requests.append({"path": self.path, "headers": dict(self.headers),
-                                          "body": body})  # fmt: skip
+                    stub.requests.append(
+                        {"path": self.path, "headers": dict(self.headers), "body": body}
+                    )
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                 try:
@@ -75,9 +76,18 @@ class StubLLM:
         prompt = body["messages"][-1]["content"]
         topic = prompt.split("\n", 1)[0].removeprefix("Search topic: ")
         text = f"The user worked on **{topic}**. They fixed it and wrote down the commands."
-        return 200, {"id": "stub", "object": "chat.completion", "model": body.get("model"),
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": text}}]}  # fmt: skip
+        return 200, {
+            "id": "stub",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+        }
 
     def __enter__(self) -> StubLLM:
         self._thread.start()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.repository.store import SessionStore
-from tests import hermes_shapes as hs
-from tests.archived import archive_home
-from tests.test_importer import assert_mirrors
+from dashboard.store.session_store import SessionStore
+from tests.archive.test_importer import assert_mirrors
+from tests.support import hermes_shapes as hs
+from tests.support.archived import archive_home
 
 SHAPE_NAMES = sorted(hs.SHAPES)
 
@@ -464,11 +464,19 @@ def test_the_epochs_home_holds_what_hermes_writes_when_it_compacts_in_place(
     home = tmp_path / "home"
     facts = hs.build_epochs_home(home, form)
     with closing(sqlite3.connect(f"file:{facts.db}?mode=ro", uri=True)) as conn:
-        rows = {r[0]: r[1:] for r in conn.execute(
-            "SELECT id, role, content, active, compacted FROM messages WHERE session_id = ?",
-            (hs.S_EPOCHS,))}  # fmt: skip
-        sessions = {r[0]: r[1:] for r in conn.execute(
-            "SELECT id, parent_session_id, started_at, ended_at FROM sessions")}  # fmt: skip
+        rows = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT id, role, content, active, compacted FROM messages WHERE session_id = ?",
+                (hs.S_EPOCHS,),
+            )
+        }
+        sessions = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT id, parent_session_id, started_at, ended_at FROM sessions"
+            )
+        }
     epochs = facts.compactions[hs.S_EPOCHS]
     assert len(epochs) == 3 and len(facts.compactions[hs.S_ROTATED_TIP]) == 2
     for _, archived, written in epochs:
@@ -495,7 +503,7 @@ def test_the_epochs_home_holds_what_hermes_writes_when_it_compacts_in_place(
 
 
 def test_the_profiles_home_is_three_homes_that_share_ids_but_no_words(tmp_path: Path) -> None:
-    from dashboard.repository.home import HermesHome
+    from dashboard.hermes.home import HermesHome
 
     facts = hs.build_profiles_home(tmp_path / "home")
     home = HermesHome(facts.root)

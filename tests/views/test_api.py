@@ -7,7 +7,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import hermes_shapes as shapes
+from tests.support import hermes_shapes as shapes
 
 RESULT_KEYS = {
     "query",
@@ -19,8 +19,16 @@ RESULT_KEYS = {
     "results",
     "took_ms",
 }
-CARD_KEYS = {"session_id", "root_session_id", "title", "source", "model", "started_at",
-             "hit_count", "hits"}  # fmt: skip
+CARD_KEYS = {
+    "session_id",
+    "root_session_id",
+    "title",
+    "source",
+    "model",
+    "started_at",
+    "hit_count",
+    "hits",
+}
 HIT_KEYS = {"message_id", "role", "timestamp", "snippet"}
 
 
@@ -46,8 +54,15 @@ def test_search_filters_in_the_url(client: FlaskClient) -> None:
 
 
 def test_bad_parameters_are_400_with_a_message(client: FlaskClient) -> None:
-    for params in ({"q": "AND OR"}, {"q": "NOT x"}, {"sort": "sideways"}, {"page": "-1"},
-                   {"days": "many"}, {"role": "admin"}, {"after": "not-a-date"}):  # fmt: skip
+    for params in (
+        {"q": "AND OR"},
+        {"q": "NOT x"},
+        {"sort": "sideways"},
+        {"page": "-1"},
+        {"days": "many"},
+        {"role": "admin"},
+        {"after": "not-a-date"},
+    ):
         response = client.get("/api/search", query_string=params)
         assert response.status_code == 400, params
         assert response.json["error"]
@@ -79,16 +94,44 @@ def test_unavailable_store_is_a_json_503(tmp_path) -> None:
 
 
 NASTY = st.sampled_from(
-    ['"', "(", ")", "*", ":", "^", "-", "+", "NOT", "AND", "OR", "NEAR", "NEAR(", ",", "\x00",
-     "🙂", "数据库", "部", "\\", "'", "%", "_", " "]
-)  # fmt: skip
+    [
+        '"',
+        "(",
+        ")",
+        "*",
+        ":",
+        "^",
+        "-",
+        "+",
+        "NOT",
+        "AND",
+        "OR",
+        "NEAR",
+        "NEAR(",
+        ",",
+        "\x00",
+        "🙂",
+        "数据库",
+        "部",
+        "\\",
+        "'",
+        "%",
+        "_",
+        " ",
+    ]
+)
 
 
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(q=st.one_of(st.text(max_size=300), st.lists(NASTY, max_size=40).map("".join),
-                   st.lists(NASTY, max_size=40).map(" ".join)))  # fmt: skip
+@given(
+    q=st.one_of(
+        st.text(max_size=300),
+        st.lists(NASTY, max_size=40).map("".join),
+        st.lists(NASTY, max_size=40).map(" ".join),
+    )
+)
 def test_any_query_is_answered_200_or_400(client: FlaskClient, q: str) -> None:
     response = client.get("/api/search", query_string={"q": q})
     assert response.status_code in (200, 400), (q, response.status_code)

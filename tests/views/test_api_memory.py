@@ -29,8 +29,9 @@ def test_get_and_put_round_trip(client: FlaskClient, hermes_home: Path) -> None:
     assert got["content"] == ENTRIES and got["entries"] == ["Name: Mara", "Prefers short answers"]
     assert got["limit"] == 1375 and got["chars"] == len(ENTRIES) and got["problems"] == []
     token = _token(client)
-    saved = _put(client, "user", {"content": ENTRIES + "\n§\nTimezone UTC",
-                                  "base_hash": got["hash"]}, token)  # fmt: skip
+    saved = _put(
+        client, "user", {"content": ENTRIES + "\n§\nTimezone UTC", "base_hash": got["hash"]}, token
+    )
     assert saved.status_code == 200 and saved.json["hash"] != got["hash"]
     assert (hermes_home / "memories" / "USER.md").read_text() == ENTRIES + "\n§\nTimezone UTC"
 
@@ -66,8 +67,8 @@ def test_csrf_and_bad_requests(client: FlaskClient) -> None:
 
 
 def test_each_profile_has_its_own_files_and_all_is_refused(tmp_path: Path) -> None:
-    from tests import hermes_shapes as hs
     from tests.conftest import make_app
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     client = make_app(facts.root, tmp_path / "data").test_client()
@@ -78,13 +79,19 @@ def test_each_profile_has_its_own_files_and_all_is_refused(tmp_path: Path) -> No
     assert got["content"] == "The legacy profile's user.\n"
     token = _token(client)
     headers = {"Origin": "http://localhost", "X-CSRF-Token": token}
-    refused = client.put("/api/memory/user?profile=all", headers=headers,
-                         json={"content": "mine", "base_hash": got["hash"]})  # fmt: skip
+    refused = client.put(
+        "/api/memory/user?profile=all",
+        headers=headers,
+        json={"content": "mine", "base_hash": got["hash"]},
+    )
     assert refused.status_code == 400 and "one profile" in refused.json["error"]
     assert client.get("/api/memory/user?profile=all").status_code == 400
     assert {p: p.read_bytes() for p in files.values()} == before
-    saved = client.put("/api/memory/user?profile=legacy", headers=headers,
-                       json={"content": "Legacy, saved", "base_hash": got["hash"]})  # fmt: skip
+    saved = client.put(
+        "/api/memory/user?profile=legacy",
+        headers=headers,
+        json={"content": "Legacy, saved", "base_hash": got["hash"]},
+    )
     assert saved.status_code == 200
     assert files[facts.root / "profiles" / "legacy"].read_text() == "Legacy, saved"
     assert files[facts.root].read_bytes() == before[files[facts.root]]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from flask.testing import FlaskClient
 
+from tests.archive.test_importer import assert_untouched, digests
+from tests.archive.test_listing import archived_home, fts_ok
 from tests.conftest import make_app
-from tests.test_archive_sessions import archived_home, fts_ok
-from tests.test_importer import assert_untouched, digests
-from tests.test_views_sessions import GONE_BADGE
+from tests.views.test_sessions import GONE_BADGE
 
 ORIGIN = {"Origin": "http://localhost"}
 
@@ -85,8 +85,12 @@ def test_delete_confirms_then_removes_the_session_never_touching_the_source(
     url = f"/archive/sessions/{sid}/delete"
     assert client.post(url, headers=ORIGIN).status_code == 403  # no token
     assert client.post(url, data={"csrf_token": token}).status_code == 403  # no origin
-    assert client.post(url, data={"csrf_token": token},
-                       headers={"Origin": "http://evil.example"}).status_code == 403  # fmt: skip
+    assert (
+        client.post(
+            url, data={"csrf_token": token}, headers={"Origin": "http://evil.example"}
+        ).status_code
+        == 403
+    )
     assert _html(client, "/archive").count(GONE_BADGE) == 2
     done = client.post(url, data={"csrf_token": token}, headers=ORIGIN)
     assert done.status_code == 303 and done.headers["Location"].endswith(f"/archive?deleted={sid}")
@@ -133,15 +137,19 @@ def test_the_page_without_an_archive_says_how_to_make_one(tmp_path: Path) -> Non
 def test_every_profile_has_its_radar_and_a_profile_column_and_one_profile_its_own(
     tmp_path: Path,
 ) -> None:
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     legacy_config = facts.root / "profiles" / "legacy" / "config.yaml"
     legacy_config.write_text("sessions:\n  retention_days: 36500\n", encoding="utf-8")
     client = make_app(facts.root, tmp_path / "data").test_client()
     html = _html(client, "/archive?profile=all&presence=all")
-    radars = {m.group(1): m.group(0) for m in re.finditer(
-        r'<section id="prune-radar-([^"]+)" class="prune-radar".*?</section>', html)}  # fmt: skip
+    radars = {
+        m.group(1): m.group(0)
+        for m in re.finditer(
+            r'<section id="prune-radar-([^"]+)" class="prune-radar".*?</section>', html
+        )
+    }
     assert set(radars) == {"default", "legacy", "empty"}
     assert "36,500 days" in radars["legacy"] and "90 days" in radars["default"]
     doomed = re.findall(r'data-session="([^"]+)"', radars["default"])
@@ -151,8 +159,12 @@ def test_every_profile_has_its_radar_and_a_profile_column_and_one_profile_its_ow
     assert links and not any(link.startswith("legacy:") for link in links)
     listing = html.split('id="archived"', 1)[1]
     rows = re.findall(r"<tr>.*?</tr>", listing.split("<tbody>")[1])
-    profiles = {re.search(r'href="/sessions/([^"?]+)', r).group(1):
-                re.search(r'<td class="profile">([^<]+)</td>', r).group(1) for r in rows}
+    profiles = {
+        re.search(r'href="/sessions/([^"?]+)', r).group(1): re.search(
+            r'<td class="profile">([^<]+)</td>', r
+        ).group(1)
+        for r in rows
+    }
     for sid in facts.shared_ids:  # one id, two sessions, each with its profile
         assert profiles[sid] == "default" and profiles[f"legacy:{sid}"] == "legacy"
     # One profile: its own radar (its config), only its sessions, no column.

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.repository.chains import Chain, Segment
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.lineage.chains import Chain, Segment
+from dashboard.store.session_store import NewMessage, SessionStore
 from dashboard.web.lineage_svg import render_chain_svg
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
-from tests.test_chains import SEGMENTS, T0, ChainHome, build_chain_home
-from tests.test_views_sessions import IMG, SCRIPT, assert_inert
+from tests.lineage.test_chains import SEGMENTS, T0, ChainHome, build_chain_home
+from tests.support import hermes_shapes as shapes
+from tests.views.test_sessions import IMG, SCRIPT, assert_inert
 
 EVIL = f"Refactor {SCRIPT} {IMG}"
 
@@ -57,8 +57,9 @@ class SvgLinks(HTMLParser):
         a = dict(attrs)
         if tag == "a":
             self._in_a = True
-            self.links.append({"href": a.get("href") or "", "class": a.get("class") or "",
-                               "title": ""})  # fmt: skip
+            self.links.append(
+                {"href": a.get("href") or "", "class": a.get("class") or "", "title": ""}
+            )
         elif tag == "title" and self._in_a and not self.links[-1]["title"]:
             self._in_title = True
 
@@ -171,8 +172,11 @@ def test_chain_page_table_and_totals(chain_client: FlaskClient, chain_home: Chai
 def test_untrusted_titles_stay_text_in_the_picture_and_the_page(
     chain_client: FlaskClient, chain_home: ChainHome
 ) -> None:
-    for path in (f"/chains/{chain_home.line[0]}", f"/chains/{chain_home.line[0]}/transcript",
-                 f"/sessions/{chain_home.line[0]}"):  # fmt: skip
+    for path in (
+        f"/chains/{chain_home.line[0]}",
+        f"/chains/{chain_home.line[0]}/transcript",
+        f"/sessions/{chain_home.line[0]}",
+    ):
         html = page(chain_client, path)
         assert_inert(html)
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -257,9 +261,19 @@ def test_chain_api_shape(chain_client: FlaskClient, chain_home: ChainHome) -> No
     assert body["root"] == chain_home.line[0] and body["tip"] == chain_home.line[-1]
     assert body["line"] == chain_home.line and body["warnings"] == []
     assert len(body["nodes"]) == SEGMENTS + 3
-    keys = {"session_id", "parent_session_id", "kind", "started_at", "ended_at", "end_reason",
-            "message_count", "input_tokens", "output_tokens", "estimated_cost_usd",
-            "actual_cost_usd"}  # fmt: skip
+    keys = {
+        "session_id",
+        "parent_session_id",
+        "kind",
+        "started_at",
+        "ended_at",
+        "end_reason",
+        "message_count",
+        "input_tokens",
+        "output_tokens",
+        "estimated_cost_usd",
+        "actual_cost_usd",
+    }
     assert all(keys <= set(node) for node in body["nodes"])
     by_id = {n["session_id"]: n for n in body["nodes"]}
     assert by_id[chain_home.delegate]["kind"] == "delegation"
@@ -345,7 +359,7 @@ def test_chain_api_for_a_damaged_file_names_the_problem(tmp_path: Path) -> None:
 
 def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None:
     # Item 3: effective spend with its coverage; the session page shows the table's figure.
-    from tests.test_chains import build_priced_chain
+    from tests.lineage.test_chains import build_priced_chain
 
     line = build_priced_chain(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -396,7 +410,7 @@ def test_heading_panels_and_sortable_index(tmp_path: Path) -> None:
 
 
 def test_a_chain_segment_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
-    from tests.test_views_sessions import GONE_BADGE
+    from tests.views.test_sessions import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -406,15 +420,18 @@ def test_a_chain_segment_gone_from_hermes_carries_its_badge(tmp_path: Path) -> N
 def test_a_chain_whose_latest_segment_is_gone_carries_the_badge_in_the_index(
     tmp_path: Path,
 ) -> None:
-    from tests.test_views_sessions import GONE_BADGE
+    from tests.views.test_sessions import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
     assert GONE_BADGE not in page(client, "/chains")  # its tip is still in Hermes
     with SessionStore(tmp_path / "home" / "state.db") as store:
-        store.core.write(lambda c: c.execute(
-            "UPDATE sessions SET gone_from_source_at=? WHERE id=?",
-            (shapes.GONE_AT, ids["child"])))  # fmt: skip
+        store.core.write(
+            lambda c: c.execute(
+                "UPDATE sessions SET gone_from_source_at=? WHERE id=?",
+                (shapes.GONE_AT, ids["child"]),
+            )
+        )
     assert page(client, "/chains").count(GONE_BADGE) == 1
 
 
@@ -454,7 +471,11 @@ def test_chain_api_lists_each_sessions_epochs(
     assert [e["archived"] for e in epochs] == [len(a) for _, a, _ in made] + [0]
     assert sum(e["rows"] for e in epochs) == len(facts.distinct)
     assert [e["summary_opening"] for e in epochs] == [
-        None, "so far: part 1", "so far: part 2", "so far: part 3"]  # fmt: skip
+        None,
+        "so far: part 1",
+        "so far: part 2",
+        "so far: part 3",
+    ]
     assert epochs[1]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={carriers[0]}#m{carriers[0]}"
     first = epochs[0]["first_message_id"]
     assert epochs[0]["link"] == f"/sessions/{shapes.S_EPOCHS}?at={first}#m{first}"
@@ -487,7 +508,8 @@ def test_chain_page_splits_an_in_place_bar_at_each_compaction_and_links_each_epo
     svg = svg_of(html)
     epochs = [link for link in links_of(svg) if "epoch" in link["class"].split()]
     assert [e["href"] for e in epochs[1:]] == [
-        f"/sessions/{shapes.S_EPOCHS}?at={c}#m{c}" for c in carriers]  # fmt: skip
+        f"/sessions/{shapes.S_EPOCHS}?at={c}#m{c}" for c in carriers
+    ]
     assert epochs[0]["title"].startswith("Epoch 1 of 4")
     assert "compaction 1 of 3" in epochs[0]["title"] and "live" in epochs[3]["title"]
     assert svg.count('class="compaction-mark"') == 3
@@ -550,7 +572,8 @@ def test_chains_of_every_profile_have_a_profile_column_and_pages_name_it(
     session = page(client, f"/sessions/legacy:{shapes.S_CONT2}?profile=all")
     assert '<span class="profile-label" title="Profile">legacy</span>' in session
     assert '<span class="profile-label" title="Profile">default</span>' in page(
-        client, f"/sessions/{shapes.S_CONT2}?profile=all")  # fmt: skip
+        client, f"/sessions/{shapes.S_CONT2}?profile=all"
+    )
     # One profile's pages: its chains only, no column, no label.
     scoped = page(client, "/chains?profile=legacy")
     assert "legacy:" in scoped and f'href="/chains/{shapes.S_CONT2}' not in scoped

@@ -16,15 +16,15 @@ from types import SimpleNamespace
 import pytest
 from flask.testing import FlaskClient
 
+from dashboard.costs.spend import STATUSES, TOKEN_KINDS, Cell, Spend, spend
 from dashboard.demo.build import build_demo_home
-from dashboard.repository.costs import STATUSES, TOKEN_KINDS, Cell, Spend, spend
-from dashboard.repository.readonly import open_readonly
-from dashboard.repository.store import SessionStore, Usage
-from dashboard.web.filters import usd
+from dashboard.store.readonly import open_readonly
+from dashboard.store.session_store import SessionStore, Usage
+from dashboard.web.format import usd
 from dashboard.web.reader import get_reader
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
-from tests.test_costs import assert_matches, independent, profiles_home
+from tests.costs.test_spend import assert_matches, independent, profiles_home
+from tests.support import hermes_shapes as shapes
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
 SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
@@ -122,13 +122,21 @@ def expected_spend_row(cell: Cell, period: str, key: str) -> list[str]:
     drift = "—" if cell.drift is None else f"{cell.drift:.2f}×"
     share = "—" if cell.actual_share is None else f"{cell.actual_share * 100:.0f}%"
     labels = {"actual": "billed", "partial": "partly billed", "unknown": "unknown price"}
-    mix = ", ".join(f"{cell.status_mix[s]:,} {labels.get(s, s)}" for s in STATUSES
-                    if cell.status_mix.get(s))  # fmt: skip
+    mix = ", ".join(
+        f"{cell.status_mix[s]:,} {labels.get(s, s)}" for s in STATUSES if cell.status_mix.get(s)
+    )
     return [
-        period, key, money(cell.estimated_usd, cell), money(cell.actual_usd, cell),
-        money(cell.effective_usd, cell), drift, share, mix or "—",
-        f"{cell.sessions:,}", f"{cell.api_calls:,}",
-    ]  # fmt: skip
+        period,
+        key,
+        money(cell.estimated_usd, cell),
+        money(cell.actual_usd, cell),
+        money(cell.effective_usd, cell),
+        drift,
+        share,
+        mix or "—",
+        f"{cell.sessions:,}",
+        f"{cell.api_calls:,}",
+    ]
 
 
 def expected_token_row(cell: Cell, period: str, key: str) -> list[str]:
@@ -208,8 +216,9 @@ def test_page_csv_and_json_show_the_repository_numbers(demo: FlaskClient, params
     start = date.fromisoformat(params["from"]) if "from" in params else default[0]
     end = date.fromisoformat(params["to"]) if "to" in params else default[1]
     sources = tuple(sorted(params.get("source", [])))
-    truth = repository_spend(read_path(demo), period=period, by=by, start=start, end=end,
-                             sources=sources)  # fmt: skip
+    truth = repository_spend(
+        read_path(demo), period=period, by=by, start=start, end=end, sources=sources
+    )
     assert truth.rows, "the demo should have spend in every case"
 
     tables = shown_tables(get(demo, "/costs", **params))
@@ -256,9 +265,12 @@ def test_shapes_with_and_without_usage_rows(shape_home: Path, tmp_path: Path) ->
     client = client_for(shape_home, tmp_path / "data", now=SHAPES_NOW)
     html = get(client, "/costs", **YEAR)
     truth = repository_spend(
-        read_path(client), period="month", by="provider", start=date(2026, 1, 1),
+        read_path(client),
+        period="month",
+        by="provider",
+        start=date(2026, 1, 1),
         end=date(2027, 1, 1),
-    )  # fmt: skip
+    )
     rows = shown_tables(html)["spend"]["rows"]
     assert [texts(r) for r in rows[:-1]] == [
         expected_spend_row(c, c.period, c.key) for c in truth.rows
@@ -289,18 +301,34 @@ def test_unknown_cost_is_never_shown_as_zero(hermes_home: Path, tmp_path: Path) 
 
 
 def test_large_drift_is_flagged(tmp_path: Path) -> None:
-    from dashboard.repository.store import SessionStore, Usage
+    from dashboard.store.session_store import SessionStore, Usage
 
     at = SHAPES_NOW.timestamp()
     with SessionStore(tmp_path / "own" / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
         # Billed 2.5x the estimate for the same calls: flagged. 1.1x: not flagged.
-        store.record_usage(sid, Usage(model="a", billing_provider="openrouter",
-                                      estimated_cost_usd=0.10, actual_cost_usd=0.25,
-                                      cost_status="actual", at=at))  # fmt: skip
-        store.record_usage(sid, Usage(model="b", billing_provider="steady",
-                                      estimated_cost_usd=1.00, actual_cost_usd=1.10,
-                                      cost_status="actual", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="a",
+                billing_provider="openrouter",
+                estimated_cost_usd=0.10,
+                actual_cost_usd=0.25,
+                cost_status="actual",
+                at=at,
+            ),
+        )
+        store.record_usage(
+            sid,
+            Usage(
+                model="b",
+                billing_provider="steady",
+                estimated_cost_usd=1.00,
+                actual_cost_usd=1.10,
+                cost_status="actual",
+                at=at,
+            ),
+        )
     client = client_for(tmp_path / "own", tmp_path / "data", now=SHAPES_NOW)
     tables = shown_tables(get(client, "/costs", **YEAR))
     rows = tables["spend"]["rows"]
@@ -352,7 +380,8 @@ def test_headline_cards(demo: FlaskClient) -> None:
     elapsed = 29.5 / 30  # noon on the 30th of a 30-day month
     projected = usd((so_far.totals.effective_usd or 0) / elapsed)
     assert shown["projected for the month"] == _with_unknown(so_far).replace(
-        usd(so_far.totals.effective_usd), projected, 1)  # fmt: skip
+        usd(so_far.totals.effective_usd), projected, 1
+    )
     top = min(so_far.rows, key=lambda c: (-(c.effective_usd or 0), c.key))
     assert shown[f"top provider · {usd(top.effective_usd)}"] == top.key
     share = so_far.totals.actual_share
@@ -436,16 +465,26 @@ def test_new_spend_shows_up_through_the_rollup(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with SessionStore(home / "state.db") as store:
         sid = store.create_session("cli", started_at=NOW.timestamp() - 3600)
-        call = Usage(model="m", billing_provider="p", estimated_cost_usd=1.25,
-                     cost_status="estimated", at=NOW.timestamp() - 3600)  # fmt: skip
+        call = Usage(
+            model="m",
+            billing_provider="p",
+            estimated_cost_usd=1.25,
+            cost_status="estimated",
+            at=NOW.timestamp() - 3600,
+        )
         store.record_usage(sid, call)
     client = client_for(home, tmp_path / "data")
     assert get_json(client)["totals"]["estimated_usd"] == 1.25  # the first answer starts the build
     rollup = client.application.extensions["recall.cost_rollup"]
     rollup.wait_until_built(timeout=60)
     with SessionStore(home / "state.db") as store:
-        call = Usage(model="m", billing_provider="p", estimated_cost_usd=0.5,
-                     cost_status="estimated", at=NOW.timestamp() - 60)  # fmt: skip
+        call = Usage(
+            model="m",
+            billing_provider="p",
+            estimated_cost_usd=0.5,
+            cost_status="estimated",
+            at=NOW.timestamp() - 60,
+        )
         store.record_usage(sid, call)
     assert get_json(client)["totals"]["estimated_usd"] == 1.75
     assert "rebuilt" not in rollup.last_refresh and rollup.last_refresh["changed"] >= 1
@@ -464,10 +503,22 @@ def test_cards_say_how_much_is_known_and_that_some_is_not(tmp_path: Path) -> Non
     at = NOW.timestamp() - 86400
     with SessionStore(home / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
-        store.record_usage(sid, Usage(model="m", billing_provider="p", estimated_cost_usd=2.10,
-                                      cost_status="estimated", at=at))  # fmt: skip
-        store.record_usage(sid, Usage(model="local", billing_provider="custom", api_calls=3,
-                                      cost_status="unknown", at=at))  # fmt: skip
+        store.record_usage(
+            sid,
+            Usage(
+                model="m",
+                billing_provider="p",
+                estimated_cost_usd=2.10,
+                cost_status="estimated",
+                at=at,
+            ),
+        )
+        store.record_usage(
+            sid,
+            Usage(
+                model="local", billing_provider="custom", api_calls=3, cost_status="unknown", at=at
+            ),
+        )
     shown = cards(get(client_for(home, tmp_path / "a"), "/costs"))
     assert shown["spent so far"] == "$2.10 + 3 calls of unknown price"
     assert shown["last month by day 30"] == "$0.00"  # October had no calls: nothing spent
@@ -508,9 +559,17 @@ def test_csv_numbers_are_numbers_at_full_precision(tmp_path: Path) -> None:
     truth = client.get("/api/costs", query_string=params).get_json()
     lines = csv_rows(client, **params)
     assert len(lines) == len(truth["rows"]) + 1
-    numeric = ["estimated_usd", "actual_usd", "effective_usd", "drift", "billed_share",
-               "sessions", "api_calls", *(f"calls_{s}" for s in STATUSES),
-               *(f"{k}_tokens" for k in TOKEN_KINDS)]  # fmt: skip
+    numeric = [
+        "estimated_usd",
+        "actual_usd",
+        "effective_usd",
+        "drift",
+        "billed_share",
+        "sessions",
+        "api_calls",
+        *(f"calls_{s}" for s in STATUSES),
+        *(f"{k}_tokens" for k in TOKEN_KINDS),
+    ]
     for line, row in zip(lines, [*truth["rows"], truth["totals"]], strict=True):
         for name in numeric:
             if line[name] != "":
@@ -518,12 +577,20 @@ def test_csv_numbers_are_numbers_at_full_precision(tmp_path: Path) -> None:
         for name in ("estimated_usd", "actual_usd", "effective_usd"):
             value = row[name]
             assert line[name] == ("" if value is None else repr(value)), (row["key"], name)
-        assert line["coverage"] in ("billed", "partly billed", "estimated", "included",
-                                    "unknown price")  # fmt: skip
+        assert line["coverage"] in (
+            "billed",
+            "partly billed",
+            "estimated",
+            "included",
+            "unknown price",
+        )
         for s in STATUSES:
             assert int(line[f"calls_{s}"]) == row["status_mix"][s]
-    main = [r for r in lines if r["model"] == "anthropic/claude-sonnet-4.5"
-            and r["period"] == "2026-11-05"]  # fmt: skip
+    main = [
+        r
+        for r in lines
+        if r["model"] == "anthropic/claude-sonnet-4.5" and r["period"] == "2026-11-05"
+    ]
     assert main[0]["effective_usd"] == repr(0.255) and main[0]["coverage"] == "partly billed"
     unknown = [r for r in lines if r["model"] == "qwen3-coder-30b"]
     assert unknown and unknown[0]["effective_usd"] == ""
@@ -538,9 +605,16 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) 
     with SessionStore(home / "state.db") as store:
         sid = store.create_session("cli", started_at=at)
         for n, model in enumerate(evil):
-            store.record_usage(sid, Usage(model=model, billing_provider="p",
-                                          estimated_cost_usd=0.1 * (n + 1),
-                                          cost_status="estimated", at=at))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model=model,
+                    billing_provider="p",
+                    estimated_cost_usd=0.1 * (n + 1),
+                    cost_status="estimated",
+                    at=at,
+                ),
+            )
     client = client_for(home, tmp_path / "data")
     models = {line["model"] for line in csv_rows(client, by="model")}
     assert models == {"'" + m for m in evil} | {"all"}
@@ -552,8 +626,9 @@ ALL_SHAPES = {**shapes.SHAPES, **shapes.COST_SHAPES}
 
 
 def as_result(body: dict) -> SimpleNamespace:
-    return SimpleNamespace(rows=[SimpleNamespace(**r) for r in body["rows"]],
-                           totals=SimpleNamespace(**body["totals"]))  # fmt: skip
+    return SimpleNamespace(
+        rows=[SimpleNamespace(**r) for r in body["rows"]], totals=SimpleNamespace(**body["totals"])
+    )
 
 
 @pytest.mark.parametrize("mode", ["rollup", "raw"])
@@ -667,11 +742,15 @@ def session_rows(html: str) -> list[dict[str, str]]:
     for row in re.findall(r"<tr>\s*<td class=\"text session-cell\">(.*?)</tr>", table, re.S):
         cells = re.findall(r"<td[^>]*>(.*?)</td>", '<td class="x">' + row, re.S)
         text = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
-        out.append({
-            "session": re.search(r'href="/sessions/([^"]+)"', row).group(1),
-            "chain": (re.search(r'href="/chains/([^"]+)"', row) or [None, None])[1],
-            "cost": text[3], "tokens": text[5], "calls": text[6],
-        })  # fmt: skip
+        out.append(
+            {
+                "session": re.search(r'href="/sessions/([^"]+)"', row).group(1),
+                "chain": (re.search(r'href="/chains/([^"]+)"', row) or [None, None])[1],
+                "cost": text[3],
+                "tokens": text[5],
+                "calls": text[6],
+            }
+        )
     return out
 
 
@@ -731,13 +810,18 @@ def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
 
 
 def test_a_costly_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
-    from tests.test_views_sessions import GONE_BADGE
+    from tests.views.test_sessions import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     with SessionStore(tmp_path / "home" / "state.db") as store:
         for name in ("gone", "kept"):
-            usage = Usage(model="m", input_tokens=10, estimated_cost_usd=0.5,
-                          cost_status="estimated", at=shapes.GONE_AT - 9e6)  # fmt: skip
+            usage = Usage(
+                model="m",
+                input_tokens=10,
+                estimated_cost_usd=0.5,
+                cost_status="estimated",
+                at=shapes.GONE_AT - 9e6,
+            )
             store.record_usage(ids[name], usage)
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
     html = get(client, "/costs", **YEAR)
@@ -767,8 +851,9 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
 ) -> None:
     client = profiles_client
     db = read_path(client)
-    truth = repository_spend(db, period="month", by="profile", start=date(2026, 1, 1),
-                             end=date(2027, 1, 1))  # fmt: skip
+    truth = repository_spend(
+        db, period="month", by="profile", start=date(2026, 1, 1), end=date(2027, 1, 1)
+    )
     assert {c.key for c in truth.rows} == {"default", "legacy"}
     html = get(client, "/costs", by="profile", **YEAR)
     assert '<option value="profile" selected>profile</option>' in html
@@ -791,21 +876,28 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
         own = json.loads(get(client, "/api/costs", by="profile", profile=name, **YEAR))
         assert own["rows"] == [r for r in body["rows"] if r["key"] == name], name
     assert sum(r["effective_usd"] for r in body["rows"]) == pytest.approx(
-        body["totals"]["effective_usd"])  # fmt: skip
+        body["totals"]["effective_usd"]
+    )
 
     # The cards of all profiles: the total, then each profile's month so far.
     shown = cards(get(client, "/costs", profile="all"))
-    july = {"period": "month", "by": "provider", "start": date(2026, 7, 1),
-            "end": date(2026, 7, 26)}  # fmt: skip
+    july = {
+        "period": "month",
+        "by": "provider",
+        "start": date(2026, 7, 1),
+        "end": date(2026, 7, 26),
+    }
     assert shown["spent so far"] == _with_unknown(repository_spend(db, **july))
     for name in ("default", "empty", "legacy"):
-        own = json.loads(get(client, "/api/costs", profile=name, **{
-            "from": "2026-07-01", "to": "2026-07-26"}))  # fmt: skip
+        own = json.loads(
+            get(client, "/api/costs", profile=name, **{"from": "2026-07-01", "to": "2026-07-26"})
+        )
         mine = repository_spend(db, **july, profiles=(name,))
         assert own["totals"] == json.loads(json.dumps(mine.totals.to_json())), name
         # A profile without calls this month spent $0, as an empty month does.
         assert shown[f"{name} · spent so far"] == (
-            _with_unknown(mine) if mine.rows else usd(0.0)), name  # fmt: skip
+            _with_unknown(mine) if mine.rows else usd(0.0)
+        ), name
     one = cards(get(client, "/costs", profile="legacy"))
     assert not [label for label in one if "·" in label and "spent so far" in label]
 
@@ -816,4 +908,5 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
     assert not [label for label in cards(page) if "·" in label and "spent so far" in label]
     for path in ("/costs", "/costs.csv", "/api/costs"):
         assert "by must be one of provider, model, source, task" in get(
-            single, path, 400, by="profile", **YEAR)  # fmt: skip
+            single, path, 400, by="profile", **YEAR
+        )

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from dashboard.repository.importer import Progress
-from dashboard.repository.syncer import Syncer
-from tests import hermes_shapes as shapes
+from dashboard.archive.importer import Progress
+from dashboard.archive.syncer import Syncer
+from tests.archive.test_syncer import wait_for
 from tests.conftest import make_app
-from tests.test_syncer import wait_for
+from tests.support import hermes_shapes as shapes
 
 
 @pytest.fixture

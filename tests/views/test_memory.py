@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
 
 ORIGIN = {"Origin": "http://localhost"}
 USER_TEXT = "Name: Ada\n§\nPrefers short answers\n§\nLives in Lisbon"
@@ -102,9 +102,12 @@ def test_save_writes_the_file_and_records_revisions(client: FlaskClient, home: P
     new = USER_TEXT + "\n§\nWorks at night"
     # A browser sends a textarea's newlines as CRLF: saved as LF.
     response = _post(
-        client, "/memory/USER.md", csrf_token=token, base_sha256=base,
+        client,
+        "/memory/USER.md",
+        csrf_token=token,
+        base_sha256=base,
         text=new.replace("\n", "\r\n"),
-    )  # fmt: skip
+    )
     assert response.status_code == 303
     location = response.headers["Location"]
     assert re.search(r"/memory/USER\.md\?saved=1&change=\d+&before=\d+$", location)
@@ -177,8 +180,12 @@ def test_conflict_shows_the_base_revision_when_recall_has_it(
 ) -> None:
     path = home / "memories" / "USER.md"
     _, token, base = _load(client)
-    assert _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
-                 text="Base text").status_code == 303  # fmt: skip
+    assert (
+        _post(
+            client, "/memory/USER.md", csrf_token=token, base_sha256=base, text="Base text"
+        ).status_code
+        == 303
+    )
     _, token, base = _load(client)
     path.write_text("Their text", encoding="utf-8")
     page = _post(
@@ -252,9 +259,14 @@ def test_memory_pages_load_the_counter_script_and_render_the_count_without_js(
 
 def _entry_op(client: FlaskClient, token: str, base: str, op: str, index: int, value: str = ""):
     return _post(
-        client, "/memory/USER.md/entries", csrf_token=token, base_sha256=base,
-        op=op, index=str(index), value=value,
-    )  # fmt: skip
+        client,
+        "/memory/USER.md/entries",
+        csrf_token=token,
+        base_sha256=base,
+        op=op,
+        index=str(index),
+        value=value,
+    )
 
 
 def _preview_text(page: str) -> str:
@@ -294,9 +306,12 @@ def test_an_entry_op_saves_in_one_step_shows_what_changed_and_can_be_undone(
     assert "Saved USER.md" in page
     changed = page.split('aria-label="What changed"')[1].split("</section>")[0]
     assert "diff-add" in changed or "diff-del" in changed
-    undo = re.search(r'action="(/memory/USER\.md/restore/\d+)"[^>]*>\s*<input[^>]*>\s*'
-                     r'<input type="hidden" name="base_sha256" value="([0-9a-f]+)">\s*'
-                     r'<button type="submit">Undo</button>', changed)  # fmt: skip
+    undo = re.search(
+        r'action="(/memory/USER\.md/restore/\d+)"[^>]*>\s*<input[^>]*>\s*'
+        r'<input type="hidden" name="base_sha256" value="([0-9a-f]+)">\s*'
+        r'<button type="submit">Undo</button>',
+        changed,
+    )
     assert undo and undo.group(2) == _sha(path)
     undone = _post(client, undo.group(1), csrf_token=token, base_sha256=undo.group(2))
     assert undone.status_code == 303
@@ -313,8 +328,14 @@ def test_an_entry_op_with_blocked_content_previews_with_the_block(client: FlaskC
 def test_bad_entry_ops_are_refused(client: FlaskClient, home: Path, op: str, index: int) -> None:
     _, token, base = _load(client)
     assert _entry_op(client, token, base, op, index, "x").status_code == 400
-    not_a_number = _post(client, "/memory/USER.md/entries", csrf_token=token,
-                         base_sha256=base, op="delete", index="one")  # fmt: skip
+    not_a_number = _post(
+        client,
+        "/memory/USER.md/entries",
+        csrf_token=token,
+        base_sha256=base,
+        op="delete",
+        index="one",
+    )
     assert not_a_number.status_code == 400
     assert (home / "memories" / "USER.md").read_text(encoding="utf-8") == USER_TEXT
 
@@ -340,8 +361,12 @@ def test_an_entry_op_on_a_changed_file_shows_the_conflict_view(
     path = home / "memories" / "USER.md"
     _, token, base = _load(client)
     # Recall knows the base text once it has a revision of it.
-    assert _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
-                 text="One\n§\nTwo").status_code == 303  # fmt: skip
+    assert (
+        _post(
+            client, "/memory/USER.md", csrf_token=token, base_sha256=base, text="One\n§\nTwo"
+        ).status_code
+        == 303
+    )
     _, token, base = _load(client)
     path.write_text("Uno\n§\nTwo\n§\nAdded by the agent", encoding="utf-8")
     response = _entry_op(client, token, base, "delete", 0)  # the entry they edited: overlap
@@ -390,8 +415,11 @@ def profiles(tmp_path: Path) -> shapes.ProfilesFacts:
 
 def _memory_files(facts: shapes.ProfilesFacts) -> dict[Path, bytes]:
     homes = [facts.root, *(facts.root / "profiles").iterdir()]
-    return {h / "memories" / n: (h / "memories" / n).read_bytes() for h in homes
-            for n in ("USER.md", "MEMORY.md")}  # fmt: skip
+    return {
+        h / "memories" / n: (h / "memories" / n).read_bytes()
+        for h in homes
+        for n in ("USER.md", "MEMORY.md")
+    }
 
 
 def test_each_profiles_page_edits_its_own_files_with_its_own_limits(
@@ -406,14 +434,20 @@ def test_each_profiles_page_edits_its_own_files_with_its_own_limits(
     assert str(legacy / "USER.md") in page  # the file it edits, by its path
     assert 'action="/memory/USER.md/preview?profile=legacy"' in page
     assert "/ 700 characters" in client.get("/memory/MEMORY.md?profile=legacy").get_data(
-        as_text=True)  # fmt: skip
+        as_text=True
+    )
     default = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
     assert "The default profile&#39;s user." in default and "/ 1,375 characters" in default
 
     before = _memory_files(profiles)
     text = "The legacy profile's user.\n§\nPrefers Go"
-    saved = _post(client, "/memory/USER.md?profile=legacy", csrf_token=_field(page, "csrf_token"),
-                  base_sha256=_field(page, "base_sha256"), text=text)  # fmt: skip
+    saved = _post(
+        client,
+        "/memory/USER.md?profile=legacy",
+        csrf_token=_field(page, "csrf_token"),
+        base_sha256=_field(page, "base_sha256"),
+        text=text,
+    )
     assert saved.status_code == 303 and "profile=legacy" in saved.headers["Location"]
     after = _memory_files(profiles)
     assert after.pop(legacy / "USER.md").decode() == text
@@ -426,8 +460,13 @@ def test_revisions_stay_with_their_profiles_file(
     client = make_app(profiles.root, tmp_path / "data").test_client()
     page = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
     token = _field(page, "csrf_token")
-    _post(client, "/memory/USER.md?profile=default", csrf_token=token,
-          base_sha256=_field(page, "base_sha256"), text="Default, edited")  # fmt: skip
+    _post(
+        client,
+        "/memory/USER.md?profile=default",
+        csrf_token=token,
+        base_sha256=_field(page, "base_sha256"),
+        text="Default, edited",
+    )
     default = client.get("/memory/USER.md?profile=default").get_data(as_text=True)
     assert "edited in Recall" in default
     revision = re.search(r'action="/memory/USER.md/restore/(\d+)\?profile=default"', default)
@@ -436,8 +475,12 @@ def test_revisions_stay_with_their_profiles_file(
     assert "edited in Recall" not in legacy and "Default, edited" not in legacy
     # Default's revision, restored through legacy's page, is not legacy's to restore.
     before = _memory_files(profiles)
-    restored = _post(client, f"/memory/USER.md/restore/{revision.group(1)}?profile=legacy",
-                     csrf_token=token, base_sha256=_field(legacy, "base_sha256"))  # fmt: skip
+    restored = _post(
+        client,
+        f"/memory/USER.md/restore/{revision.group(1)}?profile=legacy",
+        csrf_token=token,
+        base_sha256=_field(legacy, "base_sha256"),
+    )
     assert restored.status_code == 404
     assert _memory_files(profiles) == before
 
@@ -457,13 +500,25 @@ def test_all_profiles_lists_every_profiles_files_and_a_save_needs_one(
     assert f"{len(legacy_user)} / 500 characters" in page  # its size against its own limit
     assert "/ 1,375 characters" in page
     assert 'name="text"' not in page  # no editor: a save would not say whose file
-    token = _field(client.get("/memory/USER.md?profile=legacy").get_data(as_text=True),
-                   "csrf_token")  # fmt: skip
+    token = _field(
+        client.get("/memory/USER.md?profile=legacy").get_data(as_text=True), "csrf_token"
+    )
     before = _memory_files(profiles)
-    for url in ("/memory/USER.md?profile=all", "/memory/USER.md/entries?profile=all",
-                "/memory/USER.md/preview?profile=all"):  # fmt: skip
-        refused = _post(client, url, csrf_token=token, base_sha256="x" * 64, text="mine",
-                        op="add", index="0", value="mine")  # fmt: skip
+    for url in (
+        "/memory/USER.md?profile=all",
+        "/memory/USER.md/entries?profile=all",
+        "/memory/USER.md/preview?profile=all",
+    ):
+        refused = _post(
+            client,
+            url,
+            csrf_token=token,
+            base_sha256="x" * 64,
+            text="mine",
+            op="add",
+            index="0",
+            value="mine",
+        )
         assert refused.status_code == 400, url
         assert "one profile" in refused.get_data(as_text=True)
     assert _memory_files(profiles) == before
@@ -514,9 +569,10 @@ def test_saving_into_a_read_only_home_says_it_cannot_write(client: FlaskClient, 
             client, "/memory/USER.md", csrf_token=token, base_sha256=base, text="Name: Bo"
         )
         api = client.put(
-            "/api/memory/user", json={"content": "Name: Bo", "base_hash": base},
+            "/api/memory/user",
+            json={"content": "Name: Bo", "base_hash": base},
             headers={**ORIGIN, "X-CSRF-Token": token},
-        )  # fmt: skip
+        )
     assert saved.status_code == 403
     text = saved.get_data(as_text=True)
     assert "cannot write" in text and "Nothing was written" in text and str(user_md.parent) in text
@@ -590,8 +646,10 @@ def test_a_full_text_save_from_a_stale_tab_merges_changes_to_other_entries(
     path = home / "memories" / "USER.md"
     _, token, base = _load(client)  # two tabs loaded the same text
     first = USER_TEXT.replace("short answers", "short answers, in English")
-    assert _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
-                 text=first).status_code == 303  # fmt: skip
+    assert (
+        _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=first).status_code
+        == 303
+    )
     second = USER_TEXT.replace("Lisbon", "Porto")  # the second tab, from the old base
     response = _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base, text=second)
     assert response.status_code == 303
@@ -606,9 +664,11 @@ def test_invisible_characters_are_named_markers_in_the_diff(
 ) -> None:
     _, token, base = _load(client)
     sneaky = USER_TEXT.replace("Prefers short", "Prefers\u00a0short").replace(
-        "Lives", "Lives\tin\u200b")  # fmt: skip
-    page = _post(client, "/memory/USER.md/preview", csrf_token=token, base_sha256=base,
-                 text=sneaky).get_data(as_text=True)  # fmt: skip
+        "Lives", "Lives\tin\u200b"
+    )
+    page = _post(
+        client, "/memory/USER.md/preview", csrf_token=token, base_sha256=base, text=sneaky
+    ).get_data(as_text=True)
     diff = page.split('class="memory-diff"')[1].split("</pre>")[0]
     assert '<span class="hidden-char" title="U+00A0 NO-BREAK SPACE">U+00A0</span>' in diff
     assert '<span class="hidden-char" title="U+200B ZERO WIDTH SPACE">U+200B</span>' in diff
@@ -618,8 +678,13 @@ def test_invisible_characters_are_named_markers_in_the_diff(
 
 def test_history_shows_what_each_revision_changed(client: FlaskClient, home: Path) -> None:
     _, token, base = _load(client)
-    _post(client, "/memory/USER.md", csrf_token=token, base_sha256=base,
-          text=USER_TEXT.replace("Lisbon", "Porto"))  # fmt: skip
+    _post(
+        client,
+        "/memory/USER.md",
+        csrf_token=token,
+        base_sha256=base,
+        text=USER_TEXT.replace("Lisbon", "Porto"),
+    )
     page = client.get("/memory/USER.md").get_data(as_text=True)
     history = page.split('class="memory-history"')[1]
     changes = re.findall(r'<details class="memory-revision-changes">(.*?)</details>', history, re.S)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
 
 LAYOUT_TEXT = {
     "inline": "inline FTS5 (seed form)",
@@ -24,14 +24,31 @@ LAYOUT_TEXT = {
 
 
 EVERY_PAGE = (
-    "/", "/?q=pool", "/?q=部署", "/?q=pool&sort=newest&group=session", "/overview",
-    "/sessions/{root}", "/sessions/{cont}?q=pool&all=1", "/chains", "/chains/{cont}",
-    "/chains/{cont}/transcript?all=1", "/costs", "/costs?period=day&by=source", "/costs.csv",
-    "/summaries/{root}?q=pool", "/api/search?q=pool", "/api/sessions/{root}/messages",
-    "/api/chains/{cont}", "/api/costs", "/api/session_search?query=pool", "/healthz",
-    "/memory", "/memory/MEMORY.md",
-    "/static/app.css", "/nope",
-)  # fmt: skip
+    "/",
+    "/?q=pool",
+    "/?q=部署",
+    "/?q=pool&sort=newest&group=session",
+    "/overview",
+    "/sessions/{root}",
+    "/sessions/{cont}?q=pool&all=1",
+    "/chains",
+    "/chains/{cont}",
+    "/chains/{cont}/transcript?all=1",
+    "/costs",
+    "/costs?period=day&by=source",
+    "/costs.csv",
+    "/summaries/{root}?q=pool",
+    "/api/search?q=pool",
+    "/api/sessions/{root}/messages",
+    "/api/chains/{cont}",
+    "/api/costs",
+    "/api/session_search?query=pool",
+    "/healthz",
+    "/memory",
+    "/memory/MEMORY.md",
+    "/static/app.css",
+    "/nope",
+)
 
 
 def _digest(db: Path) -> tuple[str, str | None]:
@@ -56,11 +73,11 @@ def test_overview_shows_each_shape_and_leaves_it_unchanged(tmp_path: Path, shape
     html = page.get_data(as_text=True)
     assert page.status_code == 200
     # The pages read the archive; the source's layout (and what it lacks) is shown as such.
-    source = html[html.index('class="overview-source"'):]
+    source = html[html.index('class="overview-source"') :]
     assert str(db) in source
     assert LAYOUT_TEXT[facts.fts_layout] in source
     assert facts.journal_mode.upper() in source
-    assert f">{facts.visible_messages:,}<" in html[:html.index('class="overview-source"')]
+    assert f">{facts.visible_messages:,}<" in html[: html.index('class="overview-source"')]
     assert ("stale (rows missing from its index)" in source) == facts.fts_stale
     assert "stale — search falls back" not in html  # the archive's index is Recall's own
     if facts.has_cjk:
@@ -139,7 +156,7 @@ def _locked(db: Path) -> subprocess.Popen[str]:
 def test_a_home_locked_before_anything_was_archived_gets_a_retry_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.repository import readonly
+    from dashboard.store import readonly
 
     monkeypatch.setattr(readonly, "BUSY_TIMEOUT_S", 0.2)
     home = tmp_path / "home"
@@ -187,13 +204,17 @@ def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path)
 
     report = build_demo_home(tmp_path / "demo", sessions=8, messages=100, anchor_day="2026-11-30")
     banner = make_app(report.home, tmp_path / "d").test_client().get("/overview").get_data(True)
-    commands = [html.unescape(c) for c in re.findall(r"<code>([^<]*)</code>", banner.split(
-        'class="banner demo"')[1].split("</div>")[0])]  # fmt: skip
+    commands = [
+        html.unescape(c)
+        for c in re.findall(
+            r"<code>([^<]*)</code>", banner.split('class="banner demo"')[1].split("</div>")[0]
+        )
+    ]
     assert "HERMES_HOME=~/.hermes make run" in commands
     serve = next(c for c in commands if c.startswith(".venv/bin/recall "))
     args = build_parser().parse_args(serve.split()[1:])  # what `make run` installed parses it
     assert args.command == "serve" and args.home == ["~/.hermes"]  # --home repeats: a list
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     first_section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     opening = [c for c in commands if c != "recall demo"]  # how this home was made
     assert all(c in first_section for c in opening)  # the README says the same
@@ -201,26 +222,43 @@ def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path)
 
 def _activity_home(root: Path) -> Path:
     """Three sessions in the last days (two models, tool calls, priced usage), one long ago."""
-    from dashboard.repository.store import NewMessage, SessionStore, Usage
+    from dashboard.store.session_store import NewMessage, SessionStore, Usage
 
     noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
     with SessionStore(root / "state.db") as store:
-        for sid, model, at, cost in (("a", "model-a", noon, 0.5), ("b", "model-a", noon + 60, None),
-                                     ("c", "model-b", noon - 86400, 1.25),
-                                     ("old", "model-old", noon - 90 * 86400, 9.0)):  # fmt: skip
+        for sid, model, at, cost in (
+            ("a", "model-a", noon, 0.5),
+            ("b", "model-a", noon + 60, None),
+            ("c", "model-b", noon - 86400, 1.25),
+            ("old", "model-old", noon - 90 * 86400, 9.0),
+        ):
             store.create_session("cli", session_id=sid, model=model, started_at=at)
-            store.append_messages(sid, [
-                NewMessage("user", "run it", timestamp=at),
-                NewMessage("assistant", "ok", timestamp=at + 1, token_count=10),
-                NewMessage("tool", "done", tool_name="terminal", timestamp=at + 2),
-                NewMessage("tool", "found", tool_name="web_search" if sid == "a" else "terminal",
-                           timestamp=at + 3),
-            ])  # fmt: skip
-            store.record_usage(sid, Usage(
-                model=model, billing_provider="p", input_tokens=100, output_tokens=20,
-                estimated_cost_usd=cost, cost_status="estimated" if cost else "unknown",
-                at=at + 1,
-            ))  # fmt: skip
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", "run it", timestamp=at),
+                    NewMessage("assistant", "ok", timestamp=at + 1, token_count=10),
+                    NewMessage("tool", "done", tool_name="terminal", timestamp=at + 2),
+                    NewMessage(
+                        "tool",
+                        "found",
+                        tool_name="web_search" if sid == "a" else "terminal",
+                        timestamp=at + 3,
+                    ),
+                ],
+            )
+            store.record_usage(
+                sid,
+                Usage(
+                    model=model,
+                    billing_provider="p",
+                    input_tokens=100,
+                    output_tokens=20,
+                    estimated_cost_usd=cost,
+                    cost_status="estimated" if cost else "unknown",
+                    at=at + 1,
+                ),
+            )
     return root
 
 
@@ -234,11 +272,17 @@ def test_the_overview_starts_with_the_last_30_days(tmp_path: Path) -> None:
     rows = dict(re.findall(r"<tr><td>(2026-\d\d-\d\d)</td><td class=\"num sessions\">(\d+)<", page))
     assert len(rows) == 30 and rows["2026-11-29"] == "2" and rows["2026-11-28"] == "1"
     assert sum(int(n) for n in rows.values()) == 3  # the session 90 days ago is not in it
-    models = re.findall(r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
-                        r"(\d+) sessions", activity)  # fmt: skip
+    models = re.findall(
+        r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
+        r"(\d+) sessions",
+        activity,
+    )
     assert models == [("model-a", "2"), ("model-b", "1")]
-    tools = re.findall(r'<span class="activity-name">([^<]+)</span> <span class="muted">(\d+) '
-                       r"calls", activity)  # fmt: skip
+    tools = re.findall(
+        r'<span class="activity-name">([^<]+)</span> <span class="muted">(\d+) '
+        r"calls",
+        activity,
+    )
     assert tools == [("terminal", "5"), ("web_search", "1")]
     # The spend is the costs API's for the same days; the unknown call is named, not $0.
     costs = client.get("/api/costs?period=day&by=source&from=2026-11-01&to=2026-12-01").json
@@ -254,24 +298,39 @@ def test_the_overview_of_a_home_without_sessions_in_the_range(client: FlaskClien
 
 def test_one_model_under_two_spellings_is_one_top_model(tmp_path: Path) -> None:
     """OpenRouter's ``vendor/model-4.5`` and the vendor's ``model-4-5`` are one model."""
-    from dashboard.repository.store import NewMessage, SessionStore, Usage
+    from dashboard.store.session_store import NewMessage, SessionStore, Usage
 
     noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
     home = tmp_path / "home"
     with SessionStore(home / "state.db") as store:
-        for sid, model, cost in (("a", "vendor/model-4.5", 0.5), ("b", "model-4-5", 0.25),
-                                 ("c", "model-4-5-20250929", 0.25), ("d", "other", 2.0),
-                                 ("e", "other", 1.0)):  # fmt: skip
+        for sid, model, cost in (
+            ("a", "vendor/model-4.5", 0.5),
+            ("b", "model-4-5", 0.25),
+            ("c", "model-4-5-20250929", 0.25),
+            ("d", "other", 2.0),
+            ("e", "other", 1.0),
+        ):
             store.create_session("cli", session_id=sid, model=model, started_at=noon)
             store.append_messages(sid, [NewMessage("user", "hi", timestamp=noon)])
-            store.record_usage(sid, Usage(model=model, billing_provider="p", input_tokens=10,
-                                          estimated_cost_usd=cost, cost_status="estimated",
-                                          at=noon + 1))  # fmt: skip
+            store.record_usage(
+                sid,
+                Usage(
+                    model=model,
+                    billing_provider="p",
+                    input_tokens=10,
+                    estimated_cost_usd=cost,
+                    cost_status="estimated",
+                    at=noon + 1,
+                ),
+            )
     now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
     client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
     activity = client.get("/overview").get_data(as_text=True).split('class="overview-activity"')[1]
-    models = re.findall(r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
-                        r"(\d+) sessions · ([^<]+)</span>", activity)  # fmt: skip
+    models = re.findall(
+        r'<li><span class="activity-name">([^<]+)</span> <span class="muted">'
+        r"(\d+) sessions · ([^<]+)</span>",
+        activity,
+    )
     assert models == [("model-4-5", "3", "$1.00"), ("other", "2", "$3.00")]
 
 
@@ -315,14 +374,16 @@ def test_the_overview_of_every_profile_has_a_row_per_profile_and_the_total(
         assert '<td class="last-sync"><time' in row, name  # its own sync, done
     total = re.search(r'<tr class="total">.*?</tr>', table.group(0)).group(0)
     assert f'<td class="num sessions">{sum(counts.values()):,}</td>' in total
-    messages = [int(n.replace(",", "")) for n in re.findall(
-        r'<td class="num messages">([\d,]+)</td>', table.group(0))]  # fmt: skip
+    messages = [
+        int(n.replace(",", ""))
+        for n in re.findall(r'<td class="num messages">([\d,]+)</td>', table.group(0))
+    ]
     assert messages[-1] == sum(messages[:-1]) > 0
     # One profile's overview: its own figures and its own source, no table.
     legacy = _flat(client, "/overview?profile=legacy")
     assert "profiles-table" not in legacy
     assert str(facts.dbs["legacy"]) in legacy and str(facts.dbs["default"]) not in legacy
-    assert f'{counts["legacy"]:,} sessions' in legacy
+    assert f"{counts['legacy']:,} sessions" in legacy
 
 
 def test_the_overview_of_one_profile_homes_has_no_profile_table(client: FlaskClient) -> None:

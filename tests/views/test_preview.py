@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.store.session_store import NewMessage, SessionStore
 from tests.conftest import make_app
 
 EVIL = '<script>alert("x")</script> the marmoset deploy'
@@ -80,21 +80,27 @@ def test_an_empty_message_explains_itself(client: FlaskClient) -> None:
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"message": "x", "session": "no-such-session"}, "No session with id"),
-     ({"message": "y" * 20_001}, "at most 20,000")],
-)  # fmt: skip
+    [
+        ({"message": "x", "session": "no-such-session"}, "No session with id"),
+        ({"message": "y" * 20_001}, "at most 20,000"),
+    ],
+)
 def test_bad_input_is_a_clear_400(client: FlaskClient, params: dict, message: str) -> None:
     response = client.get("/preview", query_string=params)
     assert response.status_code == 400
     assert message in response.get_data(as_text=True)
-    partial = client.get("/preview", query_string=params,
-                         headers={"HX-Request": "true", "HX-Target": "preview"})  # fmt: skip
+    partial = client.get(
+        "/preview", query_string=params, headers={"HX-Request": "true", "HX-Target": "preview"}
+    )
     assert partial.status_code == 400 and "<html" not in partial.get_data(as_text=True)
 
 
 def test_htmx_gets_the_partial(client: FlaskClient) -> None:
-    response = client.get("/preview", query_string={"message": "marmoset"},
-                          headers={"HX-Request": "true", "HX-Target": "preview"})  # fmt: skip
+    response = client.get(
+        "/preview",
+        query_string={"message": "marmoset"},
+        headers={"HX-Request": "true", "HX-Target": "preview"},
+    )
     text = response.get_data(as_text=True)
     assert text.lstrip().startswith('<section id="preview"') and "<html" not in text
 
@@ -141,10 +147,13 @@ def test_the_json_api_is_the_same_block(client: FlaskClient) -> None:
     assert bad.status_code == 400 and "No session" in bad.get_json()["error"]
 
 
-@pytest.mark.parametrize("config", [
-    "model:\n  default: cfg/model-next\n  provider: openrouter\n",  # today's Hermes
-    "model: cfg/model-next\n",  # older configs name the model alone
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "config",
+    [
+        "model:\n  default: cfg/model-next\n  provider: openrouter\n",  # today's Hermes
+        "model: cfg/model-next\n",  # older configs name the model alone
+    ],
+)
 def test_a_new_session_names_the_model_from_config_yaml(
     home: Path, tmp_path: Path, config: str
 ) -> None:
@@ -160,15 +169,16 @@ def test_a_new_session_names_the_model_from_config_yaml(
 def test_each_profile_previews_its_own_memory_and_history_and_all_asks_for_one(
     tmp_path: Path,
 ) -> None:
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     client = make_app(facts.root, tmp_path / "data").test_client()
     # Both profiles hold this conversation (shared session ids): each recalls its own.
     words = "the nightly report job and the read replica"
     for name, other in (("legacy", "default"), ("default", "legacy")):
-        text = client.get("/preview", query_string={"message": words, "profile": name}
-                          ).get_data(as_text=True)  # fmt: skip
+        text = client.get("/preview", query_string={"message": words, "profile": name}).get_data(
+            as_text=True
+        )
         assert f"The {name} profile&#39;s user." in part(text, "user")
         assert f"Notes kept by the {name} profile." in part(text, "memory")
         assert f"The {other} profile" not in text and f"by the {other} profile" not in text

@@ -32,15 +32,15 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from dashboard import ROOT
-from dashboard.repository.home import HermesHome
-from dashboard.repository.importer import source_key
-from dashboard.repository.memoryfiles import read_memory_file, save_memory_file
-from dashboard.repository.profiles import ALL, valid_name
-from dashboard.repository.recalldb import RecallData
-from dashboard.repository.syncer import SyncGroup
-from tests import hermes_shapes as hs
+from dashboard.app import ROOT
+from dashboard.archive.marks import source_key
+from dashboard.archive.syncer import SyncGroup
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import ALL, valid_name
+from dashboard.memory.files import read_memory_file, save_memory_file
+from dashboard.store.recalldb import RecallData
 from tests.conftest import make_app
+from tests.support import hermes_shapes as hs
 
 PROFILES = ("default", "legacy", "empty")
 ORIGIN = {"Origin": "http://localhost"}
@@ -85,8 +85,9 @@ def _add_sessions(facts: hs.ProfilesFacts) -> None:
         db = facts.dbs[name]
         for sid, title, word in (PRIVATE[name], GONE[name]):
             hs.start_session(db, sid, 1.791e9, title=title)
-            hs.append_turn(db, sid, f"where is the {word} file?", f"the {word} file is here",
-                           1.791e9 + 5)  # fmt: skip
+            hs.append_turn(
+                db, sid, f"where is the {word} file?", f"the {word} file is here", 1.791e9 + 5
+            )
             hs.end_session(db, sid, 1.791e9 + 60)
 
 
@@ -98,10 +99,12 @@ def _save_revisions(world: World) -> None:
             home = HermesHome(world.homes[name])
             before = read_memory_file(home, "USER.md")
             text = f"{before.text.strip()}\n§\nThe {name} profile's heliotrope entry."
-            saved = save_memory_file(home, "USER.md", text, base_sha256=before.sha256,
-                                     data=data, note="edited in Recall")  # fmt: skip
-            world.revisions[name] = [r for r in (saved.revision_id, saved.replaced_revision_id)
-                                     if r is not None]  # fmt: skip
+            saved = save_memory_file(
+                home, "USER.md", text, base_sha256=before.sha256, data=data, note="edited in Recall"
+            )
+            world.revisions[name] = [
+                r for r in (saved.revision_id, saved.replaced_revision_id) if r is not None
+            ]
             world.memory[name] = [before.text.strip(), text.strip()] + [
                 read_memory_file(home, "MEMORY.md").text.strip()
             ]
@@ -117,9 +120,15 @@ def _stop(app: Flask) -> None:
 
 def build_world(root: Path) -> World:
     facts = hs.build_profiles_home(root / "hermes")
-    world = World(facts, root / "data", {
-        "default": facts.root, "legacy": facts.root / "profiles" / "legacy",
-        "empty": facts.root / "profiles" / "empty"})  # fmt: skip
+    world = World(
+        facts,
+        root / "data",
+        {
+            "default": facts.root,
+            "legacy": facts.root / "profiles" / "legacy",
+            "empty": facts.root / "profiles" / "empty",
+        },
+    )
     _add_sessions(facts)
     _save_revisions(world)
     # The first import, by a Recall serving every profile; then Hermes deletes the
@@ -135,18 +144,27 @@ def build_world(root: Path) -> World:
     everything.test_client().get("/")
     _stop(everything)
     with sqlite3.connect(world.archive) as conn:
-        gone = {r[0] for r in conn.execute(
-            "SELECT id FROM sessions WHERE gone_from_source_at IS NOT NULL")}  # fmt: skip
+        gone = {
+            r[0]
+            for r in conn.execute("SELECT id FROM sessions WHERE gone_from_source_at IS NOT NULL")
+        }
         assert gone == {GONE["default"][0], f"legacy:{GONE['legacy'][0]}"}
         for name in PROFILES:
-            world.ids[name] = [r[0] for r in conn.execute(
-                "SELECT id FROM sessions WHERE profile = ? ORDER BY id", (name,))]  # fmt: skip
-            world.messages[name] = [r[0] for r in conn.execute(
-                "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
-                " WHERE s.profile = ? AND (m.content LIKE '%' || ? || '%'"
-                " OR m.session_id LIKE '%' || ? || '%') ORDER BY m.id",
-                (name, hs.PROFILE_WORDS[name], PRIVATE.get(name, ("-",))[0]),
-            )]  # fmt: skip
+            world.ids[name] = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM sessions WHERE profile = ? ORDER BY id", (name,)
+                )
+            ]
+            world.messages[name] = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
+                    " WHERE s.profile = ? AND (m.content LIKE '%' || ? || '%'"
+                    " OR m.session_id LIKE '%' || ? || '%') ORDER BY m.id",
+                    (name, hs.PROFILE_WORDS[name], PRIVATE.get(name, ("-",))[0]),
+                )
+            ]
     assert world.ids["default"] and world.ids["legacy"] and not world.ids["empty"]
     # Hermes goes on in every profile after the import.
     for name in PROFILES:
@@ -194,10 +212,17 @@ def secrets_of(world: World, served: str) -> Secrets:
 
 
 #: How a value can appear in an answer: as sent, escaped for HTML or JSON, in a URL.
-FORMS = (lambda v: v, html.escape, lambda v: html.escape(v, quote=False),
-         lambda v: quote(v, safe=""), lambda v: quote(v, safe="/:"), quote_plus,
-         lambda v: json.dumps(v)[1:-1], lambda v: v.replace("'", "&#39;"),
-         lambda v: v.replace("'", "&#39;").replace('"', "&#34;"))  # fmt: skip
+FORMS = (
+    lambda v: v,
+    html.escape,
+    lambda v: html.escape(v, quote=False),
+    lambda v: quote(v, safe=""),
+    lambda v: quote(v, safe="/:"),
+    quote_plus,
+    lambda v: json.dumps(v)[1:-1],
+    lambda v: v.replace("'", "&#39;"),
+    lambda v: v.replace("'", "&#39;").replace('"', "&#34;"),
+)
 
 
 def forms(value: str) -> list[str]:
@@ -223,8 +248,11 @@ def leaks(text: str, secrets: Secrets) -> list[str]:
         rest = re.sub(rf"(?i)(?:{prefix})\w+", "@", text)
         found += [sid for sid in secrets.raw_ids if re.search(rf"(?<!\w){re.escape(sid)}", rest)]
     # A profile's name shown as a label (a tab, a table cell, a facet) or a JSON value.
-    found += [f"the name {n!r}" for n in secrets.names
-              if re.search(rf'>\s*{n}\s*<|"profile":\s*"{n}"', text)]  # fmt: skip
+    found += [
+        f"the name {n!r}"
+        for n in secrets.names
+        if re.search(rf'>\s*{n}\s*<|"profile":\s*"{n}"', text)
+    ]
     return found
 
 
@@ -283,8 +311,11 @@ def htmx_targets() -> tuple[str, ...]:
     """Every partial a page renders for HTMX (render_page's target), read from the views."""
     found = set()
     for path in VIEWS.glob("*.py"):
-        found |= set(re.findall(r'render_page\(\s*"[^"]+",\s*"[^"]+",\s*"([^"]+)"',
-                                path.read_text(encoding="utf-8")))  # fmt: skip
+        found |= set(
+            re.findall(
+                r'render_page\(\s*"[^"]+",\s*"[^"]+",\s*"([^"]+)"', path.read_text(encoding="utf-8")
+            )
+        )
     assert found
     return tuple(sorted(found))
 
@@ -326,8 +357,10 @@ def path_fillers(world: World, served: str, name: str) -> tuple[list[str], list[
             theirs.append(PRIVATE["default"][0])
         return mine, theirs
     if name == "revision_id":
-        return ([str(r) for r in world.revisions[served]],
-                [str(r) for p in others for r in world.revisions[p]])  # fmt: skip
+        return (
+            [str(r) for r in world.revisions[served]],
+            [str(r) for p in others for r in world.revisions[p]],
+        )
     if name == "which":
         return ["user", "memory"], []
     if name == "name":
@@ -348,15 +381,28 @@ def query_fillers(world: World, secrets: Secrets, served: str) -> list[tuple[tup
     calls: list[tuple[tuple, tuple]] = [((), ())]
     for text in (t for t in secrets.texts if "/" not in t):
         theirs = () if text in prose else (text,)
-        calls.append(((("q", text), ("query", text), ("message", text), ("deleted", text),
-                       ("presence", "all")), theirs))  # fmt: skip
+        calls.append(
+            (
+                (
+                    ("q", text),
+                    ("query", text),
+                    ("message", text),
+                    ("deleted", text),
+                    ("presence", "all"),
+                ),
+                theirs,
+            )
+        )
         calls.append(((("session", text), ("exclude", text), ("model", text)), theirs))
     calls += [((("profile", p),), (p,)) for p in others]
     calls.append(((("profile", ALL), ("presence", "all")), ()))
     calls.append(((("at", str(NO_MESSAGE)),), ()))
     calls += [((("at", str(m)),), (str(m),)) for p in others for m in world.messages[p]]
-    calls += [((("change", str(r)), ("before", str(r))), (str(r),))
-              for p in others for r in world.revisions[p]]  # fmt: skip
+    calls += [
+        ((("change", str(r)), ("before", str(r))), (str(r),))
+        for p in others
+        for r in world.revisions[p]
+    ]
     return calls
 
 
@@ -406,15 +452,32 @@ def posts(app: Flask, world: World, served: str, token: str) -> Iterator[tuple[C
                 for params in [(), *((("profile", p),) for p in others), (("profile", ALL),)]:
                     own = HermesHome(world.homes[served])
                     mine = [read_memory_file(own, n).sha256 for n in ("USER.md", "MEMORY.md")]
-                    hashes = mine + [read_memory_file(HermesHome(world.homes[p]), "USER.md").sha256
-                                     for p in others]  # fmt: skip
+                    hashes = mine + [
+                        read_memory_file(HermesHome(world.homes[p]), "USER.md").sha256
+                        for p in others
+                    ]
                     for sha in hashes:
-                        body = {"csrf_token": token, "base_sha256": sha, "text": NEUTRAL,
-                                "op": "add", "index": "0", "value": NEUTRAL,
-                                "json": {"content": NEUTRAL, "base_hash": sha}}  # fmt: skip
+                        body = {
+                            "csrf_token": token,
+                            "base_sha256": sha,
+                            "text": NEUTRAL,
+                            "op": "add",
+                            "index": "0",
+                            "value": NEUTRAL,
+                            "json": {"content": NEUTRAL, "base_hash": sha},
+                        }
                         values = tuple(v for _, v in params if v != ALL)
-                        yield Call(method, path, params, said + values, theirs + values,
-                                   tuple(ORIGIN.items())), body  # fmt: skip
+                        yield (
+                            Call(
+                                method,
+                                path,
+                                params,
+                                said + values,
+                                theirs + values,
+                                tuple(ORIGIN.items()),
+                            ),
+                            body,
+                        )
 
 
 def send(client: FlaskClient, call: Call, body: dict | None = None):
@@ -441,8 +504,9 @@ def answer(client: FlaskClient, response) -> str:
     return "\n".join(told)
 
 
-def check(client: FlaskClient, call: Call, secrets: Secrets, body: dict | None = None
-          ) -> tuple[list[str], str]:  # fmt: skip
+def check(
+    client: FlaskClient, call: Call, secrets: Secrets, body: dict | None = None
+) -> tuple[list[str], str]:
     """What is wrong with ``call``'s answer (nothing: an empty list), and the answer."""
     response = send(client, call, body)
     problems = []
@@ -461,8 +525,10 @@ def check(client: FlaskClient, call: Call, secrets: Secrets, body: dict | None =
         blank = send(client, twin)
         differs = unexplained(told, answer(client, blank), call.theirs)
         if response.status_code != blank.status_code or differs:
-            problems.append(f"{where}: {response.status_code}, unlike {twin.url()} "
-                            f"({blank.status_code}): {differs}")  # fmt: skip
+            problems.append(
+                f"{where}: {response.status_code}, unlike {twin.url()} "
+                f"({blank.status_code}): {differs}"
+            )
     return problems, told
 
 
@@ -481,13 +547,18 @@ def archive_rows(world: World, served: str) -> list[tuple]:
     """Every row of the other profiles in the archive (sessions, messages, usage)."""
     with sqlite3.connect(world.archive) as conn:
         rows = conn.execute(
-            "SELECT * FROM sessions WHERE profile != ? ORDER BY id", (served,)).fetchall()
+            "SELECT * FROM sessions WHERE profile != ? ORDER BY id", (served,)
+        ).fetchall()
         rows += conn.execute(
             "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"
-            " WHERE s.profile != ? ORDER BY m.id", (served,)).fetchall()
+            " WHERE s.profile != ? ORDER BY m.id",
+            (served,),
+        ).fetchall()
         rows += conn.execute(
             "SELECT u.* FROM session_model_usage u JOIN sessions s ON s.id = u.session_id"
-            " WHERE s.profile != ? ORDER BY u.rowid", (served,)).fetchall()
+            " WHERE s.profile != ? ORDER BY u.rowid",
+            (served,),
+        ).fetchall()
     return rows
 
 
@@ -495,8 +566,11 @@ def source_meta(world: World, served: str) -> dict[str, str]:
     """The archive's ``state_meta`` rows about the other profiles' sources."""
     keys = [source_key(world.homes[p]) for p in PROFILES if p != served]
     with sqlite3.connect(world.archive) as conn:
-        return {k: v for k, v in conn.execute("SELECT key, value FROM state_meta")
-                if any(k.endswith(key) for key in keys)}  # fmt: skip
+        return {
+            k: v
+            for k, v in conn.execute("SELECT key, value FROM state_meta")
+            if any(k.endswith(key) for key in keys)
+        }
 
 
 def memory_bytes(world: World, served: str) -> dict[str, bytes]:
@@ -528,8 +602,7 @@ def test_a_served_profile_shows_nothing_of_the_others_on_any_route(
 ) -> None:
     world = build_world(tmp_path)
     secrets = secrets_of(world, served)
-    before = (archive_rows(world, served), memory_bytes(world, served),
-              source_meta(world, served))  # fmt: skip
+    before = (archive_rows(world, served), memory_bytes(world, served), source_meta(world, served))
     app = make_app(world.facts.root, world.data, PROFILE=served)
     client = app.test_client()
     problems: list[str] = []
@@ -544,11 +617,13 @@ def test_a_served_profile_shows_nothing_of_the_others_on_any_route(
         calls += 1
     # The served profile's own files hold nothing of the others either.
     own = (world.homes[served] / "memories").iterdir()
-    problems += [f"{f} holds {leaks(f.read_text(encoding='utf-8'), secrets)}" for f in own
-                 if leaks(f.read_text(encoding="utf-8"), secrets)]  # fmt: skip
+    problems += [
+        f"{f} holds {leaks(f.read_text(encoding='utf-8'), secrets)}"
+        for f in own
+        if leaks(f.read_text(encoding="utf-8"), secrets)
+    ]
     assert not problems, f"{len(problems)} of {calls} calls:\n" + "\n".join(problems[:60])
-    after = (archive_rows(world, served), memory_bytes(world, served),
-             source_meta(world, served))  # fmt: skip
+    after = (archive_rows(world, served), memory_bytes(world, served), source_meta(world, served))
     assert after[1] == before[1], "another profile's memory file changed"
     assert after[0] == before[0], "another profile's archive rows changed"
     assert after[2] == before[2], "another profile's source was synced"
@@ -556,9 +631,7 @@ def test_a_served_profile_shows_nothing_of_the_others_on_any_route(
 
 
 @pytest.mark.parametrize("served", ["legacy", "default"])
-def test_a_served_profile_syncs_and_opens_its_own_source_only(
-    tmp_path: Path, served: str
-) -> None:
+def test_a_served_profile_syncs_and_opens_its_own_source_only(tmp_path: Path, served: str) -> None:
     world = build_world(tmp_path)
     before = source_meta(world, served)
     app = make_app(world.facts.root, world.data, PROFILE=served)
@@ -575,8 +648,12 @@ def test_a_served_profile_syncs_and_opens_its_own_source_only(
     # What Hermes said since the first import: the served profile's is archived, the
     # others' are not, and nothing about their sources was written.
     with sqlite3.connect(world.archive) as conn:
-        said = {w: conn.execute("SELECT count(*) FROM messages WHERE content LIKE ?",
-                                (f"%{w}%",)).fetchone()[0] for w in LATE.values()}  # fmt: skip
+        said = {
+            w: conn.execute(
+                "SELECT count(*) FROM messages WHERE content LIKE ?", (f"%{w}%",)
+            ).fetchone()[0]
+            for w in LATE.values()
+        }
     assert said[LATE[served]] > 0
     assert [w for p, w in LATE.items() if p != served and said[w]] == []
     assert source_meta(world, served) == before
@@ -592,31 +669,62 @@ def test_the_scope_of_one_profile_shows_nothing_of_the_others_on_the_main_pages(
     world = build_world(tmp_path)
     secrets = secrets_of(world, "legacy")
     # The switcher names every profile (and links them): their names are no secret here.
-    secrets = Secrets("legacy", tuple(t for t in secrets.texts if not t.startswith("profile=")),
-                      secrets.raw_ids)  # fmt: skip
+    secrets = Secrets(
+        "legacy", tuple(t for t in secrets.texts if not t.startswith("profile=")), secrets.raw_ids
+    )
     app = make_app(world.facts.root, world.data)
     client = app.test_client()
     own = f"legacy:{hs.S_CRON}"
-    words = [hs.PROFILE_WORDS["default"], PRIVATE["default"][2], PRIVATE["default"][1],
-             GONE["default"][0], LATE["default"]]  # fmt: skip
-    calls = [Call("GET", path, (), (), ()) for path in (
-        "/", "/chains", "/costs", "/costs.csv", "/overview", "/api/search", "/api/costs",
-        f"/sessions/{own}", f"/chains/{own}", f"/chains/{own}/transcript",
-        f"/chains/legacy:{hs.S_ROOT}", f"/api/chains/{own}", f"/api/sessions/{own}/messages")]
-    calls += [Call("GET", path, (("q", w),), (w,), (w,)) for w in words
-              for path in ("/", "/api/search", f"/sessions/{own}")]  # fmt: skip
-    calls += [Call("GET", f"/{page}/{sid}", (), (sid,), (sid,)) for sid in world.ids["default"]
-              for page in ("sessions", "chains", "api/chains")]  # fmt: skip
+    words = [
+        hs.PROFILE_WORDS["default"],
+        PRIVATE["default"][2],
+        PRIVATE["default"][1],
+        GONE["default"][0],
+        LATE["default"],
+    ]
+    calls = [
+        Call("GET", path, (), (), ())
+        for path in (
+            "/",
+            "/chains",
+            "/costs",
+            "/costs.csv",
+            "/overview",
+            "/api/search",
+            "/api/costs",
+            f"/sessions/{own}",
+            f"/chains/{own}",
+            f"/chains/{own}/transcript",
+            f"/chains/legacy:{hs.S_ROOT}",
+            f"/api/chains/{own}",
+            f"/api/sessions/{own}/messages",
+        )
+    ]
+    calls += [
+        Call("GET", path, (("q", w),), (w,), (w,))
+        for w in words
+        for path in ("/", "/api/search", f"/sessions/{own}")
+    ]
+    calls += [
+        Call("GET", f"/{page}/{sid}", (), (sid,), (sid,))
+        for sid in world.ids["default"]
+        for page in ("sessions", "chains", "api/chains")
+    ]
     # A card's summary (its own request) keeps to the scope of the page that asked.
-    calls += [Call("GET", f"/summaries/{sid}", (("q", w),), (sid, w), (sid,))
-              for sid in world.ids["default"][:3] + [PRIVATE["default"][0]]
-              for w in words[:2]]  # fmt: skip
-    calls += [Call("GET", "/costs", (("by", by), ("from", "2020-01-01")), (), ())
-              for by in ("provider", "model", "source", "task")]  # fmt: skip
+    calls += [
+        Call("GET", f"/summaries/{sid}", (("q", w),), (sid, w), (sid,))
+        for sid in world.ids["default"][:3] + [PRIVATE["default"][0]]
+        for w in words[:2]
+    ]
+    calls += [
+        Call("GET", "/costs", (("by", by), ("from", "2020-01-01")), (), ())
+        for by in ("provider", "model", "source", "task")
+    ]
     problems: list[str] = []
     for call in calls:
-        scoped = Call(call.method, call.path, (*call.params, ("profile", "legacy")),
-                      call.said, call.theirs)  # fmt: skip
+        scoped = Call(
+            call.method, call.path, (*call.params, ("profile", "legacy")), call.said, call.theirs
+        )
         problems += check_get(client, scoped, secrets)[0]
     assert not problems, "\n".join(problems[:40])
     # The same walk reads the default profile when asked: the checks can see it.

@@ -8,18 +8,24 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.repository import search_routes
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.search import routes as search_routes
+from dashboard.store.session_store import NewMessage, SessionStore
 from tests.conftest import make_app
 
 
 def _client(tmp_path: Path, sessions: int = 12, per_session: int = 3) -> FlaskClient:
     with SessionStore(tmp_path / "home" / "state.db") as store:
         for i in range(sessions):
-            sid = store.create_session("cli", session_id=f"s{i:02d}", started_at=1e9 + i,
-                                       model="gpt-4o")  # fmt: skip
-            store.append_messages(sid, [NewMessage("user", f"redis note {k}", timestamp=1e9 + i)
-                                        for k in range(per_session)])  # fmt: skip
+            sid = store.create_session(
+                "cli", session_id=f"s{i:02d}", started_at=1e9 + i, model="gpt-4o"
+            )
+            store.append_messages(
+                sid,
+                [
+                    NewMessage("user", f"redis note {k}", timestamp=1e9 + i)
+                    for k in range(per_session)
+                ],
+            )
     return make_app(tmp_path / "home", tmp_path / "data").test_client()
 
 
@@ -75,7 +81,7 @@ def test_one_count_of_matching_messages_on_a_bounded_page(
 
 
 def test_a_card_and_its_session_page_count_the_same_matches(tmp_path: Path) -> None:
-    from tests import hermes_shapes as shapes
+    from tests.support import hermes_shapes as shapes
 
     home = tmp_path / "hermes"
     shapes.build_current_views(home / "state.db")
@@ -117,11 +123,12 @@ def test_a_configured_endpoint_keeps_the_summary_slots(tmp_path: Path, llm_stub)
 def test_a_failing_endpoint_still_shows_the_extractive_preview(tmp_path: Path) -> None:
     _client(tmp_path)
     # Nothing listens on this port: every call fails, the card falls back to the preview.
-    from tests.browser_support import free_port
+    from tests.support.browser_support import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
-    client = make_app(tmp_path / "home", tmp_path / "data", LLM_BASE_URL=url,
-                      LLM_RETRIES=0).test_client()  # fmt: skip
+    client = make_app(
+        tmp_path / "home", tmp_path / "data", LLM_BASE_URL=url, LLM_RETRIES=0
+    ).test_client()
     html = _text(client, "/summaries/s01?q=redis")
     assert "[Raw preview — summarization unavailable]" in html and "<mark>redis</mark>" in html
 
@@ -137,9 +144,9 @@ def test_the_page_says_what_it_did_in_plain_words(tmp_path: Path, url: str) -> N
 
 def test_the_filter_panel_opens_for_fields_set_away_from_their_defaults(tmp_path: Path) -> None:
     client = _client(tmp_path)
-    assert "<details class=\"filters\" open>" in _text(client, "/?q=redis&sort=oldest")
-    assert "<details class=\"filters\" open>" in _text(client, "/?q=redis&summaries=off")
-    assert "<details class=\"filters\">" in _text(client, "/?q=redis&sort=relevance&summaries=auto")
+    assert '<details class="filters" open>' in _text(client, "/?q=redis&sort=oldest")
+    assert '<details class="filters" open>' in _text(client, "/?q=redis&summaries=off")
+    assert '<details class="filters">' in _text(client, "/?q=redis&sort=relevance&summaries=auto")
 
 
 def test_the_live_update_carries_the_tab_title(tmp_path: Path) -> None:
@@ -152,8 +159,8 @@ def test_the_live_update_carries_the_tab_title(tmp_path: Path) -> None:
 
 
 def test_gone_sessions_carry_their_badge_and_can_be_filtered(tmp_path: Path) -> None:
-    from tests import hermes_shapes as shapes
-    from tests.test_views_sessions import GONE_BADGE
+    from tests.support import hermes_shapes as shapes
+    from tests.views.test_sessions import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -167,7 +174,7 @@ def test_gone_sessions_carry_their_badge_and_can_be_filtered(tmp_path: Path) -> 
 
 
 def test_a_bad_presence_gets_a_clear_400(tmp_path: Path) -> None:
-    from tests import hermes_shapes as shapes
+    from tests.support import hermes_shapes as shapes
 
     shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -177,7 +184,7 @@ def test_a_bad_presence_gets_a_clear_400(tmp_path: Path) -> None:
 
 
 def test_a_hit_before_a_compaction_says_which_and_links_to_that_message(tmp_path: Path) -> None:
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_epochs_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -200,7 +207,7 @@ def test_a_hit_before_a_compaction_says_which_and_links_to_that_message(tmp_path
 
 
 def _profiles_client(tmp_path: Path):
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     return make_app(facts.root, tmp_path / "data").test_client(), facts
@@ -220,8 +227,9 @@ def test_search_all_finds_each_profiles_word_on_a_card_naming_its_profile(
         assert f'<span class="profile-label" title="Profile">{name}</span>' in card
         facet = re.search(r'<nav class="profile-facet".*?</nav>', html)
         assert facet is not None
-        assert re.findall(r'data-profile="([^"]+)"[^>]*>[^<]*<span class="count">\((\d+)\)',
-                          facet.group(0)) == [(name, "1")]  # fmt: skip
+        assert re.findall(
+            r'data-profile="([^"]+)"[^>]*>[^<]*<span class="count">\((\d+)\)', facet.group(0)
+        ) == [(name, "1")]
 
 
 def test_the_profile_facet_counts_each_profiles_sessions_and_switches_to_it(
@@ -232,8 +240,11 @@ def test_the_profile_facet_counts_each_profiles_sessions_and_switches_to_it(
     cards = _cards(html)
     labels = [re.search(r'class="profile-label"[^>]*>([^<]+)<', c).group(1) for c in cards]
     facet = re.search(r'<nav class="profile-facet".*?</nav>', html).group(0)
-    links = re.findall(r'<a href="([^"]+)" data-profile="([^"]+)"[^>]*>[^<]*'
-                       r'<span class="count">\((\d+)\)', facet)  # fmt: skip
+    links = re.findall(
+        r'<a href="([^"]+)" data-profile="([^"]+)"[^>]*>[^<]*'
+        r'<span class="count">\((\d+)\)',
+        facet,
+    )
     assert {p: int(n) for _, p, n in links} == {p: labels.count(p) for p in set(labels)}
     assert sorted(labels) == ["default", "legacy"]
     for href, name, _ in links:  # each keeps the query and switches the scope
@@ -244,8 +255,10 @@ def test_the_profile_facet_counts_each_profiles_sessions_and_switches_to_it(
         assert "profile-label" not in scoped and "profile-facet" not in scoped
     # The shared session id: two cards, two links, one per profile.
     hrefs = {re.search(r'<h3><a href="([^"?]+)', c).group(1) for c in cards}
-    assert hrefs == {f"/sessions/{hs_id}" for hs_id in (facts.said_in["default"],
-                                                          f"legacy:{facts.said_in['legacy']}")}
+    assert hrefs == {
+        f"/sessions/{hs_id}"
+        for hs_id in (facts.said_in["default"], f"legacy:{facts.said_in['legacy']}")
+    }
     assert len({re.search(r'id="(card-[^"]+)"', c).group(1) for c in cards}) == 2
     api = client.get("/api/search?q=job&source=cron&group=session&profile=all").get_json()
     assert sorted(r["profile"] for r in api["results"]) == ["default", "legacy"]
@@ -261,8 +274,10 @@ def test_a_scoped_search_says_nothing_of_another_profiles_words(
     for sort in ("relevance", "newest", "oldest"):
         other = _text(client, f"/?q={facts.words['default']}&sort={sort}&profile=legacy")
         never = _text(client, f"/?q=zyzzogeton&sort={sort}&profile=legacy")
-        section, nothing = (re.sub(r"· \d+ ms", "", page.split('<section id="results"')[1])
-                            for page in (other, never))  # fmt: skip
+        section, nothing = (
+            re.sub(r"· \d+ ms", "", page.split('<section id="results"')[1])
+            for page in (other, never)
+        )
         assert section.replace(facts.words["default"], "zyzzogeton") == nothing
         assert "older messages" not in section and "newer messages" not in section
         assert "Nothing matches" in section and "anywhere in the profile" in section
@@ -271,7 +286,7 @@ def test_a_scoped_search_says_nothing_of_another_profiles_words(
 
 
 def test_one_profile_shows_no_label_facet_or_profile_parameter(tmp_path: Path) -> None:
-    from tests import hermes_shapes as hs
+    from tests.support import hermes_shapes as hs
 
     hs.build_current_views(tmp_path / "home" / "state.db")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()

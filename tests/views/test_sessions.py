@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.repository.store import NewMessage, SessionStore
+from dashboard.store.session_store import NewMessage, SessionStore
 from dashboard.views.sessions import highlight_terms
 from dashboard.web.markdown import highlight, render_markdown
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -134,7 +134,10 @@ def test_query_terms_are_marked_and_matches_listed(tmp_path: Path) -> None:
 
 def test_highlight_terms_are_the_parsers_positive_terms() -> None:
     assert sorted(highlight_terms('pool AND "read replica" OR time*')) == [
-        "pool", "read replica", "time"]  # fmt: skip
+        "pool",
+        "read replica",
+        "time",
+    ]
     assert sorted(highlight_terms("NEAR(pool worker, 5)")) == ["pool", "worker"]
     assert sorted(highlight_terms("a NOT b c")) == ["a", "c"]
     assert sorted(highlight_terms('unbalanced "quote here')) == ["quote here", "unbalanced"]
@@ -229,7 +232,7 @@ def test_htmx_request_for_the_transcript_gets_only_the_partial(client: FlaskClie
 def test_a_long_session_page_shows_one_page_and_lands_on_a_linked_message(
     tmp_path: Path,
 ) -> None:
-    from tests.test_transcript import long_home
+    from tests.sessions.test_transcript import long_home
 
     home, ids, more = long_home(tmp_path)
     client = make_app(home, tmp_path / "data").test_client()
@@ -262,7 +265,7 @@ def test_a_long_session_page_shows_one_page_and_lands_on_a_linked_message(
 
 
 def test_search_hits_link_to_the_page_holding_them(tmp_path: Path) -> None:
-    from tests.test_transcript import long_home
+    from tests.sessions.test_transcript import long_home
 
     home, ids, _ = long_home(tmp_path)
     client = make_app(home, tmp_path / "data").test_client()
@@ -276,10 +279,15 @@ def test_a_lone_untitled_session_has_a_plain_heading_and_no_chain_part(tmp_path:
     home = tmp_path / "home"
     with SessionStore(home / "state.db") as store:
         sid = store.create_session("cli")
-        store.append_messages(sid, [
-            NewMessage("user", "# Fix the `deploy.sh` **script**\n\nsee [the docs](https://x.test)"),
-            NewMessage("assistant", "Looking."),
-        ])  # fmt: skip
+        store.append_messages(
+            sid,
+            [
+                NewMessage(
+                    "user", "# Fix the `deploy.sh` **script**\n\nsee [the docs](https://x.test)"
+                ),
+                NewMessage("assistant", "Looking."),
+            ],
+        )
     html = page(make_app(home, tmp_path / "data").test_client(), f"/sessions/{sid}")
     heading = re.search(r'<h1 class="session-title">([^<]*)', html)[1].strip()
     assert heading == "Fix the deploy.sh script see the docs"
@@ -297,11 +305,12 @@ def test_a_chain_segment_still_says_its_part(tmp_path: Path) -> None:
 def test_the_match_stepper_links_the_first_and_last_match_without_a_script(
     tmp_path: Path,
 ) -> None:
-    from tests.test_transcript import long_home
+    from tests.sessions.test_transcript import long_home
 
     home, ids, _ = long_home(tmp_path)
-    html = page(make_app(home, tmp_path / "data").test_client(),
-                "/sessions/long-a?q=7+OR+499+OR+1050")  # fmt: skip
+    html = page(
+        make_app(home, tmp_path / "data").test_client(), "/sessions/long-a?q=7+OR+499+OR+1050"
+    )
     stepper = html.split('class="match-stepper"', 1)[1].split("</div>", 1)[0]
     assert "3 matches" in stepper
     prev, nxt = re.findall(r'href="([^"]+)"', stepper)
@@ -406,8 +415,11 @@ def test_the_view_toggle_keeps_the_other_parameters(tmp_path: Path) -> None:
 
 def test_a_bad_view_is_a_clear_400(tmp_path: Path) -> None:
     client, _ = epochs_client(tmp_path)
-    for path in (f"/sessions/{shapes.S_EPOCHS}", f"/chains/{shapes.S_EPOCHS}/transcript",
-                 f"/api/sessions/{shapes.S_EPOCHS}/messages"):  # fmt: skip
+    for path in (
+        f"/sessions/{shapes.S_EPOCHS}",
+        f"/chains/{shapes.S_EPOCHS}/transcript",
+        f"/api/sessions/{shapes.S_EPOCHS}/messages",
+    ):
         response = client.get(f"{path}?view=%3Cscript%3E")
         assert response.status_code == 400, path
         body = response.get_data(as_text=True)

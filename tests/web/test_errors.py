@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
 
 
 def test_a_hot_journal_is_explained_as_a_rollback_recall_cannot_do(tmp_path: Path) -> None:

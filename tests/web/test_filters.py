@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.web.filters import usd
+from dashboard.web.format import usd
 
 
 @pytest.mark.parametrize(

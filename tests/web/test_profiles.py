@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests import hermes_shapes as hs
 from tests.conftest import make_app
+from tests.support import hermes_shapes as hs
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_one_profile_changes_nothing(hermes_home: Path, tmp_path: Path) -> None:
 
 def test_a_get_form_carries_the_profile_in_a_field_not_its_action(profiles_app: Flask) -> None:
     page = profiles_app.test_client().get("/?profile=legacy").get_data(as_text=True)
-    form = page[page.index('<form id="search-form"'):]
+    form = page[page.index('<form id="search-form"') :]
     form = form[: form.index("</form>")]
     # A browser drops the query of a GET form's action: the field carries the choice.
     assert '<input type="hidden" name="profile" value="legacy">' in form

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import hermes_shapes as shapes
 from tests.conftest import make_app
+from tests.support import hermes_shapes as shapes
 
 LOCKER = """
 import sqlite3, sys
@@ -49,13 +49,16 @@ def test_pages_without_database_work_answer_while_an_exclusive_lock_is_held(
         done.append(path)
 
     with subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, "-c", LOCKER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-    ) as locker:  # fmt: skip
+    ) as locker:
         try:
             assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
-            threads = [threading.Thread(target=get, args=(p,))
-                       for p in [*NO_DATABASE * 3, "/healthz"]]  # fmt: skip
+            threads = [
+                threading.Thread(target=get, args=(p,)) for p in [*NO_DATABASE * 3, "/healthz"]
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -91,16 +94,23 @@ def add_child_with_usage(db: Path, parent: str, child: str, cost: float) -> None
     at = datetime(2026, 7, 20, 12, tzinfo=UTC).timestamp()
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO sessions(id, source, started_at, model, parent_session_id, "
-                     "title) VALUES (?, 'cli', ?, 'gpt-5', ?, 'the continuation')",
-                     (child, at, parent))  # fmt: skip
-        conn.execute("INSERT INTO messages(session_id, role, content, timestamp) "
-                     "VALUES (?, 'assistant', 'the wombatcache is warm', ?)", (child, at + 5))
-        conn.execute("INSERT INTO session_model_usage(session_id, model, billing_provider, "
-                     "task, api_call_count, input_tokens, output_tokens, estimated_cost_usd, "
-                     "actual_cost_usd, cost_status, first_seen, last_seen) VALUES "
-                     "(?, 'gpt-5', 'openai', '', 1, 10, 10, ?, ?, 'actual', ?, ?)",
-                     (child, cost, cost, at + 5, at + 5))  # fmt: skip
+        conn.execute(
+            "INSERT INTO sessions(id, source, started_at, model, parent_session_id, "
+            "title) VALUES (?, 'cli', ?, 'gpt-5', ?, 'the continuation')",
+            (child, at, parent),
+        )
+        conn.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp) "
+            "VALUES (?, 'assistant', 'the wombatcache is warm', ?)",
+            (child, at + 5),
+        )
+        conn.execute(
+            "INSERT INTO session_model_usage(session_id, model, billing_provider, "
+            "task, api_call_count, input_tokens, output_tokens, estimated_cost_usd, "
+            "actual_cost_usd, cost_status, first_seen, last_seen) VALUES "
+            "(?, 'gpt-5', 'openai', '', 1, 10, 10, ?, ?, 'actual', ?, ?)",
+            (child, cost, cost, at + 5, at + 5),
+        )
         conn.execute("COMMIT")
 
 
@@ -108,8 +118,13 @@ def add_child_with_usage(db: Path, parent: str, child: str, cost: float) -> None
 def test_a_synced_row_reaches_search_lineage_and_spend(tmp_path: Path, rollup: str) -> None:
     home = tmp_path / "home"
     db = shapes.build_current_views(home / "state.db")
-    app = make_app(home, tmp_path / "data", COST_ROLLUP=rollup, TIMEZONE="UTC",
-                   COSTS_NOW=datetime(2026, 7, 25, tzinfo=UTC).timestamp())  # fmt: skip
+    app = make_app(
+        home,
+        tmp_path / "data",
+        COST_ROLLUP=rollup,
+        TIMEZONE="UTC",
+        COSTS_NOW=datetime(2026, 7, 25, tzinfo=UTC).timestamp(),
+    )
     client = app.test_client()
     assert client.get("/api/search?q=wombatcache").json["results"] == []
     before = client.get("/api/costs", query_string=YEAR).json["totals"]["effective_usd"]
@@ -117,7 +132,8 @@ def test_a_synced_row_reaches_search_lineage_and_spend(tmp_path: Path, rollup: s
     if rollup == "on":
         app.extensions["recall.cost_rollup"].wait_until_built(timeout=60)
         assert client.get("/api/costs", query_string=YEAR).json["totals"]["effective_usd"] == (
-            before)  # fmt: skip
+            before
+        )
     last = family["line"][-1]
     add_child_with_usage(db, last, "child-new", 12.5)
     found = client.get("/api/search?q=wombatcache").json["results"]

@@ -14,10 +14,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from dashboard.web.security import host_name, load_secret_key, session_cookie_name
-from tests import hermes_shapes as shapes
-from tests.browser_support import running_server
 from tests.conftest import make_app
-from tests.llm_stub import StubLLM
+from tests.support import hermes_shapes as shapes
+from tests.support.browser_support import running_server
+from tests.support.llm_stub import StubLLM
 
 
 @pytest.mark.parametrize(
@@ -130,10 +130,22 @@ def test_session_cookie_is_strict_and_http_only(client: FlaskClient) -> None:
 
 def test_non_loopback_bind_needs_allow_remote(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--host", "0.0.0.0",
-         "--home", str(tmp_path), "--port", "1"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dashboard.cli",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--home",
+            str(tmp_path),
+            "--port",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "--allow-remote" in result.stderr
 

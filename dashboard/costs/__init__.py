@@ -1,0 +1,1 @@
+"""Spend: the cost rules, days, periods, the per-day rollup, headlines, costly sessions."""

@@ -1,0 +1,1 @@
+"""What Hermes writes and where: its storage conventions, a home's folders and profiles."""

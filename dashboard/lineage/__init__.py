@@ -1,0 +1,1 @@
+"""What continues what: the session graph, compaction chains, in-place epochs."""

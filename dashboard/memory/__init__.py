@@ -1,0 +1,1 @@
+"""USER.md and MEMORY.md: entries, checks, safe saves, revisions, merges."""

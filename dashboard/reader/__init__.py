@@ -1,0 +1,1 @@
+"""The read front: one method per screen, each in one read snapshot."""

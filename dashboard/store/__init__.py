@@ -1,0 +1,1 @@
+"""Recall's own files: the read-only opener, the write path, the schema, recall.db."""

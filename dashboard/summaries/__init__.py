@@ -1,0 +1,1 @@
+"""Stage 2 of session search: the summary service, the LLM client, the recap."""
