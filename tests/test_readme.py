@@ -1,4 +1,4 @@
-"""The README's embedding example runs as written."""
+"""The embedding example of docs/agents.md (linked from the README) runs as written."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_embedding_example_runs(tmp_path: Path) -> None:
+    guide = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- embed-example[^>]*-->\n```python\n(.*?)```", guide, re.S)
+    assert found, "docs/agents.md lost its embedding example"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- embed-example[^>]*-->\n```python\n(.*?)```", readme, re.S)
-    assert found, "the README lost its embedding example"
+    assert "(docs/agents.md)" in readme, "the README no longer links the agents' guide"
     script = tmp_path / "agent.py"
     script.write_text(found.group(1), encoding="utf-8")
     done = subprocess.run(
