@@ -29,9 +29,9 @@ class CostsReport:
     request: CostsRequest | None
     shortcuts: list[Shortcut]  # ranges one click away, "all time" from the first session
     sources: list[str]  # the sources present, for the form
-    spend: Spend | None = None  # the charts, the tables and the CSV
-    sessions: CostlySessions | None = None  # the costliest sessions of the range
-    headlines: Headlines | None = None  # this month's cards
+    spend: Spend | None = None  # the charts, the tables, the CSV and the JSON
+    sessions: CostlySessions | None = None  # the costliest sessions of the range (page)
+    headlines: Headlines | None = None  # this month's cards (page)
     error: str | None = None
 
     def checked(self) -> CostsReport:
@@ -53,11 +53,14 @@ def costs_report(
     *,
     now: datetime,
     card_profiles: Sequence[str] = (),
+    cards: bool = True,
 ) -> CostsReport:
     """The :class:`CostsReport` of ``asked`` as of ``now`` (aware, the user's timezone),
     every figure from ``conn``'s one state (``spending`` asks its spend questions of it).
 
-    ``card_profiles``: the profiles given a headline card of their own.
+    ``card_profiles``: the profiles given a headline card of their own. ``cards=False``:
+    the spend alone (``sessions`` and ``headlines`` None): the CSV and the JSON show
+    neither, and they cost five more questions.
     """
     first = first_activity(conn)
     shortcuts = range_shortcuts(
@@ -68,6 +71,8 @@ def costs_report(
         return CostsReport(None, shortcuts, sources)
     try:
         found = spending.spend(**asked.options())
+        if not cards:
+            return CostsReport(asked, shortcuts, sources, found)
         sessions = spending.costly_sessions(
             sort=asked.sort, descending=asked.descending, **asked.options()
         )

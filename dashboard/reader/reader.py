@@ -350,18 +350,19 @@ class StateReader:
             by_profile=self.spans_profiles,
         )
 
-    def search_page(self, request: SearchRequest | None) -> SearchPage:
+    def search_page(self, request: SearchRequest | None, *, facets: bool = True) -> SearchPage:
         """The search screen in one snapshot: the filters' choices (sources, models) and
         ``request``'s results (None: the choices alone, for a request that could not be
-        read)."""
+        read). ``facets=False``: the results alone (the JSON API shows no filters; their
+        counts cost a pass over the sessions)."""
         with self.snapshot() as snap:
-            facets = session_facets(snap.conn)
+            choices = session_facets(snap.conn) if facets else {}
             if request is None:
-                return SearchPage(facets)
+                return SearchPage(choices)
             try:
-                return SearchPage(facets, request, self._search(snap, request))
+                return SearchPage(choices, request, self._search(snap, request))
             except ValidationError as exc:  # a query with nothing to search: the page says so
-                return SearchPage(facets, request, error=str(exc))
+                return SearchPage(choices, request, error=str(exc))
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
         """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
@@ -508,12 +509,14 @@ class StateReader:
         now: datetime,
         rollup: CostRollup | None = None,
         card_profiles: Sequence[str] = (),
+        cards: bool = True,
     ) -> CostsReport:
         """Everything /costs shows for ``asked`` as of ``now`` (its CSV and JSON render
         the same report), in one snapshot.
 
         In the one snapshot: the first session (the "all time" shortcut), the sources,
-        the spend of the range, the costliest sessions and this month's headline cards.
+        the spend of the range, the costliest sessions and this month's headline cards
+        (``cards=False``: the spend alone, what the CSV and the JSON show).
         Not in it: the cost rollup's sums live in Recall's own file; each answer is
         brought up to date from this snapshot's state before it is read (a scoped
         reader's, from one read transaction over the whole archive opened for the
@@ -522,7 +525,9 @@ class StateReader:
         only add what synced after this snapshot began, as before this method existed.
         """
         with self.snapshot() as snap, self._spending(snap, rollup) as spending:
-            return costs_report(snap.conn, spending, asked, now=now, card_profiles=card_profiles)
+            return costs_report(
+                snap.conn, spending, asked, now=now, card_profiles=card_profiles, cards=cards
+            )
 
     @contextmanager
     def _spending(self, snap: Snapshot, rollup: CostRollup | None) -> Iterator[SpendReading]:

@@ -41,7 +41,8 @@ answer_json(bp)  # errors as JSON, at the status the pages give them (web/errors
 @bp.get("/search")
 def search():
     """Search sessions; the result shape is documented in the README."""
-    return jsonify(get_reader().search_page(search_request()).checked().to_json())
+    shown = get_reader().search_page(search_request(), facets=False)
+    return jsonify(shown.checked().to_json())
 
 
 @bp.get("/sessions/<session_id>/messages")
@@ -158,7 +159,8 @@ def costs():
     """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
     now = current_time()
     asked = costs_request(now)
-    report = get_reader().costs_report(asked, now=now, rollup=get_cost_rollup()).checked()
+    report = get_reader().costs_report(asked, now=now, rollup=get_cost_rollup(), cards=False)
+    report = report.checked()
     assert report.spend is not None
     body = report.spend.to_json()
     if asked.notices:

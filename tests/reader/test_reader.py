@@ -58,6 +58,7 @@ def test_each_screen_reads_one_snapshot(tmp_path: Path, monkeypatch: pytest.Monk
     screens = {
         "costs": lambda: reader.costs_report(july, now=SHAPES_NOW),
         "costs form": lambda: reader.costs_report(None, now=SHAPES_NOW),
+        "costs csv": lambda: reader.costs_report(july, now=SHAPES_NOW, cards=False),
         "search": lambda: reader.search_page(SearchRequest(query="pool")),
         "search form": lambda: reader.search_page(None),
         "session": lambda: reader.session_page(shapes.S_CONT1, TranscriptRequest(query="pool")),
@@ -74,6 +75,10 @@ def test_each_screen_reads_one_snapshot(tmp_path: Path, monkeypatch: pytest.Monk
     costs = reader.costs_report(july, now=SHAPES_NOW)
     assert costs.spend is not None and costs.spend.rows  # the figures are there, not skipped
     assert costs.headlines is not None and costs.sessions is not None
+    figures = reader.costs_report(july, now=SHAPES_NOW, cards=False)  # the CSV's and JSON's
+    assert figures.spend == costs.spend and figures.headlines is figures.sessions is None
+    found = reader.search_page(SearchRequest(query="pool"), facets=False)  # the JSON's
+    assert found.facets == {} and found.result is not None and found.result.results
     session = reader.session_page(shapes.S_CONT1, TranscriptRequest(query="pool"))
     assert session.chain is not None and session.chain_part == (2, 3)
     assert session.match_count is not None and session.match_count >= 1
