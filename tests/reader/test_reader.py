@@ -10,12 +10,14 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from dashboard.costs.request import CostsRequest
+from dashboard.costs.rollup import CostRollup
 from dashboard.hermes.home import HermesHome
 from dashboard.reader import costs_report as costs_report_module
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader, highlight_terms
 from dashboard.search.sessions import SearchRequest
 from dashboard.sessions.transcript import TranscriptRequest
+from dashboard.store.recalldb import RecallData
 from dashboard.store.session_store import SessionStore, Usage
 from tests.support import hermes_shapes as shapes
 from tests.support.snapshots import count_snapshots
@@ -84,8 +86,9 @@ def test_each_screen_reads_one_snapshot(tmp_path: Path, monkeypatch: pytest.Monk
     assert session.match_count is not None and session.match_count >= 1
 
 
+@pytest.mark.parametrize("answered_by", ["raw rows", "rollup"])
 def test_a_sync_landing_mid_report_is_not_seen_by_the_rest_of_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answered_by: str
 ) -> None:
     # /costs used to read its cards and its table through separate snapshots: a sync
     # landing between them made this month's card and the table disagree.
@@ -107,6 +110,8 @@ def test_a_sync_landing_mid_report_is_not_seen_by_the_rest_of_it(
         HermesHome(home), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path / "data"
     )
     assert reading.syncer is not None
+    data = RecallData(tmp_path / "recall" / "recall.db")
+    rollup = CostRollup(data.core, str(reading.reader.path)) if answered_by == "rollup" else None
     landed: list[bool] = []
     facets = costs_report_module.session_facets
 
@@ -132,13 +137,16 @@ def test_a_sync_landing_mid_report_is_not_seen_by_the_rest_of_it(
     november = CostsRequest.from_params(
         MultiDict({"from": "2026-11-01", "to": "2026-12-01"}), today=NOW.date(), timezone="UTC"
     )
-    report = reading.reader.costs_report(november, now=NOW)
+    report = reading.reader.costs_report(november, now=NOW, rollup=rollup)
     assert landed  # the sync did land in the middle of the report
     assert report.spend is not None and report.headlines is not None
     assert report.spend.totals.estimated_usd == 1.25  # the state the report began with
     assert report.headlines.spend_so_far == 1.25  # the cards agree with the table
     assert report.sessions is not None
     assert [s.spend.estimated_usd for s in report.sessions.sessions] == [1.25]
-    after = reading.reader.costs_report(november, now=NOW)  # the next report sees the call
+    after = reading.reader.costs_report(november, now=NOW, rollup=rollup)  # the next one sees it
     assert after.spend is not None and after.headlines is not None
     assert after.spend.totals.estimated_usd == after.headlines.spend_so_far == 1.75
+    if rollup is not None:
+        assert rollup.last_refresh.get("changed") == 0  # answered by the rollup, brought level
+    data.close()
