@@ -141,15 +141,24 @@ def archive_page(
     *,
     profiles: Sequence[Profile] = (),
     scope: Scope = EVERY_PROFILE,
+    conn: sqlite3.Connection | None = None,
 ) -> ArchivePage:
     """The prune radar of ``home`` against ``archive``, and one page of the archive's
     sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
-    from its own source and config, in place of ``home``'s."""
+    from its own source and config, in place of ``home``'s. ``conn``: the archive
+    already open in ``scope`` (one read transaction for the listing and every radar's
+    check), else each opens it."""
     if len(profiles) > 1:
-        radars = tuple(ProfileRadar(p.name, prune_radar(p.home, archive, now)) for p in profiles)
+        radars = tuple(
+            ProfileRadar(p.name, prune_radar(p.home, archive, now, conn=conn)) for p in profiles
+        )
     else:
-        radars = (ProfileRadar(None, prune_radar(home, archive, now)),)
-    return ArchivePage(str(archive), radars, list_archived(archive, presence, page, scope=scope))
+        radars = (ProfileRadar(None, prune_radar(home, archive, now, conn=conn)),)
+    if conn is not None:
+        listing = _listing(conn, presence, page, PAGE_SIZE)
+    else:
+        listing = list_archived(archive, presence, page, scope=scope)
+    return ArchivePage(str(archive), radars, listing)
 
 
 def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
@@ -181,20 +190,24 @@ def list_archived(
         return ArchiveListing(presence, page, page_size, 0, (), problem=exc.reason)
     try:
         with read_snapshot(conn):
-            where = presence_sql(presence, "s")
-            total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}").fetchone()[0]
-            rows = conn.execute(
-                f"SELECT s.id, s.title, s.source, s.started_at, s.ended_at, "
-                f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
-                f"{gone_sql('s')}, s.profile "
-                f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id DESC "
-                "LIMIT ? OFFSET ?",
-                (page_size, (page - 1) * page_size),
-            ).fetchall()
+            return _listing(conn, presence, page, page_size)
     except sqlite3.DatabaseError as exc:
         return ArchiveListing(presence, page, page_size, 0, (), problem=str(exc)[:200])
     finally:
         conn.close()
+
+
+def _listing(conn: sqlite3.Connection, presence: str, page: int, page_size: int) -> ArchiveListing:
+    where = presence_sql(presence, "s")
+    total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}").fetchone()[0]
+    rows = conn.execute(
+        f"SELECT s.id, s.title, s.source, s.started_at, s.ended_at, "
+        f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
+        f"{gone_sql('s')}, s.profile "
+        f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id DESC "
+        "LIMIT ? OFFSET ?",
+        (page_size, (page - 1) * page_size),
+    ).fetchall()
     return ArchiveListing(
         presence, page, page_size, total, tuple(ArchivedSession(*r) for r in rows)
     )

@@ -146,25 +146,32 @@ def retention_policy(home: HermesHome) -> RetentionPolicy:
     return RetentionPolicy(auto, days, tuple(notes))
 
 
-def prune_radar(home: HermesHome, archive: Path, now: float | None = None) -> PruneRadar:
-    """The sessions Hermes's next sweep of ``home`` deletes, each checked against ``archive``."""
+def prune_radar(
+    home: HermesHome,
+    archive: Path,
+    now: float | None = None,
+    *,
+    conn: sqlite3.Connection | None = None,
+) -> PruneRadar:
+    """The sessions Hermes's next sweep of ``home`` deletes, each checked against ``archive``
+    (through ``conn`` when the caller holds it open, else opened here)."""
     policy = retention_policy(home)
     at = time.time() if now is None else now
     cutoff = at - policy.retention_days * 86_400 if policy.auto_prune else None
     try:
-        conn = open_readonly(home.state_db)
+        source = open_readonly(home.state_db)
     except StoreUnavailableError as exc:
         return PruneRadar(policy, cutoff, (), {}, None, source_problem=_source_problem(home, exc))
     try:
-        with read_snapshot(conn):
-            last = _last_sweep(conn)
-            rows, spared = _doomed(conn, cutoff) if cutoff is not None else ([], {})
+        with read_snapshot(source):
+            last = _last_sweep(source)
+            rows, spared = _doomed(source, cutoff) if cutoff is not None else ([], {})
     except sqlite3.DatabaseError as exc:
         problem = f"the source {home.state_db} cannot be read ({str(exc)[:200]})"
         return PruneRadar(policy, cutoff, (), {}, None, source_problem=problem)
     finally:
-        conn.close()
-    candidates, archive_problem = _check_archive(home, archive, rows)
+        source.close()
+    candidates, archive_problem = _check_archive(home, archive, rows, conn)
     return PruneRadar(
         policy, cutoff, tuple(candidates), spared, last, archive_problem=archive_problem
     )
@@ -229,9 +236,14 @@ def _source_problem(home: HermesHome, exc: StoreUnavailableError) -> str:
 
 
 def _check_archive(
-    home: HermesHome, archive: Path, rows: Sequence[dict[str, object]]
+    home: HermesHome,
+    archive: Path,
+    rows: Sequence[dict[str, object]],
+    held: sqlite3.Connection | None = None,
 ) -> tuple[list[Candidate], str | None]:
-    """Each candidate with what the archive holds of it (by source home and id)."""
+    """Each candidate with what the archive holds of it (by source home and id), read
+    through ``held`` when given (the caller's read transaction), else a connection of
+    its own."""
     if not rows:
         return [], None
     if not archive.is_file():
@@ -245,11 +257,14 @@ def _check_archive(
             "this home's store is its own archive: what Hermes deletes from it is kept nowhere else"
         )
         return [_candidate(r, None, "no-archive") for r in rows], problem
-    try:
-        conn = open_readonly(archive)
-    except StoreUnavailableError as exc:
-        problem = f"the archive {archive} cannot be read ({exc.reason})"
-        return [_candidate(r, None, "no-archive") for r in rows], problem
+    if held is not None:
+        conn = held
+    else:
+        try:
+            conn = open_readonly(archive)
+        except StoreUnavailableError as exc:
+            problem = f"the archive {archive} cannot be read ({exc.reason})"
+            return [_candidate(r, None, "no-archive") for r in rows], problem
     key = source_key(home.root)
     out: list[Candidate] = []
     try:
@@ -260,7 +275,8 @@ def _check_archive(
         problem = f"the archive {archive} cannot be read ({str(exc)[:200]})"
         return [_candidate(r, None, "no-archive") for r in rows], problem
     finally:
-        conn.close()
+        if held is None:
+            conn.close()
     return out, None
 
 

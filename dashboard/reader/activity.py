@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
 from dashboard.costs.days import DayClock
-from dashboard.costs.rollup import CostRollup
 from dashboard.costs.rules import known_spend, total
-from dashboard.costs.spend import Cell, plan
+from dashboard.costs.spend import Cell, Spend, plan
 from dashboard.hermes.conventions import visible_sql
 from dashboard.hermes.model_names import model_family
-from dashboard.reader.reader import StateReader
 
 ACTIVITY_DAYS = 30
 
@@ -56,8 +55,8 @@ class Activity:
 
 
 def recent_activity(
-    reader: StateReader,
-    rollup: CostRollup | None,
+    conn: sqlite3.Connection,
+    spend: Callable[..., Spend],
     *,
     today: date,
     timezone: str | None = None,
@@ -66,23 +65,19 @@ def recent_activity(
     """Sessions, tokens and spend per local day for the ``days`` days up to ``today``, the
     models that started the most sessions and the tools called most in them.
 
-    Spend and tokens are :meth:`StateReader.spend` (the rollup once built, the cost
-    rules of :mod:`cost_rules`): the same figures as the costs page. Sessions, models
+    Spend and tokens are asked of ``spend`` (``SpendReading.spend`` of the same
+    snapshot as ``conn``: the rollup once built, the cost rules of :mod:`costs.rules`):
+    the same figures as the costs page. Sessions, models
     and tools are read for the sessions that started in the range, through the
     ``started_at`` and ``(session_id, …)`` indexes, so the page stays bounded by the
     range's sessions, not the home's size.
     """
     start, end = today - timedelta(days=days - 1), today + timedelta(days=1)
-    by_day = reader.spend(
-        rollup, period="day", by="source", start=start, end=end, timezone=timezone
-    )
-    by_model = reader.spend(
-        rollup, period="month", by="model", start=start, end=end, timezone=timezone
-    )
-    with reader.snapshot() as snap:
-        question = plan(period="day", start=start, end=end, timezone=timezone)
-        edges = question.edges
-        started, models, tools = _started_sessions(snap.conn, edges[0], edges[-1])
+    by_day = spend(period="day", by="source", start=start, end=end, timezone=timezone)
+    by_model = spend(period="month", by="model", start=start, end=end, timezone=timezone)
+    question = plan(period="day", start=start, end=end, timezone=timezone)
+    edges = question.edges
+    started, models, tools = _started_sessions(conn, edges[0], edges[-1])
     counts = [0] * len(question.labels)
     clock = DayClock(question.zone)
     for when in started:

@@ -7,35 +7,35 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from dashboard.costs.costly import (
-    TOP_SESSIONS,
-    CostlySessions,
-    costly_sessions,
-    rank_sessions,
-    session_sums,
-)
+from dashboard.archive.listing import ArchivePage, archive_page
+from dashboard.costs.costly import CostlySessions
+from dashboard.costs.request import CostsRequest
 from dashboard.costs.rollup import CostRollup
-from dashboard.costs.spend import (
-    Spend,
-    SpendMark,
-    fingerprint,
-    first_activity,
-    plan,
-    range_rows,
-    spend,
-)
-from dashboard.errors import QuerySyntaxError, StoreUnavailableError
+from dashboard.costs.spend import Spend
+from dashboard.errors import QuerySyntaxError, StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
 from dashboard.lineage.graph import LineageCache
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
+from dashboard.reader.activity import recent_activity
+from dashboard.reader.costs_report import CostsReport, costs_report
 from dashboard.reader.overview import archive_counts, archive_overview, source_overview
+from dashboard.reader.screens import (
+    ChainPage,
+    OverviewPage,
+    SearchPage,
+    SessionPage,
+    StitchedScreen,
+)
+from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
 from dashboard.search.cards import fold_copies
+from dashboard.search.facets import session_facets
 from dashboard.search.query import ParsedQuery, parse_query
 from dashboard.search.said import said_only
 from dashboard.search.sessions import (
@@ -43,28 +43,21 @@ from dashboard.search.sessions import (
     SearchResult,
     SessionResult,
     search_sessions,
-    session_facets,
     session_matches,
 )
+from dashboard.sessions.stitched import StitchedPart, load_stitched, load_stitched_page
 from dashboard.sessions.transcript import (
     PAGE_SIZE,
-    SessionPage,
-    StitchedPage,
-    StitchedPart,
     Transcript,
     TranscriptRequest,
     chain_neighbours,
     last_message_id,
-    load_stitched,
-    load_stitched_page,
     load_transcript,
     match_entries,
 )
 from dashboard.store.readonly import classify, open_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
 from dashboard.store.state import StoreState, read_state
-
-SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
 
 
 def usable_query(text: str) -> ParsedQuery | None:
@@ -74,6 +67,14 @@ def usable_query(text: str) -> ParsedQuery | None:
     except QuerySyntaxError:
         return None
     return None if parsed.empty else parsed
+
+
+def highlight_terms(q: str) -> list[str]:
+    """The terms search matched for ``q`` (NOT terms excluded); none if ``q`` is unusable."""
+    try:
+        return parse_query(q).highlight_terms()
+    except QuerySyntaxError:
+        return []
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,7 @@ class StateReader:
         self._epochs = epochs if epochs is not None else EpochsCache()
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
         # Spend answers, and the costly sessions of a range (keys start "sessions").
-        self._spend_cache: dict[tuple, Any] = {}
-        self._spend_lock = threading.Lock()
+        self._spend_cache = SpendCache()
 
     @property
     def path(self) -> Path:
@@ -158,6 +158,11 @@ class StateReader:
         reader's scope) that the cost rollup is built and brought up to date from."""
         if self._before_read is not None:
             self._before_read()
+        return self._open_whole()
+
+    def _open_whole(self) -> sqlite3.Connection:
+        """:meth:`open_for_rollup` without the sync before it (inside a snapshot, which
+        ran it)."""
         conn = open_readonly(self.path)
         try:
             read_state(conn, self.path)  # the archive at the current schema, or why not
@@ -167,16 +172,20 @@ class StateReader:
         return conn
 
     @contextmanager
-    def snapshot(self) -> Iterator[Snapshot]:
-        """A read-only connection and the archive's state; errors become StoreUnavailableError."""
-        if self._before_read is not None:
+    def snapshot(self, *, sync: bool = True) -> Iterator[Snapshot]:
+        """A read-only connection and the archive's state, every statement inside seeing
+        one state of the file (a read transaction: a sync landing meanwhile is not seen);
+        errors become StoreUnavailableError. ``sync=False``: without running
+        ``before_read`` first (the archive page reads the archive as it is)."""
+        if sync and self._before_read is not None:
             self._before_read()
         conn = open_readonly(self.path)
         try:
             try:
                 state = read_state(conn, self.path)
                 apply_scope(conn, self.scope)
-                yield Snapshot(conn, state)
+                with read_snapshot(conn):
+                    yield Snapshot(conn, state)
             except sqlite3.DatabaseError as exc:
                 # "database disk image is malformed" surfaces on the first page read.
                 raise classify(exc, self.path) from exc
@@ -211,10 +220,45 @@ class StateReader:
         reading every profile (:attr:`spans_profiles`), each one's figures and source
         (``profiles``: name -> figures, in the profiles' order)."""
         with self.snapshot() as snap:
-            info = archive_overview(snap.conn, self.path, by_profile=self.spans_profiles)
-            info["is_demo"] = snap.state.is_demo
-            if self.reads_archive:
-                info["archive"] = archive_counts(snap.conn)
+            info = self._archive_figures(snap)
+        return self._with_sources(info)
+
+    def overview_page(
+        self,
+        *,
+        today: date,
+        timezone: str | None = None,
+        rollup: CostRollup | None = None,
+    ) -> OverviewPage:
+        """The overview screen: the last 30 days up to ``today`` (:func:`recent_activity`),
+        then :meth:`overview`'s figures.
+
+        In the one snapshot: the archive's figures, and the activity's sessions, models,
+        tools, tokens and spend (the cost rollup's sums brought up to date from it, as
+        :meth:`costs_report` says). Not in it: each source's own state, read from the
+        Hermes files themselves (never waiting on their lock).
+        """
+        with self.snapshot() as snap:
+            info = self._archive_figures(snap)
+            activity, problem = None, None
+            try:
+                with self._spending(snap, rollup) as spending:
+                    activity = recent_activity(
+                        snap.conn, spending.spend, today=today, timezone=timezone
+                    )
+            except ValidationError as exc:  # a bad timezone: the diagnostics still help
+                problem = str(exc)
+        return OverviewPage(self._with_sources(info), activity, problem)
+
+    def _archive_figures(self, snap: Snapshot) -> dict[str, Any]:
+        info = archive_overview(snap.conn, self.path, by_profile=self.spans_profiles)
+        info["is_demo"] = snap.state.is_demo
+        if self.reads_archive:
+            info["archive"] = archive_counts(snap.conn)
+        return info
+
+    def _with_sources(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with the source's state (each profile's, reading every one) and paths."""
         if self.reads_archive:
             info["source"] = source_overview(self.home.state_db)
         if "profiles" in info:  # every profile: each one's figures and its own source
@@ -245,8 +289,13 @@ class StateReader:
             )
             return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
 
-    def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
-        """One page of a session's transcript, its chain neighbours and the query's matches."""
+    def session_page(
+        self, session_id: str, request: TranscriptRequest, *, page_size: int | None = PAGE_SIZE
+    ) -> SessionPage:
+        """The session screen in one snapshot: one page of the transcript (every message
+        with ``page_size=None``: the JSON API), its chain neighbours, the query's matches
+        on the pages, and the chain it belongs to (its part, its relatives, its cost by
+        the chain table's rules)."""
         parsed = usable_query(request.query)
         with self.snapshot() as snap:
             found = load_transcript(
@@ -255,17 +304,18 @@ class StateReader:
                 include_inactive=request.include_inactive,
                 page=request.page,
                 at=request.at,
-                page_size=PAGE_SIZE,
+                page_size=page_size,
                 view=request.view,
                 epochs=self._epochs.get(snap.conn, [session_id]).get(session_id),
             )
             found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
+            chain = load_chain(snap.conn, session_id)
             if parsed is None or found.paging is None:
-                return SessionPage(found, [], None, [])
+                return SessionPage(session_id, found, [], None, [], chain)
             ids = session_matches(snap.conn, snap.state, session_id, parsed)
             matches = match_entries(snap.conn, found.paging, ids)
         count = sum(1 for i in ids if found.paging.index_of(i) is not None)
-        return SessionPage(found, parsed.highlight_terms(), count, matches)
+        return SessionPage(session_id, found, parsed.highlight_terms(), count, matches, chain)
 
     def health(self) -> dict[str, Any]:
         """``{"status": "ok"}`` or the reason the store cannot be read."""
@@ -287,15 +337,32 @@ class StateReader:
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
         with self.snapshot() as snap:
-            return search_sessions(
-                snap.conn,
-                snap.state,
-                request,
-                self._lineage.get(snap.conn, snap.state),
-                self._epochs,
-                scoped=not self.scope.everything,
-                by_profile=self.spans_profiles,
-            )
+            return self._search(snap, request)
+
+    def _search(self, snap: Snapshot, request: SearchRequest) -> SearchResult:
+        return search_sessions(
+            snap.conn,
+            snap.state,
+            request,
+            self._lineage.get(snap.conn, snap.state),
+            self._epochs,
+            scoped=not self.scope.everything,
+            by_profile=self.spans_profiles,
+        )
+
+    def search_page(self, request: SearchRequest | None, *, facets: bool = True) -> SearchPage:
+        """The search screen in one snapshot: the filters' choices (sources, models) and
+        ``request``'s results (None: the choices alone, for a request that could not be
+        read). ``facets=False``: the results alone (the JSON API shows no filters; their
+        counts cost a pass over the sessions)."""
+        with self.snapshot() as snap:
+            choices = session_facets(snap.conn) if facets else {}
+            if request is None:
+                return SearchPage(choices)
+            try:
+                return SearchPage(choices, request, self._search(snap, request))
+            except ValidationError as exc:  # a query with nothing to search: the page says so
+                return SearchPage(choices, request, error=str(exc))
 
     def said(self, request: SearchRequest, terms: Sequence[str]) -> list[SessionResult]:
         """Stage-1 search with each hit re-cut to what was said (:func:`said.said_only`),
@@ -327,11 +394,6 @@ class StateReader:
             lineage = self._lineage.get(snap.conn, snap.state)
         return lineage.family(lineage.root(session_id))
 
-    def search_facets(self) -> dict[str, list[str]]:
-        """Sources and models present, for the search filters."""
-        with self.snapshot() as snap:
-            return session_facets(snap.conn)
-
     def last_message_id(self, session_id: str) -> int:
         """The newest message id of a session (what a cached summary depends on)."""
         with self.snapshot() as snap:
@@ -343,7 +405,42 @@ class StateReader:
         with self.snapshot() as snap:
             return load_chain(snap.conn, session_id, epochs=epochs)
 
-    def chain_index(
+    def archive_page(self, presence: str, page: int, now: float | None = None) -> ArchivePage:
+        """The archive screen: the prune radar (each profile's, reading every profile) and
+        one page of the archive's sessions ``presence`` keeps, in this reader's scope.
+
+        In the one snapshot: the listing and every radar's check against the archive.
+        Not in it: each radar's source (Hermes's own file, read beside it). The page
+        reads the archive as it is (no sync first), and an archive that cannot be opened
+        is said on the page, not raised (:func:`archive.listing.archive_page` opens it
+        itself and says why).
+        """
+        profiles = self.profiles if self.spans_profiles else ()
+
+        def shown(conn: sqlite3.Connection | None) -> ArchivePage:
+            return archive_page(
+                self.home,
+                self.path,
+                presence,
+                page,
+                now,
+                profiles=profiles,
+                scope=self.scope,
+                conn=conn,
+            )
+
+        try:
+            with self.snapshot(sync=False) as snap:
+                return shown(snap.conn)
+        except StoreUnavailableError:
+            return shown(None)
+
+    def chain_page(self, session_id: str) -> ChainPage:
+        """The chain screen (and its JSON): the session's chain with every segment's
+        epochs, in one snapshot; the family's totals are summed from it."""
+        return ChainPage(self.chain(session_id, epochs=True))
+
+    def chains_index(
         self, sort: str = "last", descending: bool = True, limit: int = INDEX_LIMIT
     ) -> ChainIndex:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
@@ -363,10 +460,10 @@ class StateReader:
             parts = load_stitched(snap.conn, chain, include_inactive=include_inactive)
             return chain, parts
 
-    def stitched_page(
-        self, session_id: str, request: TranscriptRequest
-    ) -> tuple[Chain, StitchedPage]:
-        """One page of the continuation line through a session, as one conversation."""
+    def stitched_page(self, session_id: str, request: TranscriptRequest) -> StitchedScreen:
+        """One page of the continuation line through a session, as one conversation, and
+        its chain, in one snapshot (``request.query``'s terms to mark)."""
+        terms = highlight_terms(request.query)
         with self.snapshot() as snap:
             chain = load_chain(snap.conn, session_id)
             page = load_stitched_page(
@@ -378,7 +475,7 @@ class StateReader:
                 page_size=PAGE_SIZE,
                 view=request.view,
             )
-            return chain, page
+            return StitchedScreen(chain, page, terms)
 
     def costly_sessions(
         self,
@@ -391,35 +488,8 @@ class StateReader:
         """The sessions that cost the most in a spend question's range (options as
         :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
         the spend fingerprint is unchanged."""
-        with self.snapshot() as snap, read_snapshot(snap.conn):
-            mark = fingerprint(snap.conn)
-            key = ("sessions", sort, descending, repr(sorted(options.items())), mark)
-            with self._spend_lock:
-                hit = self._spend_cache.get(key)
-            if hit is not None:
-                return hit
-            question = plan(**options)
-            order = {"sort": sort, "descending": descending, "limit": TOP_SESSIONS}
-            found = None
-            if rollup is not None:
-                with self._rollup_reading(snap, mark) as (conn, whole, scope):
-                    asked = plan(**{**options, **scope})
-                    found = rollup.session_sums(conn, asked, mark=whole, **order)
-            if found is None:  # no rollup (yet): sum the raw rows by the same rules
-                sums = session_sums(range_rows(snap.conn, question).values(), question)
-                found = len(sums), rank_sessions(sums, **order)
-            lineage = self._lineage.get(snap.conn, snap.state)
-            result = costly_sessions(snap.conn, lineage, *found, sort=sort, descending=descending)
-        with self._spend_lock:
-            self._spend_cache[key] = result
-            while len(self._spend_cache) > SPEND_CACHE_SIZE:
-                self._spend_cache.pop(next(iter(self._spend_cache)))
-        return result
-
-    def first_activity(self) -> float | None:
-        """When the first session started (the start of "all time" on the costs page)."""
-        with self.snapshot() as snap:
-            return first_activity(snap.conn)
+        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
+            return spending.costly_sessions(sort=sort, descending=descending, **options)
 
     def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
         """Spend by period and dimension (see :func:`costs.plan` for the options).
@@ -429,41 +499,52 @@ class StateReader:
         fingerprint is unchanged: the page, its CSV and the JSON ask the same
         question in a row.
         """
-        with self.snapshot() as snap, read_snapshot(snap.conn):
-            mark = fingerprint(snap.conn)
-            key = (repr(sorted(options.items())), mark)
-            with self._spend_lock:
-                hit = self._spend_cache.get(key)
-            if hit is not None:
-                return hit
-            result = None
-            if rollup is not None:
-                with self._rollup_reading(snap, mark) as (conn, whole, scope):
-                    result = rollup.spend(conn, mark=whole, **{**options, **scope})
-            if result is None:
-                result = spend(snap.conn, **options)
-        with self._spend_lock:
-            self._spend_cache[key] = result
-            while len(self._spend_cache) > SPEND_CACHE_SIZE:
-                self._spend_cache.pop(next(iter(self._spend_cache)))
-        return result
+        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
+            return spending.spend(**options)
+
+    def costs_report(
+        self,
+        asked: CostsRequest | None,
+        *,
+        now: datetime,
+        rollup: CostRollup | None = None,
+        card_profiles: Sequence[str] = (),
+        cards: bool = True,
+    ) -> CostsReport:
+        """Everything /costs shows for ``asked`` as of ``now`` (its CSV and JSON render
+        the same report), in one snapshot.
+
+        In the one snapshot: the first session (the "all time" shortcut), the sources,
+        the spend of the range, the costliest sessions and this month's headline cards
+        (``cards=False``: the spend alone, what the CSV and the JSON show).
+        Not in it: the cost rollup's sums live in Recall's own file; each answer is
+        brought up to date from this snapshot's state before it is read (a scoped
+        reader's, from one read transaction over the whole archive opened for the
+        report: a sync landing between the two can make the rollup's answers newer than
+        the snapshot). A refresh by another request between two answers can likewise
+        only add what synced after this snapshot began, as before this method existed.
+        """
+        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
+            return costs_report(
+                snap.conn, spending, asked, now=now, card_profiles=card_profiles, cards=cards
+            )
 
     @contextmanager
-    def _rollup_reading(
-        self, snap: Snapshot, mark: SpendMark
-    ) -> Iterator[tuple[sqlite3.Connection, SpendMark | None, dict[str, Any]]]:
-        """How the cost rollup is asked: ``(connection, its fingerprint, options)``.
+    def _spending(self, snap: Snapshot, rollup: CostRollup | None) -> Iterator[SpendReading]:
+        """Spend questions about ``snap`` (see :class:`SpendReading`).
 
         The rollup sums every profile and must be brought up to date from all of them,
         so a scoped reader, whose own connection sees one profile's rows, asks it through
-        a connection to the whole archive (fingerprint read there) and filters the answer
-        to its profiles (``profiles=``); a reader of every profile asks through its own.
+        a connection to the whole archive and filters the answer to its profiles; a
+        reader of every profile asks through its own.
         """
-        if self.scope.names is None:
-            yield snap.conn, mark, {}
-            return
-        conn = self.open_for_rollup()
-        try:
-            yield conn, None, {"profiles": tuple(sorted(self.scope.names))}
-        finally:
-            conn.close()
+        scoped = self.scope.names is not None
+        with spend_reading(
+            snap.conn,
+            rollup,
+            self._spend_cache,
+            lambda: self._lineage.get(snap.conn, snap.state),
+            profiles=tuple(sorted(self.scope.names)) if scoped else None,
+            open_whole=self._open_whole if scoped else None,
+        ) as spending:
+            yield spending

@@ -17,8 +17,8 @@ from typing import Any
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content, is_structured
 from dashboard.hermes.conventions import is_summary, visible_sql
-from dashboard.lineage.chains import Chain, Segment, classify
-from dashboard.lineage.epochs import Epochs, epochs_of
+from dashboard.lineage.chains import classify
+from dashboard.lineage.epochs import Epochs
 from dashboard.params import whole_number
 from dashboard.sessions.rows import (
     ORDER_SQL,
@@ -26,6 +26,13 @@ from dashboard.sessions.rows import (
     ShownRows,
     parse_view,
     shown_rows,
+)
+from dashboard.sessions.tools import (
+    ToolCall,
+    ToolOutput,
+    format_tool_output,
+    parse_tool_calls,
+    preview,
 )
 from dashboard.store.presence import gone_sql
 from dashboard.text import markdown_plain
@@ -36,7 +43,6 @@ TITLE_PREVIEW_CHARS = 80
 PAGE_SIZE = 500
 MATCHES_LISTED = 200  # matches a session page lists (all are counted)
 # Tool output fields shown as the body of a result; the rest become short facts.
-_OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stderr")
 _ORDER = ORDER_SQL
 
 _SESSION_COLUMNS = (
@@ -208,25 +214,6 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """One OpenAI-format function call; ``malformed`` when the stored JSON was not."""
-
-    id: str | None
-    name: str
-    arguments: str  # pretty-printed JSON, or the stored text when it is not JSON
-    preview: str = ""  # one line, for the collapsed view
-    malformed: bool = False
-
-
-@dataclass(frozen=True)
-class ToolOutput:
-    """A tool result split into its readable body and a few short facts (exit code...)."""
-
-    body: str
-    facts: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
 class TranscriptMessage:
     """One message as shown: decoded text, parsed tool calls, visibility flags."""
 
@@ -354,7 +341,7 @@ def load_transcript(
     Raises:
         NotFoundError: no such session.
     """
-    session = _session(conn, session_id)
+    session = session_info(conn, session_id)
     if session is None:
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
     rows = shown_rows(conn, session_id, view, include_inactive, epochs)
@@ -362,14 +349,14 @@ def load_transcript(
     first_user = None
     if page_size:
         paging = paging_for(rows.order, page_size, page, rows.land(at))
-        messages = _messages_by_id(conn, paging.ids)
+        messages = messages_by_id(conn, paging.ids)
         where = "m.session_id = ?"
         if not include_inactive:
             where += f" AND {visible_sql('m')}"
         first_user = _first_user_text(conn, where, session_id)
     else:
-        messages = _messages_by_id(conn, rows.order)
-    return _with_rows(
+        messages = messages_by_id(conn, rows.order)
+    return with_rows(
         Transcript(
             session,
             messages,
@@ -382,7 +369,7 @@ def load_transcript(
     )
 
 
-def _with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
+def with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
     """``transcript`` carrying how its view shows the rows (dividers, copies, aliases)."""
     return replace(
         transcript,
@@ -394,7 +381,7 @@ def _with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
     )
 
 
-def _messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[TranscriptMessage, ...]:
+def messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[TranscriptMessage, ...]:
     """Full rows for ``ids``, in the order given."""
     if not ids:
         return ()
@@ -440,171 +427,6 @@ def match_entries(
     ]
 
 
-@dataclass(frozen=True)
-class SessionPage:
-    """What the session page shows: one page of the transcript and the query's matches."""
-
-    transcript: Transcript
-    terms: list[str]  # to mark in the text: the query's positive terms
-    match_count: int | None  # messages the query matches on any page; None without a query
-    matches: list[MatchEntry]  # the first MATCHES_LISTED of them
-
-
-@dataclass(frozen=True)
-class StitchedPart:
-    """One segment of a stitched conversation: the summary that opens it, then its messages."""
-
-    part: int  # 1-based position on the continuation line
-    segment: Segment
-    transcript: Transcript  # the segment's messages, without the divider
-    divider: TranscriptMessage | None = None  # the compaction summary the segment starts with
-
-
-@dataclass(frozen=True)
-class StitchedPage:
-    """One page of a stitched conversation, with the figures of the whole line."""
-
-    parts: list[StitchedPart]  # the parts with something on this page
-    segments: int  # parts on the whole line
-    messages: int  # messages on the whole line, dividers included
-    left_out: int  # rows the visibility filter leaves out, on the whole line
-    paging: Paging | None = None  # None: every part is on this one page
-    view: str = "everything"  # which rows (transcript_rows.VIEWS)
-    compactions: int = 0  # in-place compactions of every part, together
-
-
-def load_stitched(
-    conn: sqlite3.Connection,
-    chain: Chain,
-    *,
-    include_inactive: bool = False,
-    view: str = "everything",
-) -> list[StitchedPart]:
-    """The continuation line of ``chain`` as one conversation, segment after segment.
-
-    Each continuation's opening compaction summary becomes its part's ``divider``
-    (it restates what came before, so it is not read as a message). Inside a part,
-    ``view`` picks the rows as on the session page (transcript_rows.py): by default
-    every distinct message once, each in-place compaction a divider, re-inserted tails
-    folded, rewound and hidden rows only with ``include_inactive`` (flagged). A message
-    is listed once even if corrupt links put a session on the line twice.
-
-    Args:
-        conn: a connection to the archive (read-only is enough).
-        chain: the lineage (from :func:`~dashboard.lineage.chains.load_chain`).
-        include_inactive: also return rewound and hidden rows, flagged.
-        view: which rows (:data:`~dashboard.sessions.rows.VIEWS`).
-    """
-    return load_stitched_page(conn, chain, include_inactive=include_inactive, view=view).parts
-
-
-def load_stitched_page(
-    conn: sqlite3.Connection,
-    chain: Chain,
-    *,
-    include_inactive: bool = False,
-    page: int = 1,
-    at: int | None = None,
-    page_size: int | None = None,
-    view: str = "everything",
-) -> StitchedPage:
-    """:func:`load_stitched`, one page at a time when ``page_size`` is set.
-
-    Pages cut the line's messages (dividers included) into runs of ``page_size``;
-    a part split by a page boundary appears on both pages. Only the rows of the
-    page are read in full. ``at`` picks the page holding that message (a
-    re-inserted copy: the row it repeats).
-    """
-    plans = _stitch_plan(conn, chain, include_inactive, view)
-    order = [mid for plan in plans for mid in plan.ids]
-    size = page_size or max(1, len(order))
-    landed = next((found for plan in plans if (found := plan.rows.land(at)) is not None), None)
-    paging = paging_for(order, size, page, landed)
-    on_page = set(paging.ids)
-    rows = {m.id: m for m in _messages_by_id(conn, paging.ids)}
-    last_page = paging.page == paging.pages
-    parts: list[StitchedPart] = []
-    for plan in plans:
-        ids = [i for i in plan.ids if i in on_page]
-        if not ids:
-            # An empty segment shows where the line reaches it: before the next message.
-            start = plan.start
-            if plan.ids or not (
-                paging.first <= start < paging.first + size or (start >= len(order) and last_page)
-            ):
-                continue
-        divider = rows.get(plan.divider) if plan.divider in on_page else None
-        messages = tuple(rows[i] for i in ids if i != plan.divider and i in rows)
-        body = Transcript(plan.session, messages, include_inactive, plan.rows.left_out)
-        parts.append(StitchedPart(plan.part, plan.segment, _with_rows(body, plan.rows), divider))
-    return StitchedPage(
-        parts,
-        len(plans),
-        len(order),
-        sum(p.rows.left_out for p in plans),
-        paging if page_size else None,
-        view,
-        sum(p.rows.compactions for p in plans),
-    )
-
-
-@dataclass(frozen=True)
-class _PartPlan:
-    part: int
-    segment: Segment
-    session: SessionInfo
-    ids: list[int]  # in conversation order, the divider first when there is one
-    divider: int | None
-    rows: ShownRows  # how the view shows the session's rows
-    start: int  # index of the part's first message in the whole line
-
-
-def _stitch_plan(
-    conn: sqlite3.Connection, chain: Chain, include_inactive: bool, view: str
-) -> list[_PartPlan]:
-    """Which message ids each part of the line holds, read without their text."""
-    plans: list[_PartPlan] = []
-    seen: set[int] = set()
-    start = 0
-    found = epochs_of(conn, chain.line)  # the whole line's epochs in one read
-    for n, session_id in enumerate(chain.line, start=1):
-        segment = chain.segment(session_id)
-        session = _session(conn, session_id) if segment is not None else None
-        if segment is None or session is None:
-            continue
-        rows = shown_rows(conn, session_id, view, include_inactive, found.get(session_id, Epochs()))
-        if view == "live" and n < len(chain.line):
-            # The agent is fed only the line's last segment: an earlier one's rows are
-            # still active=1 there, but a continuation replaced them with its summary.
-            rows = replace(rows, order=(), dividers={}, copy_of={}, aliases={}, left_out=0)
-        ids = [i for i in rows.order if i not in seen]
-        seen.update(ids)
-        divider = _opening_summary(conn, ids, rows)
-        if divider is not None:
-            ids.remove(divider)
-            ids.insert(0, divider)
-        plans.append(_PartPlan(n, segment, session, ids, divider, rows, start))
-        start += len(ids)
-    return plans
-
-
-def _opening_summary(conn: sqlite3.Connection, ids: Sequence[int], rows: ShownRows) -> int | None:
-    """The rotation summary a part starts from: its first row a person sees, when that
-    is a summary carrier and not one of the session's own in-place compactions."""
-    found = conn.execute(
-        f"SELECT m.id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-        f" AND coalesce(m.display_kind, '') <> 'hidden' ORDER BY {_ORDER} LIMIT 1",
-        (json.dumps(list(ids)),),
-    ).fetchone()
-    if found is None or found[0] in rows.dividers:
-        return None
-    content = found[1]
-    if isinstance(content, bytes):
-        content = content.decode("utf-8", errors="replace")
-    text = decode_content(content) if isinstance(content, str) else ""
-    return found[0] if is_summary(text) else None
-
-
 def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     """The compaction-chain segments around a session.
 
@@ -636,48 +458,6 @@ def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
     return out
 
 
-def format_tool_output(text: str) -> ToolOutput:
-    """Unwrap a JSON tool result (``{"output": ..., "exit_code": 0}``) for reading."""
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[")):
-        return ToolOutput(text.rstrip("\n"))
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return ToolOutput(text.rstrip("\n"))
-    if isinstance(value, dict):
-        key = next((k for k in _OUTPUT_KEYS if isinstance(value.get(k), str)), None)
-        rest = {k: v for k, v in value.items() if k != key}
-        if key is not None and all(_is_scalar(v) for v in rest.values()):
-            facts = tuple((k, v if isinstance(v, str) else json.dumps(v)) for k, v in rest.items())
-            return ToolOutput(value[key].rstrip("\n"), facts)
-        if all(_is_scalar(v) for v in value.values()) and len(value) <= 6:
-            facts = tuple((k, v if isinstance(v, str) else json.dumps(v)) for k, v in value.items())
-            return ToolOutput("", facts)
-    return ToolOutput(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def parse_tool_calls(raw: str | None) -> tuple[ToolCall, ...]:
-    """OpenAI-format ``tool_calls`` JSON as :class:`ToolCall` s; malformed text is kept."""
-    if not raw or not raw.strip():
-        return ()
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
-    return tuple(_tool_call(item) for item in value)
-
-
-def preview(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
 # -- rows ---------------------------------------------------------------------------
 
 
@@ -691,7 +471,7 @@ def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> dict[st
     return rows[0] if rows else None
 
 
-def _session(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
+def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
     cols = [*_SESSION_COLUMNS, f"{gone_sql('sessions')} AS gone_at"]
     row = _one(conn, f"SELECT {', '.join(cols)} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
@@ -723,42 +503,6 @@ def _message(row: dict[str, Any]) -> TranscriptMessage:
         compacted=bool(row.get("compacted")),
         hidden=row.get("display_kind") == "hidden",
     )
-
-
-def _tool_call(item: Any) -> ToolCall:
-    if not isinstance(item, dict):
-        text = json.dumps(item, ensure_ascii=False)
-        return ToolCall(None, "", text, preview(text, 80), malformed=True)
-    function = item.get("function") if isinstance(item.get("function"), dict) else {}
-    name = function.get("name") or item.get("name") or ""
-    arguments = function.get("arguments", item.get("arguments", item.get("input")))
-    pretty, one_line = _arguments(arguments)
-    call_id = item.get("id")
-    return ToolCall(str(call_id) if call_id else None, str(name), pretty, one_line)
-
-
-def _arguments(arguments: Any) -> tuple[str, str]:
-    """Pretty-printed and one-line forms of a call's arguments (a JSON string, usually)."""
-    if arguments is None:
-        return "", ""
-    value = arguments
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            return arguments, preview(arguments, 100)
-    if isinstance(value, dict):
-        one_line = ", ".join(
-            f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
-            for k, v in value.items()
-        )
-    else:
-        one_line = json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, indent=2, ensure_ascii=False), preview(one_line, 100)
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:

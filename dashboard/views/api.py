@@ -10,8 +10,6 @@ from dashboard.costs.rules import CostSummary
 from dashboard.errors import (
     NotFoundError,
     NotWritableError,
-    RecallError,
-    StoreUnavailableError,
     ValidationError,
 )
 from dashboard.lineage.epochs import Epoch
@@ -26,51 +24,34 @@ from dashboard.memory.files import (
     save_memory_file,
 )
 from dashboard.params import whole_number
-from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.summaries.service import DEFAULT_TOOL_LIMIT, session_search_result
-from dashboard.views.costs import current_time, parse_costs_request
-from dashboard.views.preview import preview_block
-from dashboard.views.search import parse_request
+from dashboard.web.agent_memory import preview_block
+from dashboard.web.asked import costs_request, current_time, search_request, transcript_request
+from dashboard.web.errors import answer_json
 from dashboard.web.lineage_svg import epoch_url
 from dashboard.web.reader import get_reader, one_profile_home
-from dashboard.web.rollup import spend_function
+from dashboard.web.rollup import get_cost_rollup
 from dashboard.web.security import same_origin_only
 from dashboard.web.summaries import get_recall_data, get_summaries
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-
-
-@bp.errorhandler(ValidationError)
-def bad_request(exc: ValidationError):
-    return jsonify({"error": str(exc)}), 400
-
-
-@bp.errorhandler(NotFoundError)
-def not_found(exc: NotFoundError):
-    return jsonify({"error": str(exc)}), 404
-
-
-@bp.errorhandler(StoreUnavailableError)
-@bp.errorhandler(RecallError)
-def unavailable(exc: RecallError):
-    reason = getattr(exc, "reason", None)
-    return jsonify({"error": str(exc), "reason": reason}), 503
+answer_json(bp)  # errors as JSON, at the status the pages give them (web/errors.py)
 
 
 @bp.get("/search")
 def search():
     """Search sessions; the result shape is documented in the README."""
-    return jsonify(get_reader().search(parse_request()).to_json())
+    shown = get_reader().search_page(search_request(), facets=False)
+    return jsonify(shown.checked().to_json())
 
 
 @bp.get("/sessions/<session_id>/messages")
 def session_messages(session_id: str):
     """Return a session's transcript (``view=live``: what the agent sees now; ``all=1``:
     rewound and hidden rows too)."""
-    wanted = TranscriptRequest.from_params(request.args.get)
-    transcript = get_reader().transcript(
-        session_id, include_inactive=wanted.include_inactive, view=wanted.view
-    )
+    wanted = transcript_request()
+    # The session page's object, with every message (the page shows them 500 at a time).
+    transcript = get_reader().session_page(session_id, wanted, page_size=None).transcript
     return jsonify(transcript.to_json())
 
 
@@ -86,7 +67,7 @@ def session_search():
 @bp.get("/chains/<session_id>")
 def chain(session_id: str):
     """Return a session's lineage: every segment with its kind and figures, and line totals."""
-    found = get_reader().chain(session_id, epochs=True)
+    found = get_reader().chain_page(session_id).chain
     return jsonify(
         {
             "root": found.root,
@@ -176,10 +157,14 @@ def preview():
 @bp.get("/costs")
 def costs():
     """Spend per period and dimension: the numbers of the costs page (``to`` is exclusive)."""
-    request_ = parse_costs_request(current_time().date())
-    body = spend_function()(**request_.options()).to_json()
-    if request_.notices:
-        body["notices"] = list(request_.notices)
+    now = current_time()
+    asked = costs_request(now)
+    report = get_reader().costs_report(asked, now=now, rollup=get_cost_rollup(), cards=False)
+    report = report.checked()
+    assert report.spend is not None
+    body = report.spend.to_json()
+    if asked.notices:
+        body["notices"] = list(asked.notices)
     return jsonify(body)
 
 

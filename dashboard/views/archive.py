@@ -6,11 +6,7 @@ from pathlib import Path
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
-from dashboard.archive.listing import (
-    archive_page,
-    delete_from_archive,
-    deletion_preview,
-)
+from dashboard.archive.listing import delete_from_archive, deletion_preview
 from dashboard.params import whole_number
 from dashboard.store.presence import parse_presence
 from dashboard.web.reader import get_reader
@@ -29,12 +25,8 @@ def index():
     # This page is about what only the archive holds: that is what it lists unless asked.
     presence = parse_presence(request.args.get("presence") or "archive")
     page = whole_number(request.args.get("page"), "page", 1, 100_000) or 1
-    reader = get_reader()
     # Reading every profile: each one's radar; else the profile's (or the home's) own.
-    profiles = reader.profiles if reader.spans_profiles else ()
-    shown = archive_page(
-        reader.home, _archive(), presence, page, profiles=profiles, scope=reader.scope
-    )
+    shown = get_reader().archive_page(presence, page)
     return render_template(
         "archive.html",
         shown=shown,

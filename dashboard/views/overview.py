@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from dashboard.errors import ValidationError
-from dashboard.reader.activity import recent_activity
-from dashboard.views.costs import current_time, current_timezone
+from dashboard.web.asked import current_time, current_timezone
 from dashboard.web.htmx import render_page
 from dashboard.web.profiles import current_profile
 from dashboard.web.reader import get_reader, profile_sync_states
@@ -19,24 +17,18 @@ bp = Blueprint("overview", __name__)
 def index():
     """Show activity per day, top models and tools, then the home's layout and counts
     (reading every profile: each profile's figures, source and last sync, and the total)."""
-    reader = get_reader()
-    info = reader.overview()
-    activity, problem = None, None
-    try:
-        activity = recent_activity(
-            reader, get_cost_rollup(), today=current_time().date(), timezone=current_timezone()
-        )
-    except ValidationError as exc:  # a bad RECALL_TIMEZONE: the diagnostics still help
-        problem = str(exc)
+    shown = get_reader().overview_page(
+        today=current_time().date(), timezone=current_timezone(), rollup=get_cost_rollup()
+    )
     # Every profile's last sync in its row; one profile's page says its own.
     syncs = profile_sync_states()
     return render_page(
         "overview.html",
         "_overview.html",
         "overview",
-        info=info,
-        activity=activity,
-        activity_problem=problem,
+        info=shown.info,
+        activity=shown.activity,
+        activity_problem=shown.activity_problem,
         profile_syncs=syncs,
         own_sync=syncs.get(current_profile()),
     )

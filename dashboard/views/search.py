@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, current_app, render_template, request
 
 from dashboard.errors import ValidationError
-from dashboard.search.sessions import SearchRequest
 from dashboard.summaries.llm import LLMConfig
+from dashboard.web.asked import search_request
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
 from dashboard.web.security import same_origin_only
@@ -15,31 +15,24 @@ from dashboard.web.summaries import get_summaries, summaries_mode
 bp = Blueprint("search", __name__)
 
 
-def parse_request() -> SearchRequest:
-    """The SearchRequest described by the query string (ValidationError if malformed)."""
-    return SearchRequest.from_params(request.args.get, request.args.getlist)
-
-
 @bp.get("/")
 def index():
     """Search every past conversation; an empty query lists recent sessions."""
-    reader = get_reader()
-    facets = reader.search_facets()
     try:
-        search = parse_request()
-        result = reader.search(search)
-        error = None
-    except ValidationError as exc:
-        search, result, error = None, None, str(exc)
+        search, error = search_request(), None
+    except ValidationError as exc:  # the page still shows the filters, and says why
+        search, error = None, str(exc)
+    shown = get_reader().search_page(search)
+    error = error or shown.error
     # The partial carries a <title> beside the results, so the tab names the query.
     response = render_page(
         "search.html",
         "_search_update.html",
         "results",
-        search=search,
-        result=result,
+        search=None if shown.error else shown.request,
+        result=shown.result,
         error=error,
-        facets=facets,
+        facets=shown.facets,
         args=request.args,
         summaries=summaries_mode(request.args.get("summaries")),
         llm_ready=LLMConfig.from_mapping(current_app.config).enabled,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint
 
-from dashboard.errors import QuerySyntaxError
-from dashboard.search.query import parse_query
-from dashboard.sessions.transcript import TranscriptRequest
+from dashboard.web.asked import transcript_request
 from dashboard.web.htmx import render_page
 from dashboard.web.reader import get_reader
 
@@ -16,10 +14,8 @@ bp = Blueprint("sessions", __name__)
 @bp.get("/sessions/<session_id>")
 def show(session_id: str):
     """Show a page of a session's transcript (the one holding ``at``), ``q``'s matches marked."""
-    wanted = TranscriptRequest.from_params(request.args.get)
-    reader = get_reader()
-    shown = reader.session_page(session_id, wanted)
-    chain = reader.chain(session_id)
+    wanted = transcript_request()
+    shown = get_reader().session_page(session_id, wanted)
     return render_page(
         "session.html",
         "_transcript.html",
@@ -34,17 +30,8 @@ def show(session_id: str):
         include_inactive=wanted.include_inactive,
         view=wanted.view,
         at=wanted.at,
-        chain_part=chain.shown_part(session_id),
-        # Branches, delegations or damaged links still make a family worth a look.
-        related=len(chain.segments) - 1,
-        chain_damaged=bool(chain.warnings),
-        cost=chain.segment(session_id).cost,  # the chain table's figure, by the same rules
+        chain_part=shown.chain_part,
+        related=shown.related,
+        chain_damaged=shown.chain_damaged,
+        cost=shown.cost,
     )
-
-
-def highlight_terms(q: str) -> list[str]:
-    """The terms search matched for ``q`` (NOT terms excluded); none if ``q`` is unusable."""
-    try:
-        return parse_query(q).highlight_terms()
-    except QuerySyntaxError:
-        return []

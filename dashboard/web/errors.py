@@ -1,16 +1,51 @@
-"""Error pages: a clear page for every failure a person can meet, never a stack trace."""
+"""Error pages: a clear page for every failure a person can meet, never a stack trace.
+
+Which HTTP status an exception answers is decided once, by :data:`STATUS_FOR` (and
+:data:`STORE_STATUS` for an unreadable store, by reason): the HTML pages and the JSON
+API (:func:`answer_json`) say the same status for the same failure.
+"""
 
 from __future__ import annotations
 
-from flask import Flask, render_template
+from flask import Blueprint, Flask, Response, jsonify, render_template
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from dashboard.errors import (
     ConflictError,
     NotFoundError,
+    NotWritableError,
+    RecallError,
     StoreUnavailableError,
     ValidationError,
 )
+from dashboard.memory.files import MemoryLockTimeout
+
+#: Exception -> (status, title of the error page); the nearest class in an exception's
+#: MRO wins (a MemoryConflict is a ConflictError: 409).
+STATUS_FOR: dict[type[RecallError], tuple[int, str]] = {
+    ValidationError: (400, "Bad request"),
+    NotWritableError: (403, "Not writable"),
+    NotFoundError: (404, "Not found"),
+    ConflictError: (409, "Conflict"),
+    MemoryLockTimeout: (503, "Busy"),  # a conflict that passes: another save holds the lock
+    StoreUnavailableError: (503, "Store unavailable"),
+    RecallError: (500, "Server error"),
+}
+#: An unreadable store, by reason: what passes by itself (a lock, an I/O hiccup, a
+#: permission or an interrupted write) and a file that is not Recall's archive (a
+#: setting to change, not a server bug) are unavailable (503); a missing or damaged
+#: file is a server error (500). Only the transient ones say when to try again.
+STORE_STATUS = {
+    "locked": 503,
+    "io": 503,
+    "readonly": 503,
+    "rollback": 503,
+    "not-archive": 503,
+    "missing": 500,
+    "corrupt": 500,
+}
+TRANSIENT = frozenset(("locked", "io", "readonly", "rollback"))
+RETRY_AFTER_S = "2"
 
 STORE_ADVICE = {
     "missing": "There is no state.db at this path yet. Start the agent once, or point "
@@ -36,34 +71,47 @@ STORE_ADVICE = {
 }
 
 
+def status_for(exc: RecallError) -> tuple[int, str]:
+    """The HTTP status and page title of ``exc`` (:data:`STATUS_FOR`, :data:`STORE_STATUS`)."""
+    if isinstance(exc, StoreUnavailableError):
+        return STORE_STATUS.get(exc.reason, 500), STATUS_FOR[StoreUnavailableError][1]
+    for kind in type(exc).__mro__:
+        if kind in STATUS_FOR:
+            return STATUS_FOR[kind]  # type: ignore[index]
+    return STATUS_FOR[RecallError]
+
+
+def _headers(exc: RecallError) -> dict[str, str]:
+    transient = isinstance(exc, MemoryLockTimeout) or (
+        isinstance(exc, StoreUnavailableError) and exc.reason in TRANSIENT
+    )
+    return {"Retry-After": RETRY_AFTER_S} if transient else {}
+
+
+def json_error(exc: RecallError) -> tuple[Response, int, dict[str, str]]:
+    """``{"error": ..., "reason": ...}`` (reason: an unreadable store's) at ``exc``'s status."""
+    status, _ = status_for(exc)
+    body: dict[str, object] = {"error": str(exc)}
+    if isinstance(exc, StoreUnavailableError) or status >= 500:
+        body["reason"] = getattr(exc, "reason", None)
+    return jsonify(body), status, _headers(exc)
+
+
+def answer_json(bp: Blueprint) -> None:
+    """Answer ``bp``'s errors as JSON, at the status the pages give the same error."""
+    bp.register_error_handler(RecallError, json_error)
+
+
 def init_app(app: Flask) -> None:
-    @app.errorhandler(StoreUnavailableError)
-    def store_unavailable(exc: StoreUnavailableError):
-        transient = exc.reason in ("locked", "io", "readonly", "rollback")
-        # A file that is not Recall's archive is a setting to change, not a server bug and
-        # nothing that passes by retrying: unavailable, without Retry-After.
-        status = 503 if transient or exc.reason == "not-archive" else 500
-        advice = STORE_ADVICE.get(exc.reason, "")
-        body = render_template("errors/store.html", error=exc, advice=advice)
-        return body, status, {"Retry-After": "2"} if transient else {}
-
-    @app.errorhandler(NotFoundError)
-    def not_found(exc: NotFoundError):
-        return render_template(
-            "errors/http.html", code=404, title="Not found", message=str(exc)
-        ), 404
-
-    @app.errorhandler(ConflictError)
-    def conflict(exc: ConflictError):
-        return render_template(
-            "errors/http.html", code=409, title="Conflict", message=str(exc)
-        ), 409
-
-    @app.errorhandler(ValidationError)
-    def invalid(exc: ValidationError):
-        return render_template(
-            "errors/http.html", code=400, title="Bad request", message=str(exc)
-        ), 400
+    @app.errorhandler(RecallError)
+    def recall_error(exc: RecallError):
+        status, title = status_for(exc)
+        if isinstance(exc, StoreUnavailableError):
+            advice = STORE_ADVICE.get(exc.reason, "")
+            body = render_template("errors/store.html", error=exc, advice=advice)
+        else:
+            body = render_template("errors/http.html", code=status, title=title, message=str(exc))
+        return body, status, _headers(exc)
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(exc: RequestEntityTooLarge):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 from flask import Flask, current_app
 
 from dashboard.costs.rollup import CostRollup
-from dashboard.costs.spend import Spend, resolve_zone
+from dashboard.costs.spend import resolve_zone
 from dashboard.errors import ValidationError
-from dashboard.web.reader import base_reader, get_reader
+from dashboard.web.reader import base_reader
 from dashboard.web.resources import app_resource
 from dashboard.web.summaries import get_recall_data
 
@@ -25,11 +22,6 @@ def get_cost_rollup() -> CostRollup | None:
         return CostRollup(get_recall_data().core, str(reader.path), connect=reader.open_for_rollup)
 
     return app_resource("recall.cost_rollup", build)
-
-
-def spend_function() -> Callable[..., Spend]:
-    """``StateReader.spend`` bound to the app's rollup."""
-    return functools.partial(get_reader().spend, get_cost_rollup())
 
 
 def prepare_cost_rollup() -> None:

@@ -18,7 +18,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import Epochs
 from dashboard.reader.reader import StateReader
-from dashboard.sessions.transcript import load_stitched
+from dashboard.sessions.stitched import load_stitched
 from dashboard.store.readonly import open_readonly
 from dashboard.store.session_store import NewMessage, SessionStore, Usage
 from tests.conftest import make_app
@@ -432,7 +432,7 @@ def test_chain_totals_show_effective_spend_and_its_coverage(tmp_path: Path) -> N
 
 def test_most_expensive_chains_rank_by_effective_spend(tmp_path: Path) -> None:
     build_priced_chain(tmp_path / "home")
-    index = StateReader(HermesHome(tmp_path / "home")).chain_index("cost")
+    index = StateReader(HermesHome(tmp_path / "home")).chains_index("cost")
     # $0.985 (mostly estimated) before $0.60 (billed): not by the partial bill ($0.285).
     assert [c.root for c in index.chains] == ["priced-01", "billed-01"]
     assert index.chains[0].cost_usd == pytest.approx(0.985)

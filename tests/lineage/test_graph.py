@@ -12,7 +12,7 @@ from tests.support.archived import archive_home
 
 def rotated(reader: StateReader) -> list:
     """The index's rotation chains (the shape also holds a session compacted in place)."""
-    chains = reader.chain_index().chains
+    chains = reader.chains_index().chains
     assert [c.root for c in chains if c.in_place] == [shapes.S_TELEGRAM]
     return [c for c in chains if not c.in_place]
 

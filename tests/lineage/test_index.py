@@ -83,9 +83,9 @@ def test_lineage_kinds_and_parts(reader: StateReader) -> None:
 
 def test_index_orders(reader: StateReader) -> None:
     def roots(sort: str, descending: bool = True) -> list[str]:
-        return [c.root for c in reader.chain_index(sort, descending).chains]
+        return [c.root for c in reader.chains_index(sort, descending).chains]
 
-    index = reader.chain_index()
+    index = reader.chains_index()
     assert index.total == 2 and index.sort == "last" and index.descending
     assert roots("segments") == ["long0", "pricey0"]
     assert roots("segments", descending=False) == ["pricey0", "long0"]
@@ -93,13 +93,13 @@ def test_index_orders(reader: StateReader) -> None:
     assert roots("messages") == ["long0", "pricey0"]
     # An unknown price sorts after every known one, either way.
     assert roots("cost") == ["pricey0", "long0"] == roots("cost", descending=False)
-    pricey, long = reader.chain_index("cost").chains
+    pricey, long = reader.chains_index("cost").chains
     assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
     assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
-    assert reader.chain_index("segments", limit=1).chains[0].root == "long0"
+    assert reader.chains_index("segments", limit=1).chains[0].root == "long0"
     # Every sort shows the same figures, the cost included (priced only when listed).
     for sort in ("last", "started", "segments", "messages"):
-        by_root = {c.root: c for c in reader.chain_index(sort).chains}
+        by_root = {c.root: c for c in reader.chains_index(sort).chains}
         assert by_root["pricey0"] == pricey and by_root["long0"] == long, sort
 
 
@@ -110,7 +110,7 @@ def test_index_names_chains_by_the_conversations_title(tmp_path: Path) -> None:
         store.append_messages(first, [NewMessage("user", "hi", timestamp=101.0)])
         second = store.compress(first, "summary", child_id="a1", at=110.0)
         store.set_title(second, "Fix the build #2")
-    (only,) = StateReader(HermesHome(tmp_path)).chain_index().chains
+    (only,) = StateReader(HermesHome(tmp_path)).chains_index().chains
     assert only.title == "Fix the build" and only.root == "a0"
 
 
@@ -159,7 +159,7 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
         plain = store.create_session("cli", session_id="plain", started_at=300.0)
         store.append_messages(plain, [NewMessage("user", "once", timestamp=301.0)])
     reader = StateReader(HermesHome(tmp_path))
-    index = reader.chain_index("epochs")
+    index = reader.chains_index("epochs")
     assert index.total == 2
     by_root = {c.root: c for c in index.chains}
     assert set(by_root) == {"a0", "solo"}  # "plain" never compacted: no chain
@@ -170,8 +170,8 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
     # A later compaction shows on the next read (the count is cached per archive write).
     with SessionStore(tmp_path / "state.db") as store:
         store.compact_in_place(solo, "part 2", at=230.0)
-    assert [c.root for c in reader.chain_index("epochs").chains] == ["solo", "a0"]
-    assert reader.chain_index("epochs").chains[0].epochs == 4
+    assert [c.root for c in reader.chains_index("epochs").chains] == ["solo", "a0"]
+    assert reader.chains_index("epochs").chains[0].epochs == 4
 
 
 def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
@@ -187,7 +187,7 @@ def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
         inline=True,
         folder=tmp_path / "data",
     ).reader
-    index = reader.chain_index("profile", descending=False)
+    index = reader.chains_index("profile", descending=False)
     assert index.sort == "profile"
     assert [c.profile for c in index.chains] == sorted(c.profile for c in index.chains)
     assert {(c.root, c.profile) for c in index.chains if c.segments > 1} == {
@@ -200,5 +200,5 @@ def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
         assert chain.profile == summary.profile
     assert check_chain_sort("profile", "desc") == ("profile", True)
     # One profile's index: its own chains, still named.
-    legacy = reader.scoped("legacy").chain_index()
+    legacy = reader.scoped("legacy").chains_index()
     assert {c.profile for c in legacy.chains} == {"legacy"}

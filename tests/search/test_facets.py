@@ -42,7 +42,7 @@ def test_model_family_is_one_key_for_every_spelling(name: str, family: str) -> N
 
 def test_model_facet_groups_spellings_with_counts(tmp_path: Path) -> None:
     reader = spelled_home(tmp_path)
-    facets = reader.search_facets()
+    facets = reader.search_page(None).facets
     (sonnet,) = [f for f in facets["models"] if "sonnet" in f.label]
     assert sonnet.key == "claude-sonnet-4-5" and sonnet.count == 3
     assert sonnet.label == "claude-sonnet-4-5"  # the spelling most sessions use

@@ -13,7 +13,8 @@ import pytest
 from dashboard.errors import ValidationError
 from dashboard.lineage.chains import load_chain
 from dashboard.sessions.rows import VIEWS, parse_view, shown_rows
-from dashboard.sessions.transcript import load_stitched, load_transcript
+from dashboard.sessions.stitched import load_stitched
+from dashboard.sessions.transcript import load_transcript
 from dashboard.store.readonly import open_readonly
 from tests.support import hermes_shapes as hs
 from tests.support.archived import archive_home

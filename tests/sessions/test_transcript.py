@@ -14,12 +14,7 @@ from dashboard.errors import NotFoundError
 from dashboard.hermes.content import JSON_PREFIX
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
-from dashboard.sessions.transcript import (
-    chain_neighbours,
-    format_tool_output,
-    load_transcript,
-    parse_tool_calls,
-)
+from dashboard.sessions.transcript import chain_neighbours, load_transcript
 from dashboard.store.readonly import open_readonly
 from dashboard.store.session_store import NewMessage, SessionStore
 from tests.support import hermes_shapes as shapes
@@ -145,38 +140,6 @@ def test_tool_calls_are_parsed_and_linked_to_their_results(tmp_path: Path) -> No
     assert result.tool_output.body == " count\n-------\n    97"
     assert result.tool_output.facts == (("exit_code", "0"),)
     assert shapes.TOOL_CALL_WORD in root.messages[8].search_text
-
-
-def test_tool_call_json_in_every_state_is_tolerated() -> None:
-    assert parse_tool_calls(None) == () and parse_tool_calls("  ") == ()
-    (broken,) = parse_tool_calls('[{"id": "c1", "function": {"name": "x"')
-    assert broken.malformed and broken.arguments.startswith("[{")
-    (scalar,) = parse_tool_calls("42")
-    assert scalar.malformed
-    single = parse_tool_calls(json.dumps({"id": "c2", "function": {"name": "grep"}}))
-    assert [(c.id, c.name, c.arguments) for c in single] == [("c2", "grep", "")]
-    mixed = parse_tool_calls(
-        json.dumps(
-            [
-                {"id": "c3", "type": "function", "function": {"name": "a", "arguments": "{oops"}},
-                {"id": "c4", "function": {"name": "b", "arguments": {"k": [1, 2]}}},
-                "stray",
-            ]
-        )
-    )
-    assert [c.name for c in mixed] == ["a", "b", ""]
-    assert mixed[0].arguments == "{oops" and not mixed[0].malformed
-    assert json.loads(mixed[1].arguments) == {"k": [1, 2]}
-    assert mixed[2].malformed
-
-
-def test_tool_output_is_unwrapped_for_reading() -> None:
-    assert format_tool_output('{"output": "a\\nb\\n", "exit_code": 1}').body == "a\nb"
-    assert format_tool_output('{"success": true}').facts == (("success", "true"),)
-    assert format_tool_output("plain text\n").body == "plain text"
-    assert format_tool_output("{not json").body == "{not json"
-    nested = format_tool_output('{"rows": [{"a": 1}], "n": 1}')
-    assert json.loads(nested.body) == {"rows": [{"a": 1}], "n": 1} and nested.facts == ()
 
 
 def test_unknown_session_raises_not_found(tmp_path: Path) -> None:
@@ -361,7 +324,7 @@ def test_a_long_transcript_is_read_one_page_at_a_time(tmp_path: Path) -> None:
 
 def test_a_long_stitched_transcript_is_paged_with_every_message_once(tmp_path: Path) -> None:
     from dashboard.lineage.chains import load_chain
-    from dashboard.sessions.transcript import load_stitched, load_stitched_page
+    from dashboard.sessions.stitched import load_stitched, load_stitched_page
 
     home, ids, more = long_home(tmp_path)
     with opened(home / "state.db") as conn:

@@ -24,7 +24,7 @@ def test_a_hermes_file_is_refused_as_not_an_archive(tmp_path: Path, shape: str) 
     reader = StateReader(HermesHome(tmp_path / "home"))
     for read in (
         lambda: reader.search(SearchRequest(query="pool")),
-        reader.search_facets,
+        lambda: reader.search_page(None),
         lambda: reader.matching_messages(shapes.S_ROOT, "pool"),
     ):
         with pytest.raises(StoreUnavailableError) as caught:

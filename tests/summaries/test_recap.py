@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.sessions.transcript import ToolCall, TranscriptMessage
+from dashboard.sessions.tools import ToolCall
+from dashboard.sessions.transcript import TranscriptMessage
 from dashboard.summaries.recap import (
     EARLIER_MARKER,
     LATER_MARKER,

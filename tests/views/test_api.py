@@ -85,12 +85,15 @@ def test_session_messages(client: FlaskClient) -> None:
     assert missing.status_code == 404 and "nope" in missing.json["error"]
 
 
-def test_unavailable_store_is_a_json_503(tmp_path) -> None:
+def test_unavailable_store_is_json_at_the_pages_status(tmp_path) -> None:
     from tests.conftest import make_app
 
+    # One status table (web/errors.STATUS_FOR): a missing store is the page's 500 here too
+    # (the API said 503 before, the page 500).
     client = make_app(tmp_path / "no-home", tmp_path / "data").test_client()
     response = client.get("/api/search", query_string={"q": "x"})
-    assert response.status_code == 503 and response.json["reason"] == "missing"
+    assert response.status_code == 500 and response.json["reason"] == "missing"
+    assert client.get("/", query_string={"q": "x"}).status_code == 500
 
 
 NASTY = st.sampled_from(

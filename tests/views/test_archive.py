@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from flask.testing import FlaskClient
 
+from dashboard.archive import listing as listing_module
+from dashboard.archive import prune_radar as radar_module
 from tests.archive.test_importer import assert_untouched, digests
 from tests.archive.test_listing import archived_home, fts_ok
 from tests.conftest import make_app
+from tests.support.snapshots import count_snapshots
 from tests.views.test_sessions import GONE_BADGE
 
 ORIGIN = {"Origin": "http://localhost"}
@@ -182,3 +186,23 @@ def test_one_profile_archive_page_has_no_profile_column(tmp_path: Path) -> None:
     html = _html(client, "/archive?presence=all")
     assert 'id="prune-radar"' in html and '<td class="profile">' not in html
     assert ">Profile</th>" not in html
+
+
+def test_the_radar_and_the_listing_read_the_archive_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, ids, archive, _ = _client(tmp_path)
+    opened = count_snapshots(monkeypatch)
+    own: list[Path] = []  # the archive opened by the radar or the listing themselves
+    for module in (listing_module, radar_module):
+        original = module.open_readonly
+
+        def recorded(path: Path, *args: object, _open=original, **kwargs: object):
+            own.append(Path(path))
+            return _open(path, *args, **kwargs)
+
+        monkeypatch.setattr(module, "open_readonly", recorded)
+    html = _html(client, "/archive")
+    assert len(opened) == 1  # one snapshot for the listing and the radar's check
+    assert archive.resolve() not in [p.resolve() for p in own]  # only the source beside it
+    assert "safely archived" in html and f'/sessions/{ids["ancient"]}"' in html

@@ -18,6 +18,7 @@ from dashboard.web.lineage_svg import render_chain_svg
 from tests.conftest import make_app
 from tests.lineage.test_chains import SEGMENTS, T0, ChainHome, build_chain_home
 from tests.support import hermes_shapes as shapes
+from tests.support.snapshots import count_snapshots
 from tests.views.test_sessions import IMG, SCRIPT, assert_inert
 
 EVIL = f"Refactor {SCRIPT} {IMG}"
@@ -589,3 +590,21 @@ def test_one_profile_chains_show_no_profile_column(
     assert "profile-label" not in page(chain_client, f"/chains/{chain_home.line[0]}")
     assert "profile-label" not in page(chain_client, f"/sessions/{chain_home.line[0]}")
     assert chain_client.get("/chains?sort=profile").status_code == 200
+
+
+def test_each_chain_screen_and_its_json_read_one_snapshot(
+    chain_client: FlaskClient, chain_home: ChainHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = count_snapshots(monkeypatch)
+    tip = chain_home.line[-1]
+    html = page(chain_client, f"/chains/{tip}")
+    assert len(opened) == 1
+    del opened[:]
+    body = chain_client.get(f"/api/chains/{tip}").json
+    assert len(opened) == 1
+    for node in body["nodes"]:  # the page and the JSON show the same segments
+        assert f"/sessions/{node['session_id']}" in html
+    for path in ("/chains", f"/chains/{tip}/transcript?q=pool"):
+        del opened[:]
+        page(chain_client, path)
+        assert len(opened) == 1, path

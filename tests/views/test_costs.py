@@ -12,19 +12,24 @@ from datetime import UTC, date, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
+from zoneinfo import ZoneInfo
 
 import pytest
 from flask.testing import FlaskClient
 
 from dashboard.costs.spend import STATUSES, TOKEN_KINDS, Cell, Spend, spend
 from dashboard.demo.build import build_demo_home
+from dashboard.reader.costs_report import CostsReport
+from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
 from dashboard.store.session_store import SessionStore, Usage
 from dashboard.web.format import usd
 from dashboard.web.reader import get_reader
+from dashboard.web.rollup import get_cost_rollup
 from tests.conftest import make_app
 from tests.costs.test_spend import assert_matches, independent, profiles_home
 from tests.support import hermes_shapes as shapes
+from tests.support.snapshots import count_snapshots
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
 SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
@@ -171,8 +176,10 @@ def demo(request: pytest.FixtureRequest, demo_home: Path, tmp_path: Path) -> Fla
     if request.param == "raw":
         return client_for(demo_home, tmp_path / "data", COST_ROLLUP="off")
     client = client_for(demo_home, tmp_path / "data")
-    get(client, "/api/costs")  # starts the background build
-    rollup = client.application.extensions["recall.cost_rollup"]
+    with client.application.app_context():
+        rollup = get_cost_rollup()
+    assert rollup is not None
+    rollup.prepare(ZoneInfo("UTC"))  # the background build a server starts with
     rollup.wait_until_built(timeout=60)
     assert rollup.last_refresh.get("rebuilt", 0) > 0
     return client
@@ -486,8 +493,19 @@ def test_new_spend_shows_up_through_the_rollup(tmp_path: Path) -> None:
             at=NOW.timestamp() - 60,
         )
         store.record_usage(sid, call)
+    # What each refresh of the next request did (one report asks several questions).
+    refreshes: list[dict[str, float]] = []
+    refresh = rollup.refresh
+
+    def recorded(*args: object, **kwargs: object) -> bool:
+        done = refresh(*args, **kwargs)
+        refreshes.append(dict(rollup.last_refresh))
+        return done
+
+    rollup.refresh = recorded
     assert get_json(client)["totals"]["estimated_usd"] == 1.75
-    assert "rebuilt" not in rollup.last_refresh and rollup.last_refresh["changed"] >= 1
+    assert refreshes and not any("rebuilt" in r for r in refreshes)
+    assert refreshes[0]["changed"] >= 1  # the first question applied the new call
     assert "$1.75" in get(client, "/costs")
 
 
@@ -910,3 +928,67 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
         assert "by must be one of provider, model, source, task" in get(
             single, path, 400, by="profile", **YEAR
         )
+
+
+# --- One report, one snapshot ----------------------------------------------------------
+
+
+def record_reports(monkeypatch: pytest.MonkeyPatch) -> list[CostsReport]:
+    """Every report the reader returns, in order."""
+    made: list[CostsReport] = []
+    original = StateReader.costs_report
+
+    def recorded(self: StateReader, *args: object, **kwargs: object) -> CostsReport:
+        report = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(report)
+        return report
+
+    monkeypatch.setattr(StateReader, "costs_report", recorded)
+    return made
+
+
+def test_page_csv_and_json_render_the_one_report_of_one_snapshot(
+    demo: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = count_snapshots(monkeypatch)
+    made = record_reports(monkeypatch)
+    params = {"by": "model", "sort": "calls"}
+    html = get(demo, "/costs", **params)
+    assert len(opened) == 1 and len(made) == 1  # one reader call, one snapshot
+    report = made[0]
+    assert report.spend is not None and report.headlines is not None and report.sessions
+    total = texts(shown_tables(html)["spend"]["rows"][-1])
+    assert total == expected_spend_row(report.spend.totals, "Total", "all")
+    assert cards(html)["spent so far"].startswith(usd(report.headlines.spend_so_far))
+    listed = re.findall(r'<td class="text session-cell"><a href="/sessions/([^"?]+)', html)
+    assert listed == [s.session_id for s in report.sessions.sessions]
+
+    del opened[:], made[:]
+    lines = list(csv.reader(io.StringIO(get(demo, "/costs.csv", **params))))
+    assert len(opened) == 1 and len(made) == 1
+    row = dict(zip(lines[0], lines[-1], strict=True))
+    assert made[0].spend is not None
+    assert row["effective_usd"] == repr(made[0].spend.totals.effective_usd)
+    assert len(lines) == len(made[0].spend.rows) + 2  # the header, the rows, the total
+
+    del opened[:], made[:]
+    body = demo.get("/api/costs", query_string=params).get_json()
+    assert len(opened) == 1 and len(made) == 1
+    assert made[0].spend is not None
+    assert body == json.loads(json.dumps(made[0].spend.to_json()))
+    assert made[0].spend.to_json() == report.spend.to_json()  # the same figures each time
+
+
+def test_a_malformed_request_still_reads_one_snapshot(
+    demo: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = count_snapshots(monkeypatch)
+    html = get(demo, "/costs", 400, period="fortnight")
+    assert len(opened) == 1 and "period must be one of" in html
+    assert "This month" in html  # the form's shortcuts, from that snapshot
+    del opened[:]
+    get(demo, "/costs", 400, **{"from": "2026-05-01", "to": "2026-04-01"})  # refused by plan
+    assert len(opened) == 1
+    assert demo.get("/api/costs", query_string={"period": "fortnight"}).status_code == 400
+    backwards = {"from": "2026-05-01", "to": "2026-04-01"}
+    assert demo.get("/costs.csv", query_string=backwards).status_code == 400

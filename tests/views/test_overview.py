@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from dashboard.reader.reader import StateReader
+from dashboard.reader.screens import OverviewPage
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.snapshots import count_snapshots
 
 LAYOUT_TEXT = {
     "inline": "inline FTS5 (seed form)",
@@ -388,3 +391,28 @@ def test_the_overview_of_every_profile_has_a_row_per_profile_and_the_total(
 
 def test_the_overview_of_one_profile_homes_has_no_profile_table(client: FlaskClient) -> None:
     assert "profiles-table" not in _flat(client, "/overview")
+
+
+def test_the_overview_reads_its_activity_and_its_counts_in_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The activity used to read through three snapshots beside the counts' own.
+    home = _activity_home(tmp_path / "home")
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
+    client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
+    opened = count_snapshots(monkeypatch)
+    made: list[OverviewPage] = []
+    original = StateReader.overview_page
+
+    def recorded(self: StateReader, **kwargs: object) -> OverviewPage:
+        shown = original(self, **kwargs)  # type: ignore[arg-type]
+        made.append(shown)
+        return shown
+
+    monkeypatch.setattr(StateReader, "overview_page", recorded)
+    page = client.get("/overview").get_data(as_text=True)
+    assert len(opened) == 1 and len(made) == 1
+    (shown,) = made
+    assert shown.activity is not None and shown.activity.sessions == 3
+    assert f'data-spend="{shown.activity.spend:g}"' in page
+    assert shown.info["sessions"] == 4  # the counts, from the same snapshot

@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from dashboard.search import routes as search_routes
 from dashboard.store.session_store import NewMessage, SessionStore
 from tests.conftest import make_app
+from tests.support.snapshots import count_snapshots
 
 
 def _client(tmp_path: Path, sessions: int = 12, per_session: int = 3) -> FlaskClient:
@@ -296,3 +297,23 @@ def test_one_profile_shows_no_label_facet_or_profile_parameter(tmp_path: Path) -
     assert "profile=" not in html
     api = client.get("/api/search?q=the").get_json()
     assert {r["profile"] for r in api["results"]} == {"default"} and api["by_profile"] == []
+
+
+def test_the_page_and_the_json_render_one_search_of_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = _client(tmp_path, sessions=4)
+    opened = count_snapshots(monkeypatch)
+    html = client.get("/", query_string={"q": "redis"}).get_data(as_text=True)
+    assert len(opened) == 1  # the filters' choices and the results: one snapshot
+    shown = re.findall(r'<h3><a href="/sessions/([^"?]+)\?', html)
+    del opened[:]
+    body = client.get("/api/search", query_string={"q": "redis"}).json
+    assert len(opened) == 1
+    assert shown == [r["session_id"] for r in body["results"]] == ["s03", "s02", "s01", "s00"]
+    assert 'value="cli"' in html  # the source filter, read in the same snapshot
+    del opened[:]
+    refused = client.get("/", query_string={"q": "NOT redis"})
+    assert refused.status_code == 400 and len(opened) == 1
+    assert 'value="cli"' in refused.get_data(as_text=True)  # the filters are still offered
+    assert client.get("/api/search", query_string={"q": "NOT redis"}).status_code == 400

@@ -10,10 +10,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from dashboard.store.session_store import NewMessage, SessionStore
-from dashboard.views.sessions import highlight_terms
 from dashboard.web.markdown import highlight, render_markdown
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.snapshots import count_snapshots
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -130,21 +130,6 @@ def test_query_terms_are_marked_and_matches_listed(tmp_path: Path) -> None:
     both = page(client, f'/sessions/{shapes.S_ROOT}?q="pool size"+pgbouncer*')
     assert "<mark>pool size</mark>" in both and "0 messages match" in both
     assert "?q=" in page(client, f"/sessions/{shapes.S_CONT1}?q=pool").split('rel="next"')[1][:90]
-
-
-def test_highlight_terms_are_the_parsers_positive_terms() -> None:
-    assert sorted(highlight_terms('pool AND "read replica" OR time*')) == [
-        "pool",
-        "read replica",
-        "time",
-    ]
-    assert sorted(highlight_terms("NEAR(pool worker, 5)")) == ["pool", "worker"]
-    assert sorted(highlight_terms("a NOT b c")) == ["a", "c"]
-    assert sorted(highlight_terms('unbalanced "quote here')) == ["quote here", "unbalanced"]
-    assert sorted(highlight_terms("and or not")) == ["and", "not", "or"]  # lower case: words
-    assert highlight_terms("数据库 部署 部署") == ["数据库", "部署"]
-    assert highlight_terms('"" * ( )') == []  # unusable: nothing to mark, no error
-    assert highlight_terms("NOT only") == []
 
 
 def test_highlight_marks_text_nodes_only() -> None:
@@ -451,3 +436,21 @@ def test_a_session_compacted_in_place_links_to_its_epochs_on_the_chain_page(
     # A rotation segment keeps its "part n of m" (its chain page draws the epochs too).
     tip = page(client, f"/sessions/{shapes.S_ROTATED_TIP}")
     assert "chain: part 2 of 2" in tip and "compacted in place" not in tip
+
+
+def test_the_page_and_the_json_render_one_session_page_of_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = client_for(tmp_path, "current_views")
+    opened = count_snapshots(monkeypatch)
+    html = page(client, f"/sessions/{shapes.S_CONT1}?q=pool")
+    # The transcript, its matches and its chain's part and cost: one snapshot.
+    assert len(opened) == 1
+    assert "chain: part 2 of 3" in html and "<mark>pool</mark>" in html
+    del opened[:]
+    body = client.get(f"/api/sessions/{shapes.S_CONT1}/messages").json
+    assert len(opened) == 1
+    assert re.findall(r'<li id="m(\d+)" class="msg', html) == [
+        str(m["id"]) for m in body["messages"]
+    ]
+    assert body["neighbours"]["previous"]["id"] == shapes.S_ROOT

@@ -5,6 +5,19 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+from flask.testing import FlaskClient
+
+from dashboard.errors import (
+    ConflictError,
+    NotFoundError,
+    RecallError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from dashboard.memory.files import MemoryConflict, MemoryLockTimeout
+from dashboard.reader.reader import StateReader
+from dashboard.web.errors import status_for
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
 
@@ -73,3 +86,31 @@ def test_an_archive_that_is_a_hermes_file_is_explained_and_never_written(
 
 def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def test_one_status_table_for_pages_and_the_json_api(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JSON API used to answer 503 for a conflict the page answered 409.
+    for error, status in (
+        (ConflictError("someone else changed it"), 409),
+        (MemoryConflict("USER.md", theirs="a", yours="b", base_sha256="c", their_sha256="d"), 409),
+        (MemoryLockTimeout("USER.md is being saved by another writer"), 503),
+        (NotFoundError("no such session"), 404),
+        (ValidationError("bad"), 400),
+        (StoreUnavailableError("locked", "state.db"), 503),
+        (StoreUnavailableError("missing", "state.db"), 500),
+        (RecallError("anything else"), 500),
+    ):
+
+        def fail(self: StateReader, session_id: str, exc: Exception = error) -> None:
+            raise exc
+
+        monkeypatch.setattr(StateReader, "chain_page", fail)
+        page = client.get(f"/chains/{shapes.S_ROOT}")
+        api = client.get(f"/api/chains/{shapes.S_ROOT}")
+        assert page.status_code == api.status_code == status == status_for(error)[0], error
+        assert page.mimetype == "text/html" and api.mimetype == "application/json"
+        assert api.json["error"] == str(error)
+        assert (page.headers.get("Retry-After") is not None) == (status == 503)
+        assert api.headers.get("Retry-After") == page.headers.get("Retry-After")

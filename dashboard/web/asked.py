@@ -1,0 +1,58 @@
+"""What this request asks of a screen, read from its query string by the screen's one
+parser (``CostsRequest`` / ``SearchRequest`` / ``TranscriptRequest.from_params``), for
+its page and its JSON alike; and the user's clock."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from flask import current_app, request
+
+from dashboard.costs.request import CostsRequest
+from dashboard.costs.spend import DIMENSIONS
+from dashboard.search.sessions import SearchRequest
+from dashboard.sessions.transcript import TranscriptRequest
+from dashboard.web.profiles import served_profiles
+
+
+def current_timezone() -> str | None:
+    """The user's timezone: ``TIMEZONE`` from the config, else the machine's."""
+    return current_app.config.get("TIMEZONE") or None
+
+
+def current_time() -> datetime:
+    """Now, in the user's timezone (``COSTS_NOW``, epoch seconds, pins it for tests)."""
+    stamp = float(current_app.config.get("COSTS_NOW") or time.time())
+    zone = current_timezone()
+    if zone:
+        return datetime.fromtimestamp(stamp, ZoneInfo(zone))
+    return datetime.fromtimestamp(stamp).astimezone()
+
+
+def offered_dimensions() -> tuple[str, ...]:
+    """The costs dimensions of the page, its CSV and JSON: ``profile`` only when this
+    Recall serves 2+ profiles (with one, everything stays as it always was)."""
+    several = len(served_profiles()) > 1
+    return tuple(d for d in DIMENSIONS if d != "profile" or several)
+
+
+def costs_request(now: datetime) -> CostsRequest:
+    """The costs request of the query string (ValidationError if malformed)."""
+    return CostsRequest.from_params(
+        request.args,
+        today=now.date(),
+        timezone=current_timezone(),
+        dimensions=offered_dimensions(),
+    )
+
+
+def search_request() -> SearchRequest:
+    """The search request of the query string (ValidationError if malformed)."""
+    return SearchRequest.from_params(request.args.get, request.args.getlist)
+
+
+def transcript_request() -> TranscriptRequest:
+    """The transcript request of the query string (ValidationError if malformed)."""
+    return TranscriptRequest.from_params(request.args.get)

@@ -1,0 +1,71 @@
+"""CostsRequest.from_params: the one parser of the costs page, its CSV and its JSON."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from werkzeug.datastructures import MultiDict
+
+from dashboard.costs.request import DEPRECATED_BEFORE, CostsRequest, range_shortcuts
+from dashboard.errors import ValidationError
+
+TODAY = date(2026, 11, 30)
+
+
+def parse(**params: object) -> CostsRequest:
+    return CostsRequest.from_params(MultiDict(params), today=TODAY, timezone="UTC")
+
+
+def test_defaults_fill_the_range_ending_with_the_current_period() -> None:
+    asked = parse()
+    assert (asked.period, asked.by, asked.sort, asked.descending) == (
+        "month",
+        "provider",
+        "cost",
+        True,
+    )
+    assert (asked.start, asked.end, asked.last_day) == (
+        date(2025, 11, 1),
+        date(2026, 12, 1),
+        date(2026, 11, 30),
+    )
+    assert asked.options()["timezone"] == "UTC" and asked.notices == ()
+    week = parse(period="week")
+    assert (week.start, week.end) == (date(2026, 9, 14), date(2026, 12, 7))
+
+
+def test_sources_are_sorted_once_and_before_is_read_as_to() -> None:
+    asked = CostsRequest.from_params(
+        MultiDict([("source", "tui"), ("source", "cli"), ("source", "tui"), ("source", "")]),
+        today=TODAY,
+    )
+    assert asked.sources == ("cli", "tui")
+    old = parse(before="2026-06-01")
+    assert old.end == date(2026, 6, 1) and old.notices == (DEPRECATED_BEFORE,)
+    assert parse(to="2026-06-01", before="2026-06-01").end == date(2026, 6, 1)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"period": "fortnight"}, "period must be one of"),
+        ({"by": "profile"}, "by must be one of provider, model, source, task"),
+        ({"from": "30/11/2026"}, "from must be a date"),
+        ({"to": "2026-06-01", "before": "2026-07-01"}, "not both"),
+        ({"sort": "name"}, "sort"),
+    ],
+)
+def test_a_malformed_request_names_what_is_wrong(params: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        CostsRequest.from_params(
+            MultiDict(params), today=TODAY, dimensions=("provider", "model", "source", "task")
+        )
+
+
+def test_all_time_starts_with_the_first_session_and_at_most_ten_years_back() -> None:
+    labels = {s.label: (s.start, s.end) for s in range_shortcuts(TODAY, date(2024, 3, 9))}
+    assert labels["All time"] == (date(2024, 3, 1), date(2026, 12, 1))
+    assert labels["Last month"] == (date(2026, 10, 1), date(2026, 11, 1))
+    ancient = {s.label: s.start for s in range_shortcuts(TODAY, date(1990, 1, 1))}
+    assert ancient["All time"] >= date(2016, 12, 1)
