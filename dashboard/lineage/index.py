@@ -71,11 +71,7 @@ def check_chain_sort(sort: str | None, direction: str | None) -> tuple[str, bool
 
 def chain_lines(lineage: Lineage) -> list[list[str]]:
     """Every continuation line of two or more segments, each from its first segment."""
-    starts = {
-        parent
-        for child, parent in lineage.parents.items()
-        if lineage.kinds.get(child) == "continuation"
-    } - {c for c, k in lineage.kinds.items() if k == "continuation"}
+    starts = set(lineage.continued.values()) - set(lineage.continued)
     return [line for line in (lineage.line(s) for s in sorted(starts)) if len(line) > 1]
 
 

@@ -30,6 +30,7 @@ from dashboard.costs.spend import (
 from dashboard.errors import QuerySyntaxError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
+from dashboard.lineage import links
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
 from dashboard.lineage.graph import LineageCache
@@ -53,7 +54,6 @@ from dashboard.sessions.transcript import (
     StitchedPart,
     Transcript,
     TranscriptRequest,
-    chain_neighbours,
     last_message_id,
     load_stitched,
     load_stitched_page,
@@ -243,7 +243,7 @@ class StateReader:
             found = load_transcript(
                 snap.conn, session_id, include_inactive=include_inactive, view=view
             )
-            return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
+            return replace(found, neighbours=links.neighbours(snap.conn, session_id))
 
     def session_page(self, session_id: str, request: TranscriptRequest) -> SessionPage:
         """One page of a session's transcript, its chain neighbours and the query's matches."""
@@ -259,7 +259,7 @@ class StateReader:
                 view=request.view,
                 epochs=self._epochs.get(snap.conn, [session_id]).get(session_id),
             )
-            found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
+            found = replace(found, neighbours=links.neighbours(snap.conn, session_id))
             if parsed is None or found.paging is None:
                 return SessionPage(found, [], None, [])
             ids = session_matches(snap.conn, snap.state, session_id, parsed)

@@ -1,4 +1,4 @@
-"""One session's transcript as a person reads it, and its compaction-chain neighbours.
+"""One session's transcript as a person reads it (its chain neighbours: lineage/links.py).
 
 It reads Recall's archive (store_state.py): every column exists, so a session of a
 source written by old Hermes code reads as its import left it (the importer gave its
@@ -17,7 +17,7 @@ from typing import Any
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content, is_structured
 from dashboard.hermes.conventions import is_summary, visible_sql
-from dashboard.lineage.chains import Chain, Segment, classify
+from dashboard.lineage.chains import Chain, Segment
 from dashboard.lineage.epochs import Epochs, epochs_of
 from dashboard.params import whole_number
 from dashboard.sessions.rows import (
@@ -605,37 +605,6 @@ def _opening_summary(conn: sqlite3.Connection, ids: Sequence[int], rows: ShownRo
     return found[0] if is_summary(text) else None
 
 
-def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
-    """The compaction-chain segments around a session.
-
-    Returns ``{"previous": {...} | None, "next": [{...}, ...]}``, each segment as
-    ``{"id", "title", "started_at"}``. ``previous`` is the parent when this session
-    continues it (the parent ended by compression); ``next`` lists the children that
-    continue this session, earliest first. Branches, delegations and resets are not
-    neighbours; a parent id pointing nowhere gives no ``previous``.
-    """
-    out: dict[str, Any] = {"previous": None, "next": []}
-    select = (
-        "SELECT id, title, started_at, ended_at, end_reason, model_config, source,"
-        " parent_session_id FROM sessions"
-    )
-    this = _one(conn, f"{select} WHERE id = ?", (session_id,))
-    if this is None:
-        return out
-    parent_id = this.get("parent_session_id")
-    parent = _one(conn, f"{select} WHERE id = ?", (parent_id,)) if parent_id else None
-    if parent is not None and _continues(parent, this):
-        out["previous"] = _segment(parent)
-    if this.get("end_reason") == "compression":
-        children = _dicts(
-            conn.execute(
-                f"{select} WHERE parent_session_id = ? ORDER BY started_at, id", (session_id,)
-            )
-        )
-        out["next"] = [_segment(c) for c in children if _continues(this, c)]
-    return out
-
-
 def format_tool_output(text: str) -> ToolOutput:
     """Unwrap a JSON tool result (``{"output": ..., "exit_code": 0}``) for reading."""
     stripped = text.strip()
@@ -759,15 +728,6 @@ def _arguments(arguments: Any) -> tuple[str, str]:
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
-
-
-def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    """Whether ``child`` continues ``parent``: the chain's rule (:func:`chains.classify`)."""
-    return classify(child, parent) == "continuation"
-
-
-def _segment(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["id"], "title": row.get("title"), "started_at": row.get("started_at")}
 
 
 def last_message_id(conn: sqlite3.Connection, session_id: str) -> int:
