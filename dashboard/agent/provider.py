@@ -30,8 +30,9 @@ from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
 from dashboard.errors import RecallError, StoreUnavailableError, ValidationError
 from dashboard.hermes.content import JSON_PREFIX
+from dashboard.hermes.conventions import MEMORY_FILE_NAMES
 from dashboard.hermes.home import HermesHome
-from dashboard.memory.files import NAMES, read_memory_file
+from dashboard.memory.files import read_memory_file
 from dashboard.memory.prompt import agent_block
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
@@ -205,7 +206,7 @@ class RecallMemoryProvider(MemoryProvider):
 
     def file_blocks(self) -> dict[str, str]:
         """USER.md and MEMORY.md as the agent sees them (live from disk)."""
-        return {name: agent_block(read_memory_file(self.home, name)) for name in NAMES}
+        return {name: agent_block(read_memory_file(self.home, name)) for name in MEMORY_FILE_NAMES}
 
     def snapshot_blocks(self) -> dict[str, str]:
         """The session's frozen snapshot; the live files before ``initialize``."""

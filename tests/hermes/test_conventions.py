@@ -12,6 +12,7 @@ from dashboard.archive.source import derived_usage_row
 from dashboard.costs.rules import read_cost
 from dashboard.demo import corpus
 from dashboard.hermes import content, conventions
+from dashboard.hermes.home import HermesHome
 from dashboard.lineage import chains
 from dashboard.sessions import transcript
 from dashboard.store import session_store as store
@@ -123,3 +124,24 @@ def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:
     in_sql = set(conn.execute(f"SELECT active, compacted, display_kind FROM m WHERE {where}"))
     assert in_sql == {row for row in combos if conventions.is_visible(*row)}
     assert conventions.visible_rows_sql(set()) == "1"
+
+
+def test_the_memory_file_table_is_the_one_copy_every_module_reads(tmp_path: Path) -> None:
+    """Names, limits and prompt headers of USER.md / MEMORY.md are written once."""
+    assert conventions.MEMORY_FILE_NAMES == ("USER.md", "MEMORY.md")
+    assert [f.default_limit for f in conventions.MEMORY_FILES] == [1375, 2200]
+    home = HermesHome(tmp_path)
+    assert home.user_md.name == "USER.md" and home.memory_md.name == "MEMORY.md"
+    assert home.char_limits() == {"USER.md": 1375, "MEMORY.md": 2200}
+    (tmp_path / "config.yaml").write_text("memory:\n  memory_char_limit: 900\n")
+    assert home.char_limits() == {"USER.md": 1375, "MEMORY.md": 900}
+    spelled = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "conventions.py"
+        and re.search(
+            r"[\"'](USER|MEMORY)\.md[\"']|_char_limit[\"']|\"USER PROFILE \(|\"MEMORY \(your",
+            p.read_text(encoding="utf-8"),
+        )
+    ]
+    assert spelled == []
