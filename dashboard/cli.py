@@ -212,11 +212,6 @@ def _reader(args: argparse.Namespace, profile: str | None = None) -> StateReader
     return reading.reader.scoped(only)
 
 
-def _several(reader: StateReader) -> bool:
-    """Whether the reader shows several profiles (its output then names them)."""
-    return reader.scope.everything and len(reader.profiles) > 1
-
-
 class _LateBar:
     """A terminal progress bar (rich, on stderr) that appears only after LATE_BAR_S."""
 
@@ -296,7 +291,7 @@ def _search(args: argparse.Namespace) -> int:
     request = SearchRequest.from_params(params.get, lambda k: lists.get(k, []))
     reader = _reader(args)
     result = reader.search(request)
-    several = _several(reader)
+    several = reader.spans_profiles
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -418,7 +413,7 @@ def _archive_location(args: argparse.Namespace) -> tuple[list[Profile], Path | N
     archive (``archive.read_choice``), with nothing to copy or check against; that is said.
     """
     from dashboard.archive.files import read_choice
-    from dashboard.hermes.profiles import ALL
+    from dashboard.hermes.profiles import ALL, EVERY_PROFILE
 
     homes = _homes(args)
     profiles = _profiles(homes)
@@ -432,7 +427,7 @@ def _archive_location(args: argparse.Namespace) -> tuple[list[Profile], Path | N
             f"{homes[0].state_db} is Recall's own store: it is its own archive, with "
             "nothing to copy (see `recall info`)"
         )
-    return picked, choice.archive, len(profiles) > 1
+    return picked, choice.archive, EVERY_PROFILE.spans(profiles)
 
 
 def _archive_sync(args: argparse.Namespace) -> int:
@@ -576,7 +571,7 @@ def _archive_verify(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     reader = _reader(args)
     overview = reader.overview()  # the archive's (the scope's rows), with its source's state
-    if _several(reader):
+    if reader.spans_profiles:
         overview["profiles"] = _profile_figures(reader)
     if args.json:
         print(json.dumps(overview, indent=2, ensure_ascii=False))

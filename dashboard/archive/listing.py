@@ -24,14 +24,13 @@ from pathlib import Path
 from dashboard.archive.prune_radar import PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
-from dashboard.hermes.profiles import Profile, Scope
+from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
 from dashboard.store.presence import gone_sql, presence_sql
 from dashboard.store.readonly import open_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
 from dashboard.store.session_store import SessionStore, triggers_off
 
 PAGE_SIZE = 50
-EVERY_PROFILE = Scope()  # no restriction: what the CLI and a one-profile home read
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ def archive_page(
     """The prune radar of ``home`` against ``archive``, and one page of the archive's
     sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
     from its own source and config, in place of ``home``'s."""
-    if len(profiles) > 1:
+    if scope.spans(profiles):
         radars = tuple(ProfileRadar(p.name, prune_radar(p.home, archive, now)) for p in profiles)
     else:
         radars = (ProfileRadar(None, prune_radar(home, archive, now)),)

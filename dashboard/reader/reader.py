@@ -135,7 +135,7 @@ class StateReader:
         A reader already restricted (``recall serve --profile``) answers itself for
         every choice: nothing widens its scope.
         """
-        if not self.scope.everything or profile in (None, "all") or len(self.profiles) <= 1:
+        if not self.scope.spans(self.profiles) or profile in (None, "all"):
             return self
         with self._scoped_lock:
             found = self._scoped.get(profile)
@@ -282,7 +282,7 @@ class StateReader:
     def spans_profiles(self) -> bool:
         """Whether this reader's answers mix profiles (every profile, and 2+ of them):
         the pages then name each row's profile and count by profile."""
-        return self.scope.everything and len(self.profiles) > 1
+        return self.scope.spans(self.profiles)
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
@@ -459,7 +459,7 @@ class StateReader:
         a connection to the whole archive (fingerprint read there) and filters the answer
         to its profiles (``profiles=``); a reader of every profile asks through its own.
         """
-        if self.scope.names is None:
+        if self.scope.everything:
             yield snap.conn, mark, {}
             return
         conn = self.open_for_rollup()

@@ -14,7 +14,7 @@ from dashboard.costs.costly import check_sort
 from dashboard.costs.headlines import headlines
 from dashboard.costs.spend import DIMENSIONS, DRIFT_FLAG, PERIODS, Spend
 from dashboard.errors import ValidationError
-from dashboard.hermes.profiles import ALL
+from dashboard.hermes.profiles import ALL, EVERY_PROFILE
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
 from dashboard.web.filters import url_with
 from dashboard.web.htmx import render_page
@@ -118,7 +118,7 @@ def range_shortcuts(today: date, first_activity: date | None) -> list[Shortcut]:
 def offered_dimensions() -> dict[str, str]:
     """The dimensions of the page, its CSV and JSON, with their labels: ``profile`` only
     when this Recall serves 2+ profiles (with one, everything stays as it always was)."""
-    several = len(served_profiles()) > 1
+    several = EVERY_PROFILE.spans(served_profiles())
     return {d: DIMENSION_LABELS[d] for d in DIMENSIONS if d != "profile" or several}
 
 
@@ -126,7 +126,7 @@ def card_profiles() -> tuple[str, ...]:
     """The profiles given a headline card of their own: every one served, when the page
     shows all of them together (a chosen profile's cards are its own)."""
     served = served_profiles()
-    if len(served) <= 1 or current_profile() != ALL:
+    if not EVERY_PROFILE.spans(served) or current_profile() != ALL:
         return ()
     return tuple(p.name for p in served)
 

@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 from dashboard.errors import NotFoundError, NotWritableError
 from dashboard.hermes.conventions import MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import EVERY_PROFILE
 from dashboard.memory.checks import BLOCK, blocking, check, hidden_char
 from dashboard.memory.entries import edit_entries, split_entries
 from dashboard.memory.files import (
@@ -68,7 +69,7 @@ def _home() -> HermesHome:
 def _profile_context() -> dict[str, Any]:
     """Which profile's files the page shows: named when the homes have several profiles
     (also when Recall serves one of them only); a home of one profile shows no name."""
-    several = len(get_reader().profiles) > 1
+    several = EVERY_PROFILE.spans(get_reader().profiles)
     return {"profile_name": current_profile() if several else None}
 
 
