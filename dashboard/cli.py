@@ -277,7 +277,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     from dashboard.search.sessions import SearchRequest
-    from dashboard.text import plain_snippet
+    from dashboard.text import plain
 
     if args.summaries:
         return _search_with_summaries(args)
@@ -316,7 +316,7 @@ def _search(args: argparse.Namespace) -> int:
                 if hit.compaction
                 else ""
             )
-            print(f"  [{hit.role}] {plain_snippet(hit.snippet)}{epoch}")
+            print(f"  [{hit.role}] {plain(hit.snippet, ('«', '»'))}{epoch}")
     return 0
 
 

@@ -28,7 +28,7 @@ from dashboard.sessions.rows import (
     shown_rows,
 )
 from dashboard.store.presence import gone_sql
-from dashboard.text import markdown_plain
+from dashboard.text import clip_line, markdown_plain
 
 TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
@@ -285,7 +285,9 @@ class Transcript:
             texts = [self.first_user_text] if self.first_user_text else []
         else:
             texts = [m.text for m in self.messages if _opens_conversation(m)][:1]
-        return preview(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
+        return (
+            clip_line(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
+        )
 
     @property
     def callers(self) -> dict[str, int]:
@@ -633,18 +635,12 @@ def parse_tool_calls(raw: str | None) -> tuple[ToolCall, ...]:
     try:
         value = json.loads(raw)
     except ValueError:
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
+        return (ToolCall(None, "", raw, clip_line(raw, 80), malformed=True),)
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
+        return (ToolCall(None, "", raw, clip_line(raw, 80), malformed=True),)
     return tuple(_tool_call(item) for item in value)
-
-
-def preview(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 # -- rows ---------------------------------------------------------------------------
@@ -697,7 +693,7 @@ def _message(row: dict[str, Any]) -> TranscriptMessage:
 def _tool_call(item: Any) -> ToolCall:
     if not isinstance(item, dict):
         text = json.dumps(item, ensure_ascii=False)
-        return ToolCall(None, "", text, preview(text, 80), malformed=True)
+        return ToolCall(None, "", text, clip_line(text, 80), malformed=True)
     function = item.get("function") if isinstance(item.get("function"), dict) else {}
     name = function.get("name") or item.get("name") or ""
     arguments = function.get("arguments", item.get("arguments", item.get("input")))
@@ -715,7 +711,7 @@ def _arguments(arguments: Any) -> tuple[str, str]:
         try:
             value = json.loads(arguments)
         except ValueError:
-            return arguments, preview(arguments, 100)
+            return arguments, clip_line(arguments, 100)
     if isinstance(value, dict):
         one_line = ", ".join(
             f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
@@ -723,7 +719,7 @@ def _arguments(arguments: Any) -> tuple[str, str]:
         )
     else:
         one_line = json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, indent=2, ensure_ascii=False), preview(one_line, 100)
+    return json.dumps(value, indent=2, ensure_ascii=False), clip_line(one_line, 100)
 
 
 def _is_scalar(value: Any) -> bool:
