@@ -147,7 +147,6 @@ class PlannedSession:
     record: ImportSession
     turns: list[list[NewMessage]]
     summary: str | None = None  # compaction summary, when this continues a parent
-    extras: dict[str, str] = field(default_factory=dict)
     #: In-place compactions: (index of the turn they come before, summary, time).
     compactions: list[tuple[int, str, float]] = field(default_factory=list)
 

@@ -35,9 +35,6 @@ BRANCHED_FROM = "_branched_from"
 DELEGATE_FROM = "_delegate_from"
 RESET_FROM = "_reset_from"
 
-#: Usage-row tasks Hermes writes with a NULL cost_status (the main loop's task is "").
-AUXILIARY_TASKS = frozenset(("compression", "title_generation", "vision"))
-
 
 @dataclass(frozen=True)
 class MemoryFileKind:

@@ -94,9 +94,6 @@ class Lineage:
         return out
 
 
-EMPTY = Lineage({}, {})
-
-
 _EDGE_COLUMNS = ("source", "model_config", "started_at", "end_reason", "ended_at")
 
 

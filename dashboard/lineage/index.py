@@ -46,11 +46,6 @@ class ChainSummary:
         """One session that compacted in place (no rotation)."""
         return self.segments == 1
 
-    @property
-    def cost_usd(self) -> float | None:
-        """What the chain cost (effective spend); None when no segment has a price."""
-        return self.cost.effective
-
 
 CHAIN_SORTS = ("last", "started", "segments", "epochs", "messages", "cost", "profile")
 INDEX_LIMIT = 50  # rows of the /chains table

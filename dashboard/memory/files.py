@@ -38,7 +38,7 @@ from dashboard.errors import (
     NotWritableError,
     ValidationError,
 )
-from dashboard.hermes.conventions import MEMORY_FILE_BY_NAME, MEMORY_FILE_NAMES
+from dashboard.hermes.conventions import MEMORY_FILE, MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile
 from dashboard.memory.checks import WARN, Finding, blocking, check
@@ -91,8 +91,10 @@ class MemoryFile:
 
 def memory_path(home: HermesHome, name: str) -> Path:
     """``<home>/memories/<name>`` for ``USER.md`` or ``MEMORY.md``; anything else is refused."""
-    if name in MEMORY_FILE_BY_NAME:
-        return home.memories / name
+    if name == USER_FILE.name:
+        return home.user_md
+    if name == MEMORY_FILE.name:
+        return home.memory_md
     raise NotFoundError(f"no memory file called {name!r} (only USER.md and MEMORY.md)")
 
 

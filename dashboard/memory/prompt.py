@@ -10,12 +10,6 @@ from dashboard.memory.files import MemoryFile
 _RULE = "═" * 46
 
 
-def agent_entries(text: str) -> list[str]:
-    """The entries as Hermes loads them: stripped, empty ones dropped, first copy kept."""
-    entries = [e.strip() for e in split_entries(text)]
-    return list(dict.fromkeys(e for e in entries if e))
-
-
 def agent_block(file: MemoryFile) -> str:
     """The block the agent will get in its system prompt at its next session.
 

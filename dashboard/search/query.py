@@ -132,8 +132,6 @@ class ParsedQuery:
     repairs: tuple[str, ...]
     positive: tuple[Term, ...]
     negative: tuple[Term, ...]
-    has_or: bool
-    has_near: bool
     _tree: _Node | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -219,7 +217,7 @@ def parse_query(text: str, *, max_chars: int = 500, max_terms: int = 32) -> Pars
         clean = _cut(clean, max_chars)
         notes.append(f"Shortened the query to its first {max_chars} characters.")
     if not clean:
-        return ParsedQuery(raw, "", _unique(notes), (), (), False, False)
+        return ParsedQuery(raw, "", _unique(notes), (), ())
     tokens = _mark_near(_balance(_lex(clean, notes), notes))
     parser = _Parser(tokens, max_terms, notes)
     tree = parser.parse()
@@ -234,8 +232,6 @@ def parse_query(text: str, *, max_chars: int = 500, max_terms: int = 32) -> Pars
         repairs=_unique(notes),
         positive=positive,
         negative=negative,
-        has_or=any(isinstance(n, _Or) for n in _walk(tree)),
-        has_near=any(isinstance(n, _Near) for n in _walk(tree)),
         _tree=tree,
     )
 

@@ -177,15 +177,6 @@ def weakest_status(statuses: Iterable[str | None]) -> str | None:
     return max(ranked, key=COST_STATUS_ORDER.index) if ranked else None
 
 
-def _add(a: float | None, b: float | None) -> float | None:
-    """Sum two costs where None means "no figure", not zero."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 class SessionStore:
     """Recall's own ``state.db``: created, migrated and written through the write core."""
 
@@ -344,33 +335,6 @@ class SessionStore:
             return [int(i) for i in ids if i is not None]
 
         return self.core.write(append)
-
-    def update_message(self, message_id: int, content: str) -> None:
-        """Replace a message's content (the FTS triggers re-index it)."""
-
-        def update(conn: sqlite3.Connection) -> None:
-            cur = conn.execute("UPDATE messages SET content=? WHERE id=?", (content, message_id))
-            if cur.rowcount == 0:
-                raise NotFoundError(f"message {message_id} does not exist")
-
-        self.core.write(update)
-
-    def rewind(self, session_id: str, after_message_id: int) -> int:
-        """Delete the messages after ``after_message_id`` (an undo); return how many."""
-
-        def delete(conn: sqlite3.Connection) -> int:
-            if not _exists(conn, session_id):
-                raise NotFoundError(f"session {session_id!r} does not exist")
-            cur = conn.execute(
-                "DELETE FROM messages WHERE session_id=? AND id>?", (session_id, after_message_id)
-            )
-            conn.execute(
-                "UPDATE sessions SET message_count = max(0, message_count - ?) WHERE id=?",
-                (cur.rowcount, session_id),
-            )
-            return cur.rowcount
-
-        return self.core.write(delete)
 
     # -- usage and cost ---------------------------------------------------------------
 

@@ -85,7 +85,6 @@ def test_visible_row_rule(
 def test_an_auxiliary_row_with_a_null_status_reads_as_estimated_by_the_cost_rule() -> None:
     assert read_cost(None, 0.03, 0.0).status == "estimated"
     assert read_cost("estimated", 0.80, 0.05).status == "partial"
-    assert "compression" in conventions.AUXILIARY_TASKS
 
 
 def test_profile_of_a_home(tmp_path: Path) -> None:

@@ -435,7 +435,7 @@ def test_most_expensive_chains_rank_by_effective_spend(tmp_path: Path) -> None:
     index = StateReader(HermesHome(tmp_path / "home")).chain_index("cost")
     # $0.985 (mostly estimated) before $0.60 (billed): not by the partial bill ($0.285).
     assert [c.root for c in index.chains] == ["priced-01", "billed-01"]
-    assert index.chains[0].cost_usd == pytest.approx(0.985)
+    assert index.chains[0].cost.effective == pytest.approx(0.985)
     assert index.chains[0].cost.counts["partial"] == 7
 
 

@@ -94,7 +94,9 @@ def test_index_orders(reader: StateReader) -> None:
     # An unknown price sorts after every known one, either way.
     assert roots("cost") == ["pricey0", "long0"] == roots("cost", descending=False)
     pricey, long = reader.chain_index("cost").chains
-    assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
+    assert (
+        pricey.cost.effective == pytest.approx(6.0) and long.cost.effective is None
+    )  # unknown, not $0
     assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
     assert reader.chain_index("segments", limit=1).chains[0].root == "long0"
     # Every sort shows the same figures, the cost included (priced only when listed).
