@@ -40,7 +40,8 @@ from dashboard.search.query import parse_query, terms_query
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.datadir import data_dir_for, recall_data_dir
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.summaries.llm import LLMConfig, Summarizer
 from dashboard.summaries.service import SummaryService
 

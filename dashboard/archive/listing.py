@@ -25,10 +25,11 @@ from dashboard.archive.prune_radar import PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
+from dashboard.store.fts_upkeep import triggers_off
 from dashboard.store.presence import gone_sql, presence_sql
 from dashboard.store.readonly import open_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
-from dashboard.store.session_store import SessionStore, triggers_off
+from dashboard.store.session_store import SessionStore
 
 PAGE_SIZE = 50
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
 from dashboard.hermes.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
-from dashboard.store.session_store import ImportSession, NewMessage, Usage, carrier_text
+from dashboard.store.records import ImportSession, NewMessage, Usage, carrier_text
 
 IN_PLACE_KEEP = 2  # live rows an in-place compaction re-inserts after its summary
 

@@ -20,7 +20,8 @@ from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.store import schema
 from dashboard.store.datadir import data_dir_for
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
 

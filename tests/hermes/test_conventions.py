@@ -15,14 +15,14 @@ from dashboard.hermes import content, conventions
 from dashboard.hermes.home import HermesHome
 from dashboard.lineage import chains
 from dashboard.sessions import transcript
-from dashboard.store import session_store as store
+from dashboard.store import records
 
 PACKAGE = Path(conventions.__file__).resolve().parents[1]
 
 
 def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
     assert content.JSON_PREFIX is conventions.JSON_PREFIX
-    assert store.COMPACTION_MARKER is conventions.COMPACTION_MARKER
+    assert records.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.LEGACY_SUMMARY_MARKER is conventions.LEGACY_SUMMARY_MARKER
     assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES

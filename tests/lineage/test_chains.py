@@ -20,7 +20,8 @@ from dashboard.lineage.epochs import Epochs
 from dashboard.reader.reader import StateReader
 from dashboard.sessions.transcript import load_stitched
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import NewMessage, SessionStore, Usage
+from dashboard.store.records import NewMessage, Usage
+from dashboard.store.session_store import SessionStore
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home

@@ -10,7 +10,8 @@ from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.lineage.index import chain_lines, check_chain_sort
 from dashboard.reader.reader import StateReader
-from dashboard.store.session_store import NewMessage, SessionStore, Usage
+from dashboard.store.records import NewMessage, Usage
+from dashboard.store.session_store import SessionStore
 
 
 @pytest.fixture

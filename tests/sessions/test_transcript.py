@@ -21,7 +21,8 @@ from dashboard.sessions.transcript import (
     parse_tool_calls,
 )
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home, archived_reader
 

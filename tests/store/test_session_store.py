@@ -10,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.conventions import COMPACTION_MARKER
 from dashboard.store import schema
-from dashboard.store.session_store import (
-    COMPACTION_MARKER,
-    ImportSession,
-    NewMessage,
-    SessionStore,
-    Usage,
-    new_session_id,
-)
+from dashboard.store.records import ImportSession, NewMessage, Usage, new_session_id
+from dashboard.store.session_store import SessionStore
 
 
 def _hits(conn: sqlite3.Connection, table: str, query: str) -> list[int]:
