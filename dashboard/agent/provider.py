@@ -36,7 +36,8 @@ from dashboard.memory.files import read_memory_file
 from dashboard.memory.prompt import agent_block
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
-from dashboard.search.query import parse_query, terms_query
+from dashboard.search.query import parse_query
+from dashboard.search.related import terms_query
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.datadir import data_dir_for, recall_data_dir
 from dashboard.store.recalldb import RecallData

@@ -18,8 +18,8 @@ from dashboard.search.query import (
     ParsedQuery,
     Term,
     parse_query,
-    terms_query,
 )
+from dashboard.search.related import terms_query
 
 JSON_ROW = "\x00json:" + json.dumps(
     [{"type": "text", "text": "Kubernetes rollout restarted 部署完成"}], ensure_ascii=False
