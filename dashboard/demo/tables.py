@@ -225,7 +225,6 @@ def spec_from_tables(
 
 DATA = resources.files(__package__).joinpath("data")
 
-
 _SECTION = re.compile(r"^=== (\S+)\n", re.M)
 
 
@@ -289,7 +288,6 @@ class Ctx(dict):  # type: ignore[type-arg]
 
 GLOBAL = _vocab(DATA.joinpath("vocab.txt").read_text("utf-8"))
 
-
 NUMERIC: dict[str, tuple[str, ...]] = {
     "n": tuple(str(i) for i in range(2, 13)),
     "num": tuple(str(i) for i in range(13, 5000, 37)),
@@ -321,12 +319,9 @@ NUMERIC: dict[str, tuple[str, ...]] = {
     "mm": tuple(f"{m:02d}" for m in range(0, 60, 5)),
 }
 
-
 _ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
 
-
 _K8S_ALPHA = "bcdfghjklmnpqrstvwxz2456789"
-
 
 B62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -381,9 +376,7 @@ def _prose(lang: str) -> dict[str, tuple[str, ...]]:
 
 EN = _prose("en")
 
-
 ZH = _prose("zh")
-
 
 # (cause, fix, verify) heading styles; one style per answer
 EN_HEADS = (
@@ -395,7 +388,6 @@ EN_HEADS = (
     ("## Diagnosis", "## Plan", "## Verification"),
 )
 
-
 ZH_HEADS = (
     ("## 原因分析", "## 解决方案", "## 验证"),
     ("### 问题原因", "### 修改步骤", "### 验证"),
@@ -403,15 +395,11 @@ ZH_HEADS = (
     ("## 排查结论", "## 处理办法", "## 确认是否生效"),
 )
 
-
 RISKY = EN["risky"]
-
 
 RISKY_ZH = ZH["risky"]
 
-
 SPECS: list[Spec] = load_topics("topics")
-
 
 SUB_EN = {
     "goal": EN["delegation-goal"],
@@ -423,7 +411,6 @@ SUB_EN = {
     "h_next": "## Suggested next step",
 }
 
-
 SUB_ZH = {
     "goal": ZH["delegation-goal"],
     "ctx": ZH["delegation-ctx"],
@@ -434,9 +421,7 @@ SUB_ZH = {
     "h_next": "## 建议下一步",
 }
 
-
 CRON: list[Spec] = load_topics("cron")
-
 
 CRON_JOBS: tuple[tuple[Spec, ...], ...] = tuple(
     tuple(s for s in CRON if s.titles[0] == name)

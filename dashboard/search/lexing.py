@@ -8,17 +8,13 @@ from dataclasses import dataclass
 
 MAX_DEPTH = 8  # deeper parentheses are flattened: bounds recursion on junk input
 
-
 OPERATORS = ("AND", "OR", "NOT")
-
 
 # Curly quotes from phone and word-processor keyboards are meant as quotes.
 QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\uff02": '"'})
 
-
 # CJK sentence punctuation separates words, as it does for the unicode61 tokenizer.
 _CJK_PUNCTUATION = "\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001"
-
 
 _SENTENCE_END = ".,;:!?"  # dropped from a word's end: "refused?" searches "refused"
 

@@ -18,16 +18,12 @@ STOPWORDS = frozenset(
     yourself last time said say tell told know think want need make use using used one""".split()
 )
 
-
 _WORD = re.compile(r"\w+", re.UNICODE)
-
 
 # Particles that split a run of Chinese into the phrases around them.
 _CJK_BREAKS = re.compile("[的了是在我你他她它们吗呢吧啊和与及或就也都要会能说什么怎么这那哪有没]+")
 
-
 _CJK_SPLIT = re.compile(f"({CJK.pattern}+)|((?:(?!{CJK.pattern})\\w)+)")
-
 
 CJK_PIECE = 4  # a long run of Chinese is searched as pieces of this many characters
 

@@ -16,11 +16,9 @@ from dashboard.hermes.conventions import COMPACTION_MARKER
 
 TITLE_MAX_CHARS = 100
 
-
 # Cost statuses from strongest to weakest evidence; a session mixing several
 # reports the weakest, so a partly-unknown session is never shown as fully known.
 COST_STATUS_ORDER = ("actual", "included", "estimated", "unknown")
-
 
 WRITTEN_MESSAGE_COLUMNS = (
     "session_id",
