@@ -66,15 +66,14 @@ from dashboard.costs.spend import (
     TOKEN_COLUMNS,
     Cell,
     Plan,
-    Row,
     Spend,
     SpendMark,
     add_vector,
     cell_from_sums,
     fingerprint,
     plan,
-    read_rows,
 )
+from dashboard.costs.usage import Row, read_rows
 from dashboard.errors import StoreUnavailableError
 from dashboard.store.readonly import read_snapshot
 from dashboard.store.writecore import WriteCore

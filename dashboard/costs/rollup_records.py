@@ -6,13 +6,8 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 
-from dashboard.costs.spend import (
-    DIMENSIONS,
-    MONEY_SUMS,
-    SUM_COLUMNS,
-    TOKEN_COLUMNS,
-    Row,
-)
+from dashboard.costs.spend import DIMENSIONS, MONEY_SUMS, SUM_COLUMNS, TOKEN_COLUMNS
+from dashboard.costs.usage import Row
 
 EVERY = ("all", "all")  # the (dimension, key) every session counts in: the total's sessions
 

@@ -59,6 +59,9 @@ MEMORY_FILE_NAMES = tuple(f.name for f in MEMORY_FILES)
 MEMORY_FILE_BY_NAME = {f.name: f for f in MEMORY_FILES}
 
 
+#: The token kinds Hermes counts per call, session and usage row (``<kind>_tokens``).
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+
 #: The profile a root home is (a fixed name in Hermes); ``profiles/<name>/`` are the others.
 DEFAULT_PROFILE = "default"
 PROFILES_FOLDER = "profiles"

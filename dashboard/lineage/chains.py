@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dashboard.costs.rules import NO_COST, CostSummary, RowCost, combine, coverage
-from dashboard.costs.spend import session_costs, usage_spans
+from dashboard.costs.usage import session_costs, usage_spans
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content
-from dashboard.hermes.conventions import SUMMARY_END_MARKER, SUMMARY_PREFIXES
+from dashboard.hermes.conventions import SUMMARY_END_MARKER, SUMMARY_PREFIXES, TOKEN_KINDS
 from dashboard.lineage import links
 from dashboard.lineage.epochs import Epochs, compacted_epochs, usage_epoch
 from dashboard.store.presence import gone_sql
@@ -31,7 +31,6 @@ MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
 SUMMARY_PREVIEW_CHARS = 280
 BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dashboard.costs.rules import NO_COST, CostSummary, combine
-from dashboard.costs.spend import session_costs
+from dashboard.costs.usage import session_costs
 from dashboard.lineage.chains import conversation_title
 from dashboard.lineage.graph import Lineage
 from dashboard.params import table_sort

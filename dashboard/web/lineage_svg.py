@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dashboard.costs.rules import STATUS_LABELS, CostSummary
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.lineage.chains import Chain, Segment
 from dashboard.lineage.epochs import Epoch
 from dashboard.text import clip_line
@@ -471,8 +472,7 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
     if seg.end is not None and seg.end != seg.started_at:
         when += f" → {shortdate(seg.end)}"
     tokens = " · ".join(
-        f"{kind.replace('_', ' ')} {seg.tokens.get(kind, 0):,}"
-        for kind in ("input", "output", "cache_read", "cache_write", "reasoning")
+        f"{kind.replace('_', ' ')} {seg.tokens.get(kind, 0):,}" for kind in TOKEN_KINDS
     )
     lines = [
         seg.label,

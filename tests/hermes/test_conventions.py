@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.archive.source import derived_usage_row
+from dashboard.costs import spend
 from dashboard.costs.rules import read_cost
 from dashboard.demo import corpus
 from dashboard.hermes import content, conventions
@@ -16,6 +17,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.lineage import chains
 from dashboard.sessions import transcript
 from dashboard.store import records
+from dashboard.web import lineage_svg
 
 PACKAGE = Path(conventions.__file__).resolve().parents[1]
 
@@ -28,6 +30,18 @@ def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
     assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES
     assert chains.SUMMARY_END_MARKER is conventions.SUMMARY_END_MARKER
     assert transcript.is_summary is conventions.is_summary
+
+
+def test_the_token_kinds_are_spelled_once() -> None:
+    assert chains.TOKEN_KINDS is spend.TOKEN_KINDS is lineage_svg.TOKEN_KINDS
+    assert chains.TOKEN_KINDS is conventions.TOKEN_KINDS
+    spelled = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "conventions.py"
+        and '"cache_read", "cache_write"' in p.read_text(encoding="utf-8")
+    ]
+    assert spelled == []
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.costs.spend import STATUSES, TOKEN_KINDS, Cell, Spend, spend
+from dashboard.costs.spend import STATUSES, Cell, Spend, spend
 from dashboard.demo.build import build_demo_home
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.store.readonly import open_readonly
 from dashboard.store.records import Usage
 from dashboard.store.session_store import SessionStore
