@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import pct, timed
-from dashboard.store.session_store import ImportSession, NewMessage, SessionStore, Usage
+from dashboard.store.records import ImportSession, NewMessage, Usage
+from dashboard.store.session_store import SessionStore
 from tests.support.browser_support import running_server
 
 

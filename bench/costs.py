@@ -43,7 +43,8 @@ from dashboard.demo.build import build_demo_home
 from dashboard.hermes.home import HermesHome
 from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import SessionStore, Usage
+from dashboard.store.records import Usage
+from dashboard.store.session_store import SessionStore
 from tests.support.browser_support import running_server
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-100k-sessions"

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_timed, timed
 from dashboard.app import create_app
-from dashboard.store.session_store import ImportSession, NewMessage, SessionStore
+from dashboard.store.records import ImportSession, NewMessage
+from dashboard.store.session_store import SessionStore
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-long"
 DEFAULT_EPOCHS_HOME = ROOT / "bench" / "out" / "home-epochs"

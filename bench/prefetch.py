@@ -46,7 +46,7 @@ from dashboard.demo.build import build_demo_home
 from dashboard.hermes.content import JSON_PREFIX
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
-from dashboard.search.query import terms_query
+from dashboard.search.related import terms_query
 from dashboard.search.sessions import SearchRequest
 
 DEFAULT_HOME = ROOT / "bench" / "out" / "home-100k"

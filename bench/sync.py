@@ -42,7 +42,8 @@ from bench.common import pct
 
 def writer(db: str, turns: int, interval: float) -> int:
     """The agent: one session, a turn per ``interval``; prints ``word commit_time``."""
-    from dashboard.store.session_store import NewMessage, SessionStore
+    from dashboard.store.records import NewMessage
+    from dashboard.store.session_store import SessionStore
 
     with SessionStore(db) as store:
         sid = store.create_session("cli", session_id=f"bench-sync-{os.getpid()}", model="m-1")

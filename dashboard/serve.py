@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
     from dashboard.archive.syncer import Syncer
 
-DEFAULT_PORT = 8750
 DEMO_SESSIONS = 600
 
 

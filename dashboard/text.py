@@ -1,8 +1,10 @@
-"""Snippets for result cards: escape the text first, then mark the terms.
+"""Text as pages show it, once: the term pattern, marking, clipping, plain text back.
 
 Message text is untrusted. Every snippet is built by HTML-escaping the chosen
 window of plain text and only then inserting ``<mark>`` around term matches found
-in the *unescaped* text, so no byte of a message can open a tag.
+in the *unescaped* text, so no byte of a message can open a tag. Search cards,
+transcripts (through web/markdown.py), recaps and the agent's memory block all
+mark, clip and un-mark text through the functions here.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from markdown_it import MarkdownIt
 
+MARK_OPEN, MARK_CLOSE = "<mark>", "</mark>"
 SNIPPET_CHARS = 220
 PREVIEW_CHARS = 160
 _SPACE = re.compile(r"\s+")
@@ -65,8 +69,14 @@ def _leaves(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
-    cleaned = sorted({t for t in terms if t.strip()}, key=len, reverse=True)
+def term_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """One case-insensitive alternation of the terms, longest first (None when empty)."""
+    return _compiled(tuple(terms))
+
+
+@lru_cache(maxsize=64)
+def _compiled(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    cleaned = sorted({t for t in terms if t and t.strip()}, key=len, reverse=True)
     if not cleaned:
         return None
     return re.compile("|".join(re.escape(t) for t in cleaned), re.IGNORECASE)
@@ -81,7 +91,7 @@ def make_snippet(
     arguments), the window is taken from ``extra`` instead.
     """
     flat = _SPACE.sub(" ", text).strip()
-    pattern = _term_pattern(terms)
+    pattern = term_pattern(terms)
     found = pattern.search(flat) if pattern else None
     if found is None and extra:
         flat_extra = _SPACE.sub(" ", extra).strip()
@@ -105,23 +115,51 @@ def make_snippet(
     return ("…" if start > 0 else "") + body + ("…" if end < len(flat) else "")
 
 
-def mark(text: str, pattern: re.Pattern[str] | None) -> str:
-    """Escape ``text`` and wrap each match of ``pattern`` in ``<mark>``."""
+def escape_html(text: str) -> str:
+    """``text`` as HTML text (quotes too, so it is safe in an attribute)."""
+    return html.escape(text, quote=True)
+
+
+def mark(
+    text: str, pattern: re.Pattern[str] | None, escape: Callable[[str], str] = escape_html
+) -> str:
+    """Escape ``text`` and wrap each match of ``pattern`` in ``<mark>``.
+
+    ``escape``: how each piece is escaped (web/markdown.py passes markupsafe's, whose
+    entities the templates use).
+    """
     if pattern is None:
-        return html.escape(text, quote=True)
+        return escape(text)
     out = []
     last = 0
     for m in pattern.finditer(text):
-        out.append(html.escape(text[last : m.start()], quote=True))
-        out.append(f"<mark>{html.escape(m.group(0), quote=True)}</mark>")
+        out.append(escape(text[last : m.start()]))
+        out.append(f"{MARK_OPEN}{escape(m.group(0))}{MARK_CLOSE}")
         last = m.end()
-    out.append(html.escape(text[last:], quote=True))
+    out.append(escape(text[last:]))
     return "".join(out)
 
 
 def mark_terms(text: str, terms: Sequence[str]) -> str:
     """Escape ``text`` and mark ``terms`` (for titles and previews)."""
-    return mark(text, _term_pattern(terms))
+    return mark(text, term_pattern(terms))
+
+
+def is_marked(snippet_html: str) -> bool:
+    """Whether a snippet marks a term: it escapes its text first, so only a found term
+    opens a ``<mark>``."""
+    return MARK_OPEN in snippet_html
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis (a space before it
+    dropped); text that fits is returned as it is."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line (each run of whitespace one space), then :func:`clip` ped."""
+    return clip(" ".join(text.split()), limit)
 
 
 def preview(text: str, width: int = PREVIEW_CHARS) -> str:
@@ -151,7 +189,8 @@ def markdown_plain(text: str) -> str:
     return _SPACE.sub(" ", "".join(words)).strip()
 
 
-def plain_snippet(snippet_html: str) -> str:
-    """A snippet for a terminal: marks become «», entities are decoded."""
-    marked = snippet_html.replace("<mark>", "«").replace("</mark>", "»")
-    return html.unescape(marked)
+def plain(snippet_html: str, marks: tuple[str, str] = ("", "")) -> str:
+    """A marked snippet as the text it came from: each ``<mark>`` and ``</mark>``
+    becomes ``marks`` (nothing, or ``«`` ``»`` for a terminal), entities are decoded."""
+    opened = snippet_html.replace(MARK_OPEN, marks[0]).replace(MARK_CLOSE, marks[1])
+    return html.unescape(opened)

@@ -127,7 +127,8 @@ def test_search_with_summaries_is_the_tool_shape(hermes_home: Path, tmp_path: Pa
 
 
 def test_preview_prints_the_block_and_writes_nothing(tmp_path: Path) -> None:
-    from dashboard.store.session_store import NewMessage, SessionStore
+    from dashboard.store.records import NewMessage
+    from dashboard.store.session_store import SessionStore
 
     home = tmp_path / "home"
     (home / "memories").mkdir(parents=True)

@@ -18,20 +18,18 @@ and assembles the whole volatile layer. Pure functions: no I/O, no Flask.
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from dashboard.search.sessions import SessionResult
+from dashboard.text import clip, clip_line, plain
 
 HEADER = "# Relevant Memories"
 RECENT_S = 48 * 3600  # younger than this is "Recent", older is "Long-term"
 DEFAULT_BUDGET_CHARS = 2000  # the whole recalled block, header included
 HIT_CHARS = 280  # one matched excerpt inside an item
-_TAG = re.compile(r"</?mark>")
 
 
 @dataclass(frozen=True)
@@ -150,11 +148,6 @@ def recency_label(when: float | None, now: float) -> str:
     return f"{'Recent' if age < RECENT_S else 'Long-term'} — {age_words(age)}"
 
 
-def plain_snippet(snippet_html: str) -> str:
-    """A search snippet (escaped text with ``<mark>``) as the plain text it came from."""
-    return " ".join(html.unescape(_TAG.sub("", snippet_html)).split())
-
-
 def recalled_block(
     results: Sequence[SessionResult], now: float, budget_chars: int = DEFAULT_BUDGET_CHARS
 ) -> RecalledBlock:
@@ -179,7 +172,7 @@ def recalled_block(
         if len(entry) > room:
             if items or room < len(label) + 40:
                 return RecalledBlock("\n\n".join(pieces), tuple(items), len(results) - index)
-            entry = _clip(entry, room)
+            entry = clip(entry, room)
             body = entry.split("\n", 1)[1] if "\n" in entry else ""
         pieces.append(entry)
         used += len(entry) + 2
@@ -193,20 +186,16 @@ def recalled_block(
 
 def _item_body(result: SessionResult) -> str:
     title = result.title or "Untitled session"
-    lines = [f'Session "{_clip(title, 100)}" ({result.source}):']
+    lines = [f'Session "{clip(title, 100)}" ({result.source}):']
     seen: set[str] = set()
     for hit in sorted(result.hits, key=lambda h: h.message_id)[:6]:  # in conversation order
-        text = _clip(plain_snippet(hit.snippet), HIT_CHARS)
+        text = clip_line(plain(hit.snippet), HIT_CHARS)
         if text not in seen and len(seen) < 3:
             seen.add(text)
             lines.append(f"{hit.role}: {text}")
     if not result.hits and result.preview:
-        lines.append(_clip(" ".join(result.preview.split()), HIT_CHARS))
+        lines.append(clip_line(result.preview, HIT_CHARS))
     return "\n".join(lines)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
 def context_line(now: float, session_id: str | None, model: str | None) -> str:

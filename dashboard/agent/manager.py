@@ -24,11 +24,11 @@ from typing import Any
 from dashboard.agent.blocks import Part, RecalledBlock, VolatileBlock, context_line
 from dashboard.agent.provider import BUILTIN, MemoryProvider, RecallMemoryProvider
 from dashboard.agent.tools import HERMES_CORE_TOOLS
+from dashboard.hermes.conventions import MEMORY_FILE_BY_NAME
 
 log = logging.getLogger(__name__)
 
 PREFETCH_WAIT_S = 2.0
-FILE_TITLES = {"USER.md": ("user", "USER.md"), "MEMORY.md": ("memory", "MEMORY.md")}
 
 
 class MemoryManager:
@@ -141,8 +141,8 @@ class MemoryManager:
         builtin = self.builtin
         if builtin is not None:
             for name, text in builtin.snapshot_blocks().items():
-                kind, title = FILE_TITLES[name]
-                parts.append(Part(kind, title, text))
+                kind = MEMORY_FILE_BY_NAME[name]
+                parts.append(Part(kind.key, kind.name, text))
         for provider in self.providers:
             if provider is not builtin:
                 parts.append(Part("external", provider.name, self._safe_block(provider)))

@@ -30,16 +30,19 @@ from dashboard.agent.tools import RECALL_SEARCH, TOOL_NAME, recall_search_tool
 from dashboard.agent.turn_writer import TurnWriter
 from dashboard.errors import RecallError, StoreUnavailableError, ValidationError
 from dashboard.hermes.content import JSON_PREFIX
+from dashboard.hermes.conventions import MEMORY_FILE_NAMES
 from dashboard.hermes.home import HermesHome
-from dashboard.memory.files import NAMES, read_memory_file
+from dashboard.memory.files import read_memory_file
 from dashboard.memory.prompt import agent_block
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
-from dashboard.search.query import parse_query, terms_query
+from dashboard.search.query import parse_query
+from dashboard.search.related import terms_query
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.datadir import data_dir_for, recall_data_dir
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.summaries.llm import LLMConfig, Summarizer
 from dashboard.summaries.service import SummaryService
 
@@ -205,7 +208,7 @@ class RecallMemoryProvider(MemoryProvider):
 
     def file_blocks(self) -> dict[str, str]:
         """USER.md and MEMORY.md as the agent sees them (live from disk)."""
-        return {name: agent_block(read_memory_file(self.home, name)) for name in NAMES}
+        return {name: agent_block(read_memory_file(self.home, name)) for name in MEMORY_FILE_NAMES}
 
     def snapshot_blocks(self) -> dict[str, str]:
         """The session's frozen snapshot; the live files before ``initialize``."""

@@ -38,9 +38,10 @@ from dashboard.archive.source import (
     usage_source_id,
 )
 from dashboard.store import trigram_build
+from dashboard.store.fts_upkeep import index_messages
 from dashboard.store.readonly import open_readonly
 from dashboard.store.schema import TRIGRAM_PENDING_KEY
-from dashboard.store.session_store import SessionStore, index_messages
+from dashboard.store.session_store import SessionStore
 from dashboard.store.trigram_build import TrigramBuild
 
 BATCH_SESSIONS = 50  # sessions per transaction: ~5,000 messages on a typical home

@@ -53,7 +53,6 @@ class Layout:
     message_columns: frozenset[str]
     fts: dict[str, FtsIndex] = field(default_factory=dict)
     fts_stale: bool = False
-    fts_storage_version: str | None = None
     # Hermes rebuilds its index in the background; rows between the progress
     # mark and the high-water mark are not indexed yet.
     fts_rebuilding: bool = False
@@ -66,11 +65,6 @@ class Layout:
     def is_demo(self) -> bool:
         """Whether ``recall demo`` built this home (the banner on every page)."""
         return self.demo_seed is not None
-
-    @property
-    def index_trusted(self) -> bool:
-        """False when search must fall back to scanning ``messages``."""
-        return not (self.fts_stale or self.fts_rebuilding) and self.word_index is not None
 
     # -- what the rest of the app asks -------------------------------------------------
 
@@ -86,17 +80,6 @@ class Layout:
         return self._usable("messages_fts")
 
     @property
-    def word_index_covers_tools(self) -> bool:
-        """Whether the word index holds tool names and arguments too.
-
-        Inline indexes (seed v11+) hold content, tool_name and tool_calls joined;
-        external ones say so by their columns. Older external forms index content
-        only, so a term in tool-call arguments needs a scan.
-        """
-        index = self.word_index
-        return index is not None and (index.form == "inline" or "tool_calls" in index.columns)
-
-    @property
     def trigram_index(self) -> FtsIndex | None:
         return None if self.trigram_pending else self._usable("messages_fts_trigram")
 
@@ -107,18 +90,6 @@ class Layout:
     def _usable(self, name: str) -> FtsIndex | None:
         index = self.fts.get(name)
         return index if index and index.usable else None
-
-    @property
-    def has_active(self) -> bool:
-        return "active" in self.message_columns
-
-    @property
-    def has_compacted(self) -> bool:
-        return "compacted" in self.message_columns
-
-    @property
-    def has_display_kind(self) -> bool:
-        return "display_kind" in self.message_columns
 
     @property
     def has_model_usage(self) -> bool:
@@ -180,7 +151,6 @@ def detect_layout(conn: sqlite3.Connection, path: str | Path = "") -> Layout:
         message_columns=_columns(conn, "messages") if "messages" in tables else frozenset(),
         fts=fts,
         fts_stale=meta.get("fts_stale") == "1",
-        fts_storage_version=meta.get("fts_storage_version"),
         fts_rebuilding=bool(meta.get("fts_rebuild_high_water")),
         trigram_pending=meta.get(TRIGRAM_PENDING_KEY) == "1",
         demo_seed=meta.get(DEMO_KEY),

@@ -24,14 +24,14 @@ from pathlib import Path
 from dashboard.archive.prune_radar import PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
-from dashboard.hermes.profiles import Profile, Scope
+from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
+from dashboard.store.fts_upkeep import triggers_off
 from dashboard.store.presence import gone_sql, presence_sql
 from dashboard.store.readonly import open_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
-from dashboard.store.session_store import SessionStore, triggers_off
+from dashboard.store.session_store import SessionStore
 
 PAGE_SIZE = 50
-EVERY_PROFILE = Scope()  # no restriction: what the CLI and a one-profile home read
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def archive_page(
     from its own source and config, in place of ``home``'s. ``conn``: the archive
     already open in ``scope`` (one read transaction for the listing and every radar's
     check), else each opens it."""
-    if len(profiles) > 1:
+    if scope.spans(profiles):
         radars = tuple(
             ProfileRadar(p.name, prune_radar(p.home, archive, now, conn=conn)) for p in profiles
         )

@@ -14,15 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from dashboard.costs.spend import (
-    SUM_COLUMNS,
-    TOKEN_COLUMNS,
-    Cell,
-    Plan,
-    Row,
-    add_vector,
-    cell_from_sums,
-)
+from dashboard.costs.spend import SUM_COLUMNS, TOKEN_COLUMNS, Cell, Plan, add_vector, cell_from_sums
+from dashboard.costs.usage import Row
 from dashboard.params import table_sort
 from dashboard.store.presence import gone_sql
 

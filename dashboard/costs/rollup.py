@@ -37,27 +37,43 @@ import sqlite3
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from dashboard.costs.days import DayClock
+from dashboard.costs.rollup_records import (
+    CHUNK,
+    DAY_KEYS,
+    EVERY,
+    ROW_COLUMNS,
+    SESSION_KEYS,
+    Membership,
+    apply_sessions,
+    apply_sums,
+    clean_sums,
+    day_key,
+    days_of,
+    load_rows,
+    marks,
+    memberships,
+    row_values,
+    session_key,
+    session_memberships,
+)
 from dashboard.costs.spend import (
-    DIMENSIONS,
-    MONEY_SUMS,
     SUM_COLUMNS,
     TOKEN_COLUMNS,
     Cell,
     Plan,
-    Row,
     Spend,
     SpendMark,
     add_vector,
     cell_from_sums,
     fingerprint,
     plan,
-    read_rows,
 )
+from dashboard.costs.usage import Row, read_rows
 from dashboard.errors import StoreUnavailableError
 from dashboard.store.readonly import read_snapshot
 from dashboard.store.writecore import WriteCore
@@ -65,29 +81,6 @@ from dashboard.store.writecore import WriteCore
 log = logging.getLogger(__name__)
 
 ROLLUP_VERSION = "4"  # bump when what a row contributes changes: forces a rebuild
-EVERY = ("all", "all")  # the (dimension, key) every session counts in: the total's sessions
-# Chunks of ids per IN (...): below SQLite's variable limit. Lookups by session name
-# the index: without statistics the planner would scan the table by its home prefix.
-CHUNK = 500
-ROW_COLUMNS = ("day", "weight", "sid", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "calls")
-NO_DAY = 0  # cost_row.day of a row with no time (ordinals start at 1)
-
-
-#: A cell a session counts in: (dimension, key, source, profile, day).
-Membership = tuple[str, str, str, str, int]
-
-
-def memberships(row: Row) -> set[Membership]:
-    """The cells this row makes its session count in."""
-    return {
-        (dim, key, row.source, row.profile, day)
-        for day, _ in row.parts
-        for dim, key in (*((d, row.key(d)) for d in DIMENSIONS), EVERY)
-    }
-
-
-def _days_of(cells: Iterable[Membership]) -> set[int]:
-    return {cell[-1] for cell in cells}
 
 
 def _filters(question: Plan) -> tuple[str, list[object]]:
@@ -95,7 +88,7 @@ def _filters(question: Plan) -> tuple[str, list[object]]:
     where, params = "", []
     for column, values in (("source", question.sources), ("profile", question.profiles)):
         if values:
-            where += f" AND {column} IN ({_marks(list(values))})"
+            where += f" AND {column} IN ({marks(list(values))})"
             params.extend(values)
     return where, params
 
@@ -200,7 +193,7 @@ class CostRollup:
                     sid: list(vector)
                     for sid, *vector in rconn.execute(
                         f"SELECT sid, {sums} FROM cost_session_day WHERE {where} "
-                        f"AND sid IN ({_marks(picked)}) GROUP BY sid",
+                        f"AND sid IN ({marks(picked)}) GROUP BY sid",
                         [*params, *picked],
                     )
                 }
@@ -279,7 +272,7 @@ class CostRollup:
                 chunk = multi[i : i + CHUNK]
                 seen += rconn.execute(
                     f"SELECT DISTINCT day, {by}, sid FROM cost_row "
-                    f"INDEXED BY idx_cost_row_sid WHERE home = ? AND sid IN ({_marks(chunk)}) "
+                    f"INDEXED BY idx_cost_row_sid WHERE home = ? AND sid IN ({marks(chunk)}) "
                     f"AND {where.removeprefix('home = ? AND ')}",
                     [self.home, *chunk, *params[1:]],
                 ).fetchall()
@@ -359,15 +352,15 @@ class CostRollup:
         multi = []
         for row in rows.values():
             for day, vector in row.vectors():
-                add_vector(days, _day_key(row, day), vector)
-                add_vector(session_days, _session_key(row, day), vector)
+                add_vector(days, day_key(row, day), vector)
+                add_vector(session_days, session_key(row, day), vector)
         by_session: dict[str, set[Membership]] = defaultdict(set)
         for row in rows.values():
             by_session[row.sid] |= memberships(row)
         for sid, cells in by_session.items():
             for cell in cells:
                 members[cell] += 1
-            if len(_days_of(cells)) > 1:
+            if len(days_of(cells)) > 1:
                 multi.append(sid)
         state = (
             self.home,
@@ -393,16 +386,16 @@ class CostRollup:
             w.executemany(
                 f"INSERT INTO cost_session_day VALUES "
                 f"({', '.join('?' * (1 + len(SESSION_KEYS) + len(SUM_COLUMNS)))})",
-                ((self.home, *key, *_clean(vec)) for key, vec in session_days.items()),
+                ((self.home, *key, *clean_sums(vec)) for key, vec in session_days.items()),
             )
             w.executemany(
                 f"INSERT INTO cost_row VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
-                (v for rid, row in rows.items() for v in _row_values(self.home, rid, row)),
+                (v for rid, row in rows.items() for v in row_values(self.home, rid, row)),
             )
             w.executemany(
                 f"INSERT INTO cost_day VALUES "
                 f"({', '.join('?' * (1 + len(DAY_KEYS) + len(SUM_COLUMNS)))})",
-                ((self.home, *key, *_clean(vec)) for key, vec in days.items()),
+                ((self.home, *key, *clean_sums(vec)) for key, vec in days.items()),
             )
             w.executemany(
                 "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -441,37 +434,37 @@ class CostRollup:
                 ).fetchone()
                 if mirrored is None or newest_sid is None or str(newest_sid) != mirrored[0]:
                     return False  # the row we read as newest is gone or another's: replaced file
-            old = _load_rows(w, self.home, changed)
+            old = load_rows(w, self.home, changed)
             rows = state.row_count + sum(1 for rid in changed if rid not in old)
             if rows != count:  # rows were deleted: their sums can't be found any more
                 return False
             sessions = {row.sid for row in changed.values()} | {row.sid for row in old.values()}
-            before = _session_rows(w, self.home, sessions)
+            before = session_memberships(w, self.home, sessions)
             delta: dict[tuple, list[float]] = {}
             session_delta: dict[tuple, list[float]] = {}
             for rid, row in changed.items():
                 previous = old.get(rid)
                 if previous is not None:
                     for day, vector in previous.vectors():
-                        add_vector(delta, _day_key(previous, day), vector, -1)
-                        add_vector(session_delta, _session_key(previous, day), vector, -1)
+                        add_vector(delta, day_key(previous, day), vector, -1)
+                        add_vector(session_delta, session_key(previous, day), vector, -1)
                 for day, vector in row.vectors():
-                    add_vector(delta, _day_key(row, day), vector)
-                    add_vector(session_delta, _session_key(row, day), vector)
-            _apply_sums(w, "cost_day", DAY_KEYS, self.home, delta)
-            _apply_sums(w, "cost_session_day", SESSION_KEYS, self.home, session_delta)
+                    add_vector(delta, day_key(row, day), vector)
+                    add_vector(session_delta, session_key(row, day), vector)
+            apply_sums(w, "cost_day", DAY_KEYS, self.home, delta)
+            apply_sums(w, "cost_session_day", SESSION_KEYS, self.home, session_delta)
             ids = list(changed)
             for i in range(0, len(ids), CHUNK):  # a row's days may have changed: replace all
                 chunk = ids[i : i + CHUNK]
                 w.execute(
-                    f"DELETE FROM cost_row WHERE home = ? AND rid IN ({_marks(chunk)})",
+                    f"DELETE FROM cost_row WHERE home = ? AND rid IN ({marks(chunk)})",
                     (self.home, *chunk),
                 )
             w.executemany(
                 f"INSERT INTO cost_row VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
-                (v for rid, row in changed.items() for v in _row_values(self.home, rid, row)),
+                (v for rid, row in changed.items() for v in row_values(self.home, rid, row)),
             )
-            _apply_sessions(w, self.home, before, _session_rows(w, self.home, sessions))
+            apply_sessions(w, self.home, before, session_memberships(w, self.home, sessions))
             w.execute(
                 "UPDATE cost_rollup_state SET watermark = ?, max_rid = ?, max_mid = ?, "
                 "row_count = ?, fingerprint = ?, built_at = ? WHERE home = ?",
@@ -502,149 +495,3 @@ class CostRollup:
             return read(conn)
         with self.core.reading() as c:
             return read(c)
-
-
-def _marks(values: list) -> str:
-    return ",".join("?" * len(values))
-
-
-def _session_key(row: Row, day: int) -> tuple:
-    return (day, row.sid, row.source, row.profile)
-
-
-def _day_key(row: Row, day: int) -> tuple:
-    return (day, *(row.key(d) for d in DIMENSIONS))
-
-
-def _clean(vector: list[float]) -> list[float]:
-    """Exact zeros where no row is left to sum (float subtraction leaves dust)."""
-    out = list(vector)
-    names = {name: i for i, name in enumerate(SUM_COLUMNS)}
-    for total, count in (
-        ("e_sum", "e_n"),
-        ("a_sum", "a_n"),
-        ("eff_sum", "eff_n"),
-        ("pa_sum", "pair_n"),
-        ("pe_sum", "pair_n"),
-    ):
-        if round(out[names[count]]) == 0:
-            out[names[total]] = 0.0
-    for name in SUM_COLUMNS:
-        if name not in MONEY_SUMS:
-            out[names[name]] = int(round(out[names[name]]))
-    return out
-
-
-def _row_values(home: int, rid: int, row: Row) -> list[tuple]:
-    """The cost_row records of one row: one per day, or one on NO_DAY with no weight."""
-    figures = (*(row.key(d) for d in DIMENSIONS), row.status, row.e, row.a, *row.tokens, row.calls)
-    parts = row.parts or ((NO_DAY, 0),)
-    return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
-
-
-def _to_rows(records: Iterable[tuple]) -> dict[int, Row]:
-    """Rows from their cost_row records ``(rid, *ROW_COLUMNS)``."""
-    grouped: dict[int, list[tuple]] = defaultdict(list)
-    for record in records:
-        grouped[record[0]].append(record)
-    out: dict[int, Row] = {}
-    for rid, found in grouped.items():
-        _, _, _, sid, provider, model, source, task, profile, status, e, a, *rest = found[0]
-        parts = tuple(sorted((r[1], r[2]) for r in found if r[2] > 0))
-        out[rid] = Row(
-            sid,
-            provider,
-            model,
-            source,
-            task,
-            profile,
-            status,
-            e,
-            a,
-            tuple(rest[:-1]),
-            rest[-1],
-            parts,
-        )
-    return out
-
-
-def _load_rows(w: sqlite3.Connection, home: int, rows: dict[int, Row]) -> dict[int, Row]:
-    records: list[tuple] = []
-    ids = list(rows)
-    for i in range(0, len(ids), CHUNK):
-        chunk = ids[i : i + CHUNK]
-        records += w.execute(
-            f"SELECT rid, {', '.join(ROW_COLUMNS)} FROM cost_row WHERE home = ? AND rid IN "
-            f"({_marks(chunk)})",
-            (home, *chunk),
-        ).fetchall()
-    return _to_rows(records)
-
-
-def _session_rows(
-    w: sqlite3.Connection, home: int, sessions: set[str]
-) -> dict[str, set[Membership]]:
-    out: dict[str, set[Membership]] = {sid: set() for sid in sessions}
-    ids = list(sessions)
-    records: list[tuple] = []
-    for i in range(0, len(ids), CHUNK):
-        chunk = ids[i : i + CHUNK]
-        records += w.execute(
-            f"SELECT rid, {', '.join(ROW_COLUMNS)} FROM cost_row INDEXED BY idx_cost_row_sid "
-            f"WHERE home = ? AND sid IN ({_marks(chunk)})",
-            (home, *chunk),
-        ).fetchall()
-    for row in _to_rows(records).values():
-        out[row.sid] |= memberships(row)
-    return out
-
-
-DAY_KEYS = ("day", *DIMENSIONS)  # cost_day's key after home
-SESSION_KEYS = ("day", "sid", "source", "profile")  # cost_session_day's
-
-
-def _apply_sums(
-    w: sqlite3.Connection,
-    table: str,
-    keys: tuple[str, ...],
-    home: int,
-    delta: dict[tuple, list[float]],
-) -> None:
-    """Add ``delta`` (per key, SUM_COLUMNS vectors) to ``table``; a sum of no rows goes."""
-    cols = ", ".join(SUM_COLUMNS)
-    where = " AND ".join(f"{k} = ?" for k in ("home", *keys))
-    marks = ", ".join("?" * (1 + len(keys) + len(SUM_COLUMNS)))
-    for key, change in delta.items():
-        found = w.execute(f"SELECT {cols} FROM {table} WHERE {where}", (home, *key)).fetchone()
-        total = [a + b for a, b in zip(found, change, strict=True)] if found else change
-        if round(total[0]) <= 0:
-            w.execute(f"DELETE FROM {table} WHERE {where}", (home, *key))
-        else:
-            w.execute(
-                f"INSERT OR REPLACE INTO {table} VALUES ({marks})", (home, *key, *_clean(total))
-            )
-
-
-def _apply_sessions(
-    w: sqlite3.Connection, home: int, before: dict[str, set], after: dict[str, set]
-) -> None:
-    change: dict[Membership, int] = defaultdict(int)
-    for sid in before:
-        for cell in before[sid] - after[sid]:
-            change[cell] -= 1
-        for cell in after[sid] - before[sid]:
-            change[cell] += 1
-        multi = len(_days_of(after[sid])) > 1
-        if multi:
-            w.execute("INSERT OR IGNORE INTO cost_multi VALUES (?, ?)", (home, sid))
-        else:
-            w.execute("DELETE FROM cost_multi WHERE home = ? AND sid = ?", (home, sid))
-    for (dim, key, source, profile, day), n in change.items():
-        if n == 0:
-            continue
-        w.execute(
-            "INSERT INTO cost_day_sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
-            "(home, dim, day, key, source, profile) DO UPDATE SET sessions = sessions + ?",
-            (home, dim, day, key, source, profile, n, n),
-        )
-    w.execute("DELETE FROM cost_day_sessions WHERE home = ? AND sessions <= 0", (home,))

@@ -29,32 +29,27 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
-from dashboard.costs.days import DayClock, Parts, apportion, fractions, row_parts
+from dashboard.costs.days import DayClock
 from dashboard.costs.rules import (
     STATUSES,
-    CostSummary,
-    RowCost,
     billed_share,
-    combine,
     money,
-    read_cost,
     total,
 )
+from dashboard.costs.usage import ROW_FIRST, ROW_LAST, Row, read_rows
 from dashboard.errors import ValidationError
-from dashboard.store.schema import DERIVED_USAGE_PREFIX
+from dashboard.hermes.conventions import TOKEN_KINDS
 
 PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task", "profile")
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
 TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
 # One vector per (row, day); sums of these make a cell (and a rollup day-cell).
@@ -349,220 +344,6 @@ def _zone_label(zone: ZoneInfo) -> str:
 
 def _epoch(day: date, zone: ZoneInfo) -> float:
     return datetime(day.year, day.month, day.day, tzinfo=zone).timestamp()
-
-
-def derived_usage_sql(alias: str) -> str:
-    """True for a usage row the importer derived from a session row (a source without
-    ``session_model_usage``): it sums the whole session, so it reads as that row did."""
-    return f"coalesce({alias}.src_id LIKE '{DERIVED_USAGE_PREFIX}%', 0)"
-
-
-def _label(expr: str) -> str:
-    return f"coalesce(nullif({expr}, ''), 'unknown')"
-
-
-# The earliest and latest time of a usage row's calls.
-ROW_FIRST = "coalesce(u.first_seen, u.last_seen)"
-ROW_LAST = "coalesce(u.last_seen, u.first_seen)"
-#: How a usage row is read. The raw sums here and Recall's per-day rollup both read
-#: rows through :func:`read_rows`, so keys, tokens and time bounds live in one place:
-#: rowid, session, first, last, the DIMENSIONS keys (never NULL or ''), status,
-#: estimate, bill, TOKEN_KINDS, calls, and whether it sums a whole session.
-ROW_SQL = (
-    f"SELECT u.rowid, u.session_id, {ROW_FIRST}, {ROW_LAST}, "
-    f"{_label('u.billing_provider')}, {_label('u.model')}, {_label('s.source')}, "
-    f"coalesce(nullif(u.task, ''), 'main'), {_label('s.profile')}, "
-    "u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-    f"{', '.join(f'u.{kind}_tokens' for kind in TOKEN_KINDS)}, u.api_call_count, "
-    f"{derived_usage_sql('u')} "
-    # LEFT JOIN: a usage row whose session row is gone still cost money.
-    "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
-)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One spend row, read by the rules, with the days it spent on."""
-
-    sid: str
-    provider: str
-    model: str
-    source: str
-    task: str
-    profile: str
-    status: str  # cost_rules.STATUSES
-    e: float | None
-    a: float | None
-    tokens: tuple[int, ...]
-    calls: int
-    parts: Parts  # (day ordinal, weight); empty: the row has no time
-
-    def key(self, dim: str) -> str:
-        return getattr(self, dim)
-
-    @property
-    def cost(self) -> RowCost:
-        return RowCost(self.status, self.e, self.a)
-
-    def vectors(self) -> Iterator[tuple[int, list[float]]]:
-        """``(day, contribution)`` per day of the row, each in SUM_COLUMNS order."""
-        if not self.parts:
-            return
-        cost = self.cost
-        e, a, eff, paired = cost.estimated, cost.billed, cost.effective, cost.paired
-        status = [self.calls if self.status == s else 0 for s in STATUSES]
-        if len(self.parts) == 1:  # most rows: one day, nothing to split
-            yield (
-                self.parts[0][0],
-                [
-                    1,
-                    0.0 if e is None else e,
-                    e is not None,
-                    0.0 if a is None else a,
-                    a is not None,
-                    0.0 if eff is None else eff,
-                    eff is not None,
-                    a if paired else 0.0,
-                    e if paired else 0.0,
-                    paired,
-                    *status,
-                    *self.tokens,
-                    self.calls,
-                ],
-            )
-            return
-        weights = [w for _, w in self.parts]
-        shares = fractions(weights)
-        tokens = [apportion(t, weights) for t in self.tokens]
-        calls = apportion(self.calls, weights)
-        for i, (day, _) in enumerate(self.parts):
-            f = shares[i]
-            yield (
-                day,
-                [
-                    1,
-                    0.0 if e is None else e * f,
-                    e is not None,
-                    0.0 if a is None else a * f,
-                    a is not None,
-                    0.0 if eff is None else eff * f,
-                    eff is not None,
-                    a * f if paired else 0.0,
-                    e * f if paired else 0.0,
-                    paired,  # type: ignore[operator]
-                    *(calls[i] if self.status == s else 0 for s in STATUSES),
-                    *(t[i] for t in tokens),
-                    calls[i],
-                ],
-            )
-
-
-def read_rows(
-    conn: sqlite3.Connection, clock: DayClock, where: str = "", params: Iterable[object] = ()
-) -> dict[int, Row]:
-    """Usage rows (by rowid) matching ``where``, read by the rules and spread over days."""
-    condition = f" WHERE {where}" if where else ""
-    found = conn.execute(ROW_SQL + condition, list(params)).fetchall()
-    day = clock.day
-    # A row with no call found stays on the day of its last call (cost_days).
-    bounds = [(day(first), day(last)) for _, _, first, last, *_ in found]
-    # Only a row whose calls span several days needs its session's messages.
-    spanning = {
-        row[1]
-        for row, (lo, hi) in zip(found, bounds, strict=True)
-        if lo is not None and hi is not None and lo != hi
-    }
-    replies = _replies(conn, clock, spanning) if spanning else {}
-    rows: dict[int, Row] = {}
-    for (rid, sid, _, _, provider, model, source, task, profile, *rest), (lo, hi) in zip(
-        found, bounds, strict=True
-    ):
-        status, est, act, *counts, merged = rest
-        cost = read_cost(status, est, act, usage=not merged)
-        calls = counts[-1]
-        parts = (
-            row_parts(hi, lo, hi, replies.get(sid, ()))
-            if lo != hi
-            else (() if hi is None else ((hi, 1),))
-        )
-        rows[rid] = Row(
-            str(sid),
-            provider,
-            model,
-            source,
-            task,
-            profile,
-            cost.status,
-            cost.estimated,
-            cost.billed,
-            tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
-            max(calls if type(calls) is int else _count(calls), 1),
-            parts,
-        )
-    return rows
-
-
-def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, CostSummary]:
-    """What each archived session cost, by the rules: its usage rows where it has any,
-    else its ``sessions`` row (a session of Recall's own store recorded without any)."""
-    wanted = json.dumps(sorted(set(ids)))
-    found: dict[str, list[RowCost]] = defaultdict(list)
-    for sid, status, est, act, merged in conn.execute(
-        "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-        f"{derived_usage_sql('u')} "
-        "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
-        (wanted,),
-    ):
-        found[sid].append(read_cost(status, est, act, usage=not merged))
-    for sid, status, est, act in conn.execute(
-        "SELECT s.id, s.cost_status, s.estimated_cost_usd, s.actual_cost_usd "
-        "FROM sessions s JOIN json_each(?) j ON s.id = j.value",
-        (wanted,),
-    ):
-        if sid not in found:
-            found[sid].append(read_cost(status, est, act, usage=False))
-    return {sid: combine(rows) for sid, rows in found.items()}
-
-
-def usage_spans(
-    conn: sqlite3.Connection, ids: Iterable[str]
-) -> dict[str, list[tuple[float | None, float | None, RowCost]]]:
-    """Each usage row of the sessions named: ``(first_seen, last_seen, its cost)``.
-
-    A row the importer derived from a session row sums the whole session: its times
-    are None, so it is never placed inside part of one (epochs.usage_epoch).
-    """
-    out: dict[str, list[tuple[float | None, float | None, RowCost]]] = defaultdict(list)
-    for sid, first, last, status, est, act, merged in conn.execute(
-        "SELECT u.session_id, u.first_seen, u.last_seen, u.cost_status, u.estimated_cost_usd,"
-        f" u.actual_cost_usd, {derived_usage_sql('u')} "
-        "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
-        (json.dumps(sorted(set(ids))),),
-    ):
-        cost = read_cost(status, est, act, usage=not merged)
-        out[sid].append((None, None, cost) if merged else (first, last, cost))
-    return dict(out)
-
-
-def _replies(
-    conn: sqlite3.Connection, clock: DayClock, sessions: set[str]
-) -> dict[str, list[tuple[int, int | None]]]:
-    """``(day, token_count)`` of every assistant message of ``sessions``."""
-    out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
-    day = clock.day
-    for sid, ts, count in conn.execute(
-        "SELECT m.session_id, m.timestamp, m.token_count FROM messages m "
-        "JOIN json_each(?) j ON m.session_id = j.value WHERE m.role = 'assistant'",
-        (json.dumps(sorted(sessions)),),
-    ):
-        local = day(ts)
-        if local is not None:
-            out[sid].append((local, count if isinstance(count, int) else None))
-    return out
-
-
-def _count(value: object) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 def add_vector(into: dict, key: object, vector: list[float], sign: int = 1) -> None:

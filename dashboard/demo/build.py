@@ -16,13 +16,12 @@ import yaml
 
 from dashboard.demo.plan import IN_PLACE_KEEP, DemoPlanner, PlannedSession, anchor_for
 from dashboard.errors import ConflictError
+from dashboard.hermes.conventions import MEMORY_FILE, USER_FILE
 from dashboard.store.schema import DEMO_KEY
 from dashboard.store.session_store import SessionStore
 
 BULK_THRESHOLD = 50_000
 DEMO_MARKER = DEMO_KEY
-USER_CHAR_LIMIT = 1375
-MEMORY_CHAR_LIMIT = 2200
 
 USER_ENTRIES = (
     "Name: Mara Lindqvist. Backend engineer at a small logistics startup; "
@@ -160,8 +159,8 @@ def _write_through_api(store: SessionStore, plan: PlannedSession) -> None:
 def _write_memories(root: Path) -> None:
     folder = root / "memories"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, entries in (("USER.md", USER_ENTRIES), ("MEMORY.md", MEMORY_ENTRIES)):
-        (folder / name).write_text("\n§\n".join(entries), encoding="utf-8")
+    for kind, entries in ((USER_FILE, USER_ENTRIES), (MEMORY_FILE, MEMORY_ENTRIES)):
+        (folder / kind.name).write_text("\n§\n".join(entries), encoding="utf-8")
 
 
 def _write_config(root: Path) -> None:
@@ -170,8 +169,8 @@ def _write_config(root: Path) -> None:
         "memory": {
             "memory_enabled": True,
             "user_profile_enabled": True,
-            "user_char_limit": USER_CHAR_LIMIT,
-            "memory_char_limit": MEMORY_CHAR_LIMIT,
+            USER_FILE.limit_key: USER_FILE.default_limit,
+            MEMORY_FILE.limit_key: MEMORY_FILE.default_limit,
         },
         "compression": {"enabled": True, "threshold": 0.85},
     }

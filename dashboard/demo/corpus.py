@@ -10,7 +10,7 @@ The text lives in package data, one file per topic (``data/topics/``) and per sc
 job variant (``data/cron/``), read in file-name order: a few ``name: value`` header lines
 (``key``, and where they differ from the defaults ``zh``, ``logfmt``, ``stable``; a
 ``<field>-from: <name>`` line takes that field from ``data/cron/shared.txt``), then one
-``=== <field>`` section per table of :func:`_topic`.
+``=== <field>`` section per table of :func:`spec_from_tables`.
 
 Template mini-language (used in those tables):
 
@@ -28,12 +28,28 @@ from __future__ import annotations
 
 import json
 import random
-import re
-import sys
-import time
 from dataclasses import dataclass
-from importlib import resources
 
+from dashboard.demo.tables import (
+    B62,
+    CRON,
+    CRON_JOBS,
+    EN,
+    EN_HEADS,
+    GLOBAL,
+    NUMERIC,
+    RISKY,
+    RISKY_ZH,
+    SPECS,
+    SUB_EN,
+    SUB_ZH,
+    ZH,
+    ZH_HEADS,
+    Ctx,
+    Spec,
+    generated_pools,
+)
+from dashboard.demo.tool_calls import ToolCalls, clip_words
 from dashboard.hermes.conventions import (
     COMPACTION_MARKER,
     LEGACY_SUMMARY_MARKER,
@@ -72,449 +88,26 @@ class Topic:
 # --------------------------------------------------------------------------- parsing
 
 
-def _fmt(t: str) -> str:
-    """Compile a «slot» template into a ``str.format`` string."""
-    return (
-        t.replace("{", "{{")
-        .replace("}", "}}")
-        .replace("«", "{")
-        .replace("»", "}")
-        .replace("¶", "\n")
-    )
-
-
-def _glue(a: str, b: str) -> str:
-    """Join a continuation line: no space between two CJK characters."""
-    if ord(a[-1]) >= 0x2E80 and ord(b[0]) >= 0x2E80:
-        return a + b
-    return a + " " + b
-
-
-def _items(s: str) -> list[str]:
-    """Split a line list; indented lines continue the previous item."""
-    out: list[str] = []
-    for line in s.split("\n"):
-        text = line.strip()
-        if not text:
-            continue
-        if line.startswith("  ") and out:
-            out[-1] = _glue(out[-1], text)
-        else:
-            out.append(text)
-    return out
-
-
-def _lines(s: str) -> tuple[str, ...]:
-    """Compiled one-line templates."""
-    return tuple(_fmt(x) for x in _items(s))
-
-
-def _raw_blocks(s: str) -> list[str]:
-    """Multi-line blocks separated by ``~~`` lines."""
-    return [b.strip("\n") for b in s.split("\n~~\n") if b.strip()]
-
-
-def _blocks(s: str) -> tuple[str, ...]:
-    """Compiled multi-line templates."""
-    return tuple(_fmt(b) for b in _raw_blocks(s))
-
-
-def _cmds(s: str) -> tuple[tuple[str, str], ...]:
-    """Blocks whose first line(s) are ``$ command`` (``\\`` continues), then the output."""
-    out: list[tuple[str, str]] = []
-    for block in _raw_blocks(s):
-        rows = block.split("\n")
-        if not rows[0].startswith("$ "):
-            raise ValueError(f"command block must start with '$ ': {rows[0]!r}")
-        n = 1
-        while rows[n - 1].endswith("\\") and n < len(rows):
-            n += 1
-        cmd = "\n".join(rows[:n])[2:]
-        out.append((_fmt(cmd), _fmt("\n".join(rows[n:]))))
-    return tuple(out)
-
-
-def _files(s: str) -> tuple[tuple[str, str], ...]:
-    """Blocks whose first line is a path, then the file body (with a typical file header)."""
-    out = []
-    for block in _raw_blocks(s):
-        path, _, body = block.partition("\n")
-        path = path.strip()
-        heads = _FILE_HEADS.get(path.rsplit(".", 1)[-1], ())
-        if heads and not body.startswith(("#!", "import", "from", '"""')):
-            body = heads[len(path) % len(heads)] + body
-        out.append((_fmt(path), _fmt(body)))
-    return tuple(out)
-
-
-_FILE_HEADS: dict[str, tuple[str, ...]] = {
-    "py": (
-        '"""«mod» helpers."""\n\nfrom __future__ import annotations\n\n'
-        "import json\nimport logging\n"
-        "import os\nfrom typing import Any\n\nfrom app.config import settings\n\n"
-        "log = logging.getLogger(__name__)\n\n\n",
-        "import logging\nimport time\nfrom dataclasses import dataclass\n\n"
-        "from sqlalchemy import select\n\nfrom app.db import session_scope\n"
-        "from app.models import Invoice, Order\n\n"
-        "logger = logging.getLogger(__name__)\nRETRIES = 3\n\n\n",
-        '"""Part of «repo» — see docs/architecture.md."""\n\nimport csv\nimport datetime as dt\n'
-        "from pathlib import Path\n\nimport httpx\n\nfrom app.settings import Settings\n\n"
-        "settings = Settings()\n\n\n",
-    ),
-    "ts": (
-        'import type { Request, Response } from "express";\nimport { logger } from "../logger";\n'
-        'import { config } from "../config";\n\n',
-        'import { WebSocketServer } from "ws";\nimport type { Update } from "../types";\n\n'
-        "const log = logger.child({ module: __filename });\n\n",
-    ),
-    "yml": ("# Managed in git — edit via PR, not in the UI.\n",),
-    "yaml": ("# Source of truth: «repo»/deploy. Changes are applied by CI on merge.\n", ""),
-    "conf": (
-        "# Managed by ansible (roles/«svc»). Local changes will be overwritten.\n"
-        "# Last deployed «date» by «user».\n\n",
-    ),
-    "tf": ("# terraform >= 1.6, provider pinned in versions.tf\n\n", ""),
-}
-
-
-def _patches(s: str) -> tuple[tuple[str, str, str], ...]:
-    """Blocks: path line, old text, a ``=>`` line, new text."""
-    out = []
-    for block in _raw_blocks(s):
-        path, _, rest = block.partition("\n")
-        old, _, new = rest.partition("\n=>\n")
-        out.append((_fmt(path.strip()), _fmt(old), _fmt(new)))
-    return tuple(out)
-
-
-def _vocab(s: str) -> dict[str, tuple[str, ...]]:
-    """``key: a | b | c`` lines (a key may repeat) into literal value pools."""
-    d: dict[str, list[str]] = {}
-    for item in _items(s):
-        key, _, values = item.partition(": ")
-        d.setdefault(key.strip(), []).extend(v.strip() for v in values.split(" | "))
-    return {k: tuple(v) for k, v in d.items()}
-
-
-def _docs(s: str) -> tuple[tuple[str, str], ...]:
-    """``title | url`` lines."""
-    out = []
-    for item in _items(s):
-        title, _, url = item.rpartition(" | ")
-        out.append((title, url))
-    return tuple(out)
-
-
-@dataclass(slots=True)
-class _Spec:
-    """Compiled vocabulary and templates of one topic (or one cron job)."""
-
-    key: str
-    zh: bool
-    titles: tuple[str, ...]
-    asks: tuple[str, ...]
-    follow: tuple[str, ...]
-    facts: tuple[str, ...]
-    steps: tuple[str, ...]
-    blocks: tuple[str, ...]
-    think: tuple[str, ...]
-    logs: tuple[str, ...]
-    cmds: tuple[tuple[str, str], ...]
-    files: tuple[tuple[str, str], ...]
-    patches: tuple[tuple[str, str, str], ...]
-    web: tuple[str, ...]
-    docs: tuple[tuple[str, str], ...]
-    vocab: dict[str, tuple[str, ...]]
-    logfmt: str
-    stable: tuple[str, ...]
-    hits: tuple[tuple[str, tuple[tuple[str, int, str], ...]], ...]
-
-
-def _topic(
-    key: str,
-    *,
-    zh: bool = False,
-    logfmt: str = "iso",
-    stable: str = "host svc repo env",
-    titles: str = "",
-    asks: str = "",
-    follow: str = "",
-    facts: str = "",
-    steps: str = "",
-    blocks: str = "",
-    think: str = "",
-    logs: str = "",
-    cmds: str = "",
-    files: str = "",
-    patches: str = "",
-    greps: str = "",
-    web: str = "",
-    docs: str = "",
-    vocab: str = "",
-) -> _Spec:
-    """Parse one topic's data tables."""
-    fls = _files(files)
-    hits = []
-    for pattern in _items(greps):
-        found = []
-        for path, body in fls:
-            for no, line in enumerate(body.split("\n"), 1):
-                if pattern in line:
-                    found.append((path, no, line.strip()))
-        if found:
-            hits.append((pattern, tuple(found)))
-    return _Spec(
-        key=key,
-        zh=zh,
-        titles=_lines(titles),
-        asks=_lines(asks),
-        follow=_lines(follow),
-        facts=_lines(facts),
-        steps=_lines(steps),
-        blocks=_blocks(blocks),
-        think=_lines(think),
-        logs=_lines(logs),
-        cmds=_cmds(cmds),
-        files=fls,
-        patches=_patches(patches),
-        web=_lines(web),
-        docs=_docs(docs),
-        vocab=_vocab(vocab),
-        logfmt=logfmt,
-        stable=tuple(stable.split() + ["org"]) if stable else (),
-        hits=tuple(hits),
-    )
-
-
-_DATA = resources.files(__package__).joinpath("data")
-_SECTION = re.compile(r"^=== (\S+)\n", re.M)
-
-
-def _sections(text: str) -> dict[str, str]:
-    """``=== name`` sections of a data file (a section runs to the next header)."""
-    parts = _SECTION.split(text)
-    return {name: body.strip("\n") for name, body in zip(parts[1::2], parts[2::2], strict=True)}
-
-
-def _load_topics(folder: str) -> list[_Spec]:
-    """Parse every topic file of ``data/<folder>/`` in name order."""
-    directory = _DATA.joinpath(folder)
-    shared_file = directory.joinpath("shared.txt")
-    shared = _sections(shared_file.read_text("utf-8")) if shared_file.is_file() else {}
-    specs = []
-    for entry in sorted(directory.iterdir(), key=lambda e: e.name):
-        if entry.name == "shared.txt" or not entry.name.endswith(".txt"):
-            continue
-        text = entry.read_text("utf-8")
-        head, _, _ = text.partition("\n=== ")
-        options: dict[str, object] = {}
-        for line in head.splitlines():
-            name, sep, value = line.partition(":")
-            if not sep:
-                continue
-            value = value.strip()
-            if name.endswith("-from"):
-                options[name.removesuffix("-from")] = shared[value]
-            elif name == "zh":
-                options["zh"] = value == "yes"
-            else:
-                options[name] = value
-        options.update(_sections(text))
-        key = options.pop("key")
-        specs.append(_topic(str(key), **options))  # type: ignore[arg-type]
-    return specs
-
-
-class _Ctx(dict):  # type: ignore[type-arg]
-    """Slot values of one turn; unknown slots are drawn lazily from the pools."""
-
-    __slots__ = ()
-    pools: dict[str, tuple[str, ...]] = {}
-    corpus: Corpus
-
-    def __missing__(self, key: str) -> str:
-        pool = self.pools.get(key)
-        if pool is None:
-            if key == "log":
-                return self.corpus._log(self)
-            raise KeyError(key)
-        value = self.choice(pool)  # type: ignore[attr-defined]
-        if key[-1] in "23" and len(pool) > 3:
-            # «host2» should differ from «host» (and «host3» from both)
-            taken = (self.get(key[:-1]), self.get(key[:-1] + "2"))
-            while value in taken:
-                value = self.choice(pool)  # type: ignore[attr-defined]
-        self[key] = value
-        return value
-
-
 # --------------------------------------------------------------------------- shared pools
-
-_GLOBAL = _vocab(_DATA.joinpath("vocab.txt").read_text("utf-8"))
-
-_NUMERIC: dict[str, tuple[str, ...]] = {
-    "n": tuple(str(i) for i in range(2, 13)),
-    "num": tuple(str(i) for i in range(13, 5000, 37)),
-    "big": tuple(f"{i:,}" for i in range(12_000, 2_400_000, 23_117)),
-    "ms": tuple(str(i) for i in (*range(3, 120, 7), *range(120, 9000, 173))),
-    "sec": tuple(str(i) for i in range(1, 121, 3)),
-    "mb": tuple(str(i) for i in range(64, 8192, 61)),
-    "gb": tuple(str(i) for i in (*range(1, 64), 80, 100, 128, 200, 256, 500)),
-    "pct": tuple(str(i) for i in range(1, 100)),
-    "hi": tuple(str(i) for i in range(81, 100)),
-    "lo": tuple(str(i) for i in range(5, 80)),
-    "kb": tuple(str(i) for i in range(4, 900, 11)),
-    "date": tuple(f"2026-{m:02d}-{d:02d}" for m in range(1, 10) for d in range(1, 29)),
-    "hms": tuple(
-        f"{h:02d}:{m:02d}:{s:02d}"
-        for h in range(24)
-        for m in (3, 11, 17, 24, 38, 42, 51, 59)
-        for s in (2, 19, 33, 47)
-    ),
-    "ver": tuple(
-        f"{a}.{b}.{c}" for a in (1, 2, 3, 4) for b in range(0, 14, 3) for c in (0, 1, 4, 7)
-    ),
-    "pyver": ("3.10.14", "3.11.9", "3.11.7", "3.12.4", "3.12.7", "3.13.1"),
-    "dur": tuple(f"{m}m{s:02d}s" for m in range(0, 14) for s in (4, 17, 31, 48)),
-    "cost": tuple(f"{d}.{c:02d}" for d in range(0, 60) for c in (4, 18, 37, 62, 90)),
-    "pid": tuple(str(i) for i in range(1021, 64000, 997)),
-    "lineno": tuple(str(i) for i in range(12, 480, 7)),
-    "hh": tuple(f"{h:02d}" for h in range(24)),
-    "mm": tuple(f"{m:02d}" for m in range(0, 60, 5)),
-}
-
-_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
-_K8S_ALPHA = "bcdfghjklmnpqrstvwxz2456789"
-_B62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-
-def _generated_pools(rng: random.Random) -> dict[str, tuple[str, ...]]:
-    """Random-looking identifiers (hashes, IPs, pod suffixes) drawn once from ``rng``."""
-
-    def word(alpha: str, k: int) -> str:
-        return "".join(rng.choices(alpha, k=k))
-
-    return {
-        "sha": tuple(f"{rng.getrandbits(28):07x}" for _ in range(1500)),
-        "sha40": tuple(f"{rng.getrandbits(160):040x}" for _ in range(300)),
-        "ip": tuple(
-            rng.choice(
-                (
-                    f"10.{rng.randrange(0, 40)}.{rng.randrange(0, 16)}.{rng.randrange(2, 250)}",
-                    f"172.{rng.randrange(17, 24)}.0.{rng.randrange(2, 30)}",
-                    f"192.168.{rng.randrange(0, 3)}.{rng.randrange(2, 250)}",
-                )
-            )
-            for _ in range(400)
-        ),
-        "pubip": tuple(
-            f"{rng.choice((49, 78, 91, 116, 135, 157, 188, 203))}.{rng.randrange(1, 255)}."
-            f"{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
-            for _ in range(200)
-        ),
-        "reqid": tuple(f"{rng.getrandbits(64):016x}" for _ in range(800)),
-        "uuid": tuple(
-            f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-"
-            f"{rng.choice('89ab')}{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
-            for _ in range(300)
-        ),
-        "rs": tuple(word(_K8S_ALPHA, 9) for _ in range(200)),
-        "pod5": tuple(word(_K8S_ALPHA, 5) for _ in range(600)),
-        "token8": tuple(word(_ALNUM, 8) for _ in range(300)),
-        "sid": tuple(
-            f"2026{rng.randrange(1, 9):02d}{rng.randrange(1, 29):02d}_"
-            f"{rng.randrange(0, 24):02d}{rng.randrange(0, 60):02d}{rng.randrange(0, 60):02d}_"
-            f"{rng.getrandbits(24):06x}"
-            for _ in range(400)
-        ),
-    }
 
 
 # --------------------------------------------------------------------------- generic prose
 
 
-def _prose(lang: str) -> dict[str, tuple[str, ...]]:
-    """The line lists of ``data/prose-<lang>.txt`` (openers, closers, risky input, …)."""
-    text = _DATA.joinpath(f"prose-{lang}.txt").read_text("utf-8")
-    return {name: _lines(body) for name, body in _sections(text).items()}
-
-
-_EN = _prose("en")
-_ZH = _prose("zh")
-
-# (cause, fix, verify) heading styles; one style per answer
-_EN_HEADS = (
-    ("## What's happening", "## Fix", "## Verify"),
-    ("## Root cause", "## Steps", "## Check it worked"),
-    ("### Why it fails", "### What to change", "### Sanity check"),
-    ("**Why:**", "**Fix:**", "**To confirm:**"),
-    ("### Cause", "### Recommended change", "### Verify"),
-    ("## Diagnosis", "## Plan", "## Verification"),
-)
-_ZH_HEADS = (
-    ("## 原因分析", "## 解决方案", "## 验证"),
-    ("### 问题原因", "### 修改步骤", "### 验证"),
-    ("**原因：**", "**解决：**", "**验证方法：**"),
-    ("## 排查结论", "## 处理办法", "## 确认是否生效"),
-)
-
-_RISKY = _EN["risky"]
-_RISKY_ZH = _ZH["risky"]
-
 # --------------------------------------------------------------------------- topics
 
-_SPECS: list[_Spec] = _load_topics("topics")
 
 # --------------------------------------------------------------------------- delegation
 
-_SUB_EN = {
-    "goal": _EN["delegation-goal"],
-    "ctx": _EN["delegation-ctx"],
-    "more": _EN["delegation-more"],
-    "h_sum": "## Summary",
-    "h_find": "## Findings",
-    "h_files": "## Evidence (files)",
-    "h_next": "## Suggested next step",
-}
-
-_SUB_ZH = {
-    "goal": _ZH["delegation-goal"],
-    "ctx": _ZH["delegation-ctx"],
-    "more": _ZH["delegation-more"],
-    "h_sum": "## 结论",
-    "h_find": "## 发现",
-    "h_files": "## 相关文件",
-    "h_next": "## 建议下一步",
-}
 
 # --------------------------------------------------------------------------- scheduled jobs
 
-_CRON: list[_Spec] = _load_topics("cron")
-
-_CRON_JOBS: tuple[tuple[_Spec, ...], ...] = tuple(
-    tuple(s for s in _CRON if s.titles[0] == name)
-    for name in dict.fromkeys(s.titles[0] for s in _CRON)
-)
 
 # --------------------------------------------------------------------------- generator
 
 _P_TOOLS = 0.62  # share of turns where the assistant calls tools
 _LOG_SIZES = (4, 5, 6, 8, 10, 12, 14, 16, 18, 20, 24, 30, 36, 48)
-_SOURCES = ("cli", "cli", "telegram", "tui", "discord", "slack", "cli")
-_LIMITS = {"user": 1375, "memory": 2200}
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-_RECAP_EN = (
-    "Earlier debugging of `{err}` on {host}. {step}",
-    "The user hit `{err}` in {svc}; the session ended with: {step}",
-    "Same symptom ({err}) on {host} a few weeks ago. Resolution: {step}",
-    "Discussed {svc} on {host}; root cause was related to `{err}`. {step}",
-)
-_RECAP_ZH = (
-    "之前排查过 {host} 上的 `{err}`。{step}",
-    "用户在 {svc} 遇到过 `{err}`，最后的处理：{step}",
-    "几周前 {host} 出现过同样的问题（{err}）。解决办法：{step}",
-)
 
 _SUMMARY_HEAD = (
     f"{COMPACTION_MARKER} Earlier turns were compacted into the summary below. It is background "
@@ -545,7 +138,7 @@ _LABELS = {
 }
 
 
-class Corpus:
+class Corpus(ToolCalls):
     """Deterministic source of demo conversations; every draw comes from ``rng``."""
 
     def __init__(self, rng: random.Random) -> None:
@@ -553,16 +146,16 @@ class Corpus:
         self._random = rng.random
         self._choice = rng.choice
         self._sample = rng.sample
-        base = {**_GLOBAL, **_NUMERIC, **_generated_pools(rng)}
-        self._ctx: dict[str, type[_Ctx]] = {}
-        for spec in (*_SPECS, *_CRON):
+        base = {**GLOBAL, **NUMERIC, **generated_pools(rng)}
+        self._ctx: dict[str, type[Ctx]] = {}
+        for spec in (*SPECS, *CRON):
             pools = {**base, **spec.vocab}
             for k in list(pools):
                 pools.setdefault(k + "2", pools[k])
                 pools.setdefault(k + "3", pools[k])
             self._ctx[spec.key] = type(
                 f"_Ctx_{spec.key}",
-                (_Ctx,),
+                (Ctx,),
                 {
                     "__slots__": (),
                     "pools": pools,
@@ -571,10 +164,10 @@ class Corpus:
                     "spec": spec,
                 },
             )
-        self._specs = {s.key: s for s in _SPECS}
-        self._cron_job: tuple[_Spec, ...] | None = None
-        self._en = tuple(s for s in _SPECS if not s.zh)
-        self._zh = tuple(s for s in _SPECS if s.zh)
+        self._specs = {s.key: s for s in SPECS}
+        self._cron_job: tuple[Spec, ...] | None = None
+        self._en = tuple(s for s in SPECS if not s.zh)
+        self._zh = tuple(s for s in SPECS if s.zh)
 
     # ------------------------------------------------------------------ public API
 
@@ -584,14 +177,14 @@ class Corpus:
         ctx = self._ctx[spec.key]()
         for key in spec.stable:
             ctx[key]  # noqa: B018 - draws and pins the value for the session
-        title = _clip(self._choice(spec.titles).format_map(ctx), TITLE_MAX)
+        title = clip_words(self._choice(spec.titles).format_map(ctx), TITLE_MAX)
         return Topic(spec.key, title, spec.zh, tuple(ctx.items()))
 
     def turn(self, topic: Topic, index: int) -> list[Msg]:
         """One exchange: user message, optional tool rounds, final assistant answer."""
         spec = self._specs[topic.key]
         ctx = self._ctx[spec.key](topic.params)
-        lang = _ZH if spec.zh else _EN
+        lang = ZH if spec.zh else EN
         text, lead = self._user_text(spec, ctx, lang, index)
         msgs = [Msg("user", text)]
         rnd = self._random
@@ -633,7 +226,7 @@ class Corpus:
             first = next((ln for ln in out.format_map(ctx).split("\n") if ln.strip()), "ok")
             done.append(
                 lab["ran"].format(
-                    cmd.format_map(ctx).split("\n")[0], ctx["host"], _clip(first.strip(), 90)
+                    cmd.format_map(ctx).split("\n")[0], ctx["host"], clip_words(first.strip(), 90)
                 )
             )
         if paths:
@@ -664,7 +257,7 @@ class Corpus:
         job picked at index 0 (Hermes runs one job per session).
         """
         if index == 0 or self._cron_job is None:
-            self._cron_job = self._choice(_CRON_JOBS)
+            self._cron_job = self._choice(CRON_JOBS)
         variants = self._cron_job
         spec = self._choice(variants)
         ctx = self._ctx[spec.key]()
@@ -700,8 +293,8 @@ class Corpus:
         """A delegated sub-task: goal from the parent agent, read-only digging, a report."""
         spec = self._specs[topic.key]
         ctx = self._ctx[spec.key](topic.params)
-        lang = _ZH if spec.zh else _EN
-        sub = _SUB_ZH if spec.zh else _SUB_EN
+        lang = ZH if spec.zh else EN
+        sub = SUB_ZH if spec.zh else SUB_EN
         choice = self._choice
         if index == 0:
             label = choice(sub["ctx"]).format_map(ctx)
@@ -729,7 +322,7 @@ class Corpus:
 
     # ------------------------------------------------------------------ pieces
 
-    def _user_text(self, spec: _Spec, ctx: _Ctx, lang: dict, index: int) -> tuple[str, str | None]:
+    def _user_text(self, spec: Spec, ctx: Ctx, lang: dict, index: int) -> tuple[str, str | None]:
         """The user's message, and the fact that answers it when it is an opening question."""
         rnd = self._random
         choice = self._choice
@@ -750,12 +343,12 @@ class Corpus:
             lead = "报错如下：" if spec.zh else choice(("full error:", "log:", "output:", "here:"))
             text = f"{text}\n\n{lead}\n```\n{tail}\n```"
         elif r < 0.162:
-            risky = choice(_RISKY_ZH if spec.zh else _RISKY).format_map(ctx)
+            risky = choice(RISKY_ZH if spec.zh else RISKY).format_map(ctx)
             text = f"{text}\n\n{risky}" if rnd() < 0.5 else risky
         return text, lead
 
     def _tool_rounds(
-        self, spec: _Spec, ctx: _Ctx, lang: dict, msgs: list[Msg], rounds: int, readonly: bool
+        self, spec: Spec, ctx: Ctx, lang: dict, msgs: list[Msg], rounds: int, readonly: bool
     ) -> None:
         rnd = self._random
         choice = self._choice
@@ -816,214 +409,23 @@ class Corpus:
         chars = []
         for _ in range(22):
             bits, d = divmod(bits, 62)
-            chars.append(_B62[d])
+            chars.append(B62[d])
         return "toolu_01" + "".join(chars)
 
-    def _tool(self, spec: _Spec, ctx: _Ctx, lang: dict, readonly: bool) -> tuple[str, dict, str]:
-        r = self._random()
-        if r < 0.5 or not spec.files:
-            return self._terminal(spec, ctx)
-        if r < 0.64:
-            return self._read_file(spec, ctx)
-        if r < 0.72 and spec.hits:
-            return self._search_files(spec, ctx)
-        if r < 0.81 and spec.web:
-            return self._web_search(spec, ctx)
-        if r < 0.87 and spec.patches and not readonly:
-            return self._patch(spec, ctx)
-        if r < 0.9 and spec.files and not readonly:
-            return self._write_file(spec, ctx)
-        if r < 0.95:
-            return self._session_search(spec, ctx)
-        if r < 0.975 or readonly:
-            return self._todo(spec, ctx)
-        return self._memory(spec, ctx, lang)
-
-    def _terminal(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        if not spec.cmds:
-            return self._web_search(spec, ctx)
-        cmd, out = self._choice(spec.cmds)
-        args: dict = {"command": cmd.format_map(ctx)}
-        r = self._random()
-        if r < 0.12:
-            args["timeout"] = self._choice((60, 120, 300))
-        elif r < 0.2:
-            args["workdir"] = f"~/src/{ctx['repo']}"
-        return "terminal", args, out.format_map(ctx) or "(no output)"
-
-    def _read_file(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        path, body = self._choice(spec.files)
-        path = path.format_map(ctx)
-        args: dict = {"path": path}
-        rows = body.format_map(ctx).split("\n")
-        start = 1
-        if len(rows) > 30 and self._random() < 0.4:
-            start = 1 + int(self._random() * (len(rows) - 20))
-            args["offset"] = start
-            args["limit"] = 40
-            rows = rows[start - 1 : start + 39]
-        text = "\n".join([f"{i:>6}|{row}" for i, row in enumerate(rows, start)])
-        return "read_file", args, text
-
-    def _search_files(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        pattern, found = self._choice(spec.hits)
-        matches = [
-            {"path": p.format_map(ctx), "line": no, "content": line.format_map(ctx)}
-            for p, no, line in found[:10]
-        ]
-        args = {"pattern": pattern, "target": "content", "path": "."}
-        body = {"total_count": len(matches), "matches": matches}
-        return "search_files", args, json.dumps(body, ensure_ascii=False)
-
-    def _web_search(
-        self, spec: _Spec, ctx: _Ctx, template: str | None = None
-    ) -> tuple[str, dict, str]:
-        choice = self._choice
-        template = template or (choice(spec.web) if spec.web else choice(spec.titles))
-        query = template.format_map(ctx)
-        results = [
-            {"title": t, "url": u, "description": _clip(choice(spec.facts).format_map(ctx), 220)}
-            for t, u in spec.docs
-        ]
-        num = ctx["big"].replace(",", "")
-        if spec.zh:
-            results.append(
-                {
-                    "title": f"{query} - CSDN博客",
-                    "url": f"https://blog.csdn.net/weixin_{num}/article/details/1{num}",
-                    "description": _clip(choice(spec.steps).format_map(ctx), 200),
-                }
-            )
-        else:
-            slug = "-".join(query.lower().split()[:8]).strip("\"'`")
-            results.append(
-                {
-                    "title": f"{_clip(query, 70)} - Stack Overflow",
-                    "url": f"https://stackoverflow.com/questions/{num}/{slug}",
-                    "description": _clip(choice(spec.steps).format_map(ctx), 200),
-                }
-            )
-        if self._random() < 0.5:
-            results.append(
-                {
-                    "title": (
-                        f"{ctx['err'][:60]} · Issue #{ctx['num']} · {ctx['org']}/{ctx['repo']}"
-                    ),
-                    "url": f"https://github.com/{ctx['org']}/{ctx['repo']}/issues/{ctx['num']}",
-                    "description": _clip(choice(spec.facts).format_map(ctx), 200),
-                }
-            )
-        body = {"success": True, "data": {"web": results}}
-        return "web_search", {"query": query}, json.dumps(body, ensure_ascii=False)
-
-    def _patch(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        path, old, new = self._choice(spec.patches)
-        path = path.format_map(ctx)
-        old = old.format_map(ctx)
-        new = new.format_map(ctx)
-        ol = old.split("\n")
-        nl = new.split("\n")
-        at = ctx["lineno"]
-        diff = "\n".join(
-            (
-                f"--- a/{path}",
-                f"+++ b/{path}",
-                f"@@ -{at},{len(ol)} +{at},{len(nl)} @@",
-                *("-" + x for x in ol),
-                *("+" + x for x in nl),
-            )
-        )
-        args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
-        body = {"success": True, "diff": diff, "files_modified": [path]}
-        return "patch", args, json.dumps(body, ensure_ascii=False)
-
-    def _write_file(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        path, body = self._choice(spec.files)
-        path = path.format_map(ctx)
-        text = body.format_map(ctx)
-        for p, old, new in spec.patches:
-            if p.format_map(ctx) == path:
-                text = text.replace(old.format_map(ctx), new.format_map(ctx))
-        result = {"bytes_written": len(text.encode()), "dirs_created": False}
-        return "write_file", {"path": path, "content": text}, json.dumps(result)
-
-    def _session_search(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        choice = self._choice
-        words = ctx["err"].replace("`", "").split()
-        query = " ".join(words[:3]) if len(words) > 2 else ctx["err"]
-        found = []
-        for _ in range(int(self._random() * 3)):
-            step = choice(spec.steps).format_map(ctx)
-            recap = choice(_RECAP_ZH if spec.zh else _RECAP_EN)
-            summary = recap.format(err=ctx["err"], host=ctx["host"], svc=ctx["svc"], step=step)
-            found.append(
-                {
-                    "session_id": choice(ctx.pools["sid"]),
-                    "when": f"{choice(ctx.pools['date'])} {choice(ctx.pools['hms'])[:5]}",
-                    "source": choice(_SOURCES),
-                    "model": choice(ctx.pools["model"]),
-                    "summary": summary,
-                }
-            )
-        body = {
-            "success": True,
-            "query": query,
-            "results": found,
-            "count": len(found),
-            "sessions_searched": 40 + int(self._random() * 3000),
-        }
-        return "session_search", {"query": query, "limit": 3}, json.dumps(body, ensure_ascii=False)
-
-    def _todo(self, spec: _Spec, ctx: _Ctx) -> tuple[str, dict, str]:
-        steps = self._sample(spec.steps, min(len(spec.steps), 3 + int(self._random() * 3)))
-        done = int(self._random() * len(steps))
-        todos = [
-            {
-                "id": str(i),
-                "content": s.format_map(ctx),
-                "status": "completed"
-                if i <= done
-                else "in_progress"
-                if i == done + 1
-                else "pending",
-            }
-            for i, s in enumerate(steps, 1)
-        ]
-        summary = {
-            "total": len(todos),
-            "completed": done,
-            "in_progress": 1 if done < len(todos) else 0,
-            "pending": max(0, len(todos) - done - 1),
-        }
-        result = json.dumps({"todos": todos, "summary": summary}, ensure_ascii=False)
-        return "todo", {"todos": todos}, result
-
-    def _memory(self, spec: _Spec, ctx: _Ctx, lang: dict) -> tuple[str, dict, str]:
-        target = "user" if self._random() < 0.5 else "memory"
-        content = self._choice(lang["remember"]).format_map(ctx)
-        used = 200 + int(self._random() * (_LIMITS[target] - 300))
-        args = {"action": "add", "target": target, "content": content}
-        body = {
-            "success": True,
-            "message": f"Added entry to {target.upper()}.md",
-            "usage": f"{used}/{_LIMITS[target]} chars",
-        }
-        return "memory", args, json.dumps(body, ensure_ascii=False)
-
-    def _reasoning(self, spec: _Spec, ctx: _Ctx, lang: dict) -> str:
+    def _reasoning(self, spec: Spec, ctx: Ctx, lang: dict) -> str:
         choice = self._choice
         first = choice(spec.think or lang["think"]).format_map(ctx)
         if self._random() < 0.5:
             return f"{first}\n\n{choice(lang['think']).format_map(ctx)}"
         return first
 
-    def _answer(self, spec: _Spec, ctx: _Ctx, lang: dict, lead: str | None) -> str:
+    def _answer(self, spec: Spec, ctx: Ctx, lang: dict, lead: str | None) -> str:
         """Final Markdown answer; ``lead`` is the fact matching the question, if known."""
         rnd = self._random
         choice = self._choice
         sep = "" if spec.zh else " "
         first = lead or choice(spec.facts)
-        cause_h, fix_h, verify_h = choice(_ZH_HEADS if spec.zh else _EN_HEADS)
+        cause_h, fix_h, verify_h = choice(ZH_HEADS if spec.zh else EN_HEADS)
         r = rnd()
         if r < 0.12:
             fact = first.format_map(ctx)
@@ -1074,14 +476,14 @@ class Corpus:
             parts.append(choice(lang["closer"]).format_map(ctx))
         return "\n\n".join(parts)
 
-    def _steps(self, spec: _Spec, ctx: _Ctx, k: int) -> str:
+    def _steps(self, spec: Spec, ctx: Ctx, k: int) -> str:
         steps = self._sample(spec.steps, min(k, len(spec.steps)))
         if self._random() < 0.6:
             return "\n".join([f"{i}. {s.format_map(ctx)}" for i, s in enumerate(steps, 1)])
         return "\n".join([f"- {s.format_map(ctx)}" for s in steps])
 
-    def _log_lines(self, ctx: _Ctx, k: int) -> str:
-        spec: _Spec = ctx.spec  # type: ignore[attr-defined]
+    def _log_lines(self, ctx: Ctx, k: int) -> str:
+        spec: Spec = ctx.spec  # type: ignore[attr-defined]
         cls = type(ctx)
         base = {key: ctx[key] for key in spec.stable}
         rnd = self._random
@@ -1092,7 +494,7 @@ class Corpus:
             logs = self._sample(logs, min(len(logs), 2 + int(rnd() * 3)))
         style = spec.logfmt
         t = int(rnd() * 80000)
-        date = choice(_NUMERIC["date"])
+        date = choice(NUMERIC["date"])
         mon = f"{_MONTHS[int(date[5:7]) - 1]} {int(date[8:]):2d}"
         out = []
         for _ in range(k):
@@ -1110,68 +512,8 @@ class Corpus:
                 out.append(line)
         return "\n".join(out)
 
-    def _log(self, ctx: _Ctx) -> str:
-        spec: _Spec = ctx.spec  # type: ignore[attr-defined]
+    def _log(self, ctx: Ctx) -> str:
+        spec: Spec = ctx.spec  # type: ignore[attr-defined]
         if not spec.logs:
             return ""
         return self._log_lines(ctx, self._choice(_LOG_SIZES))
-
-
-def _clip(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters at a word boundary when possible."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:—-") + "…"
-
-
-def _bench(turns: int, seed: int) -> None:
-    """Generate ``turns`` mixed turns and print throughput and length statistics."""
-    t0 = time.perf_counter()
-    corpus = Corpus(random.Random(seed))
-    setup = time.perf_counter() - t0
-    rng = random.Random(seed + 1)
-    count = 0
-    chars = 0
-    by_role: dict[str, list[int]] = {}
-    start = time.perf_counter()
-    topic = corpus.pick_topic(False)
-    for i in range(turns):
-        if i % 8 == 0:
-            topic = corpus.pick_topic(rng.random() < 0.1)
-        r = rng.random()
-        if r < 0.04:
-            msgs = corpus.cron_turn(i % 3)
-        elif r < 0.08:
-            msgs = corpus.subagent_turn(topic, i % 2)
-        else:
-            msgs = corpus.turn(topic, i % 8)
-        if i % 40 == 0:
-            msgs.append(Msg("user", corpus.compaction_summary(topic, i % 5, i % 80 == 0)))
-        for m in msgs:
-            n = len(m.content or "")
-            chars += n
-            by_role.setdefault(m.role, []).append(n)
-        count += len(msgs)
-    elapsed = time.perf_counter() - start
-    print(f"setup {setup * 1000:.1f} ms; {turns} turns -> {count} messages in {elapsed:.2f} s")
-    print(f"{count / elapsed:,.0f} messages/s, {elapsed / count * 1e6:.1f} us/message")
-    print(f"average content length {chars / count:.0f} chars")
-    for role, sizes in sorted(by_role.items()):
-        sizes.sort()
-        mid = sizes[len(sizes) // 2]
-        p95 = sizes[int(len(sizes) * 0.95)]
-        print(
-            f"  {role:9} n={len(sizes):>8} avg={sum(sizes) / len(sizes):6.0f} "
-            f"median={mid:5} p95={p95:5} max={sizes[-1]}"
-        )
-
-
-if __name__ == "__main__":
-    _bench(
-        int(sys.argv[1]) if len(sys.argv) > 1 else 50_000,
-        int(sys.argv[2]) if len(sys.argv) > 2 else 7,
-    )

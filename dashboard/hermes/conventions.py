@@ -13,11 +13,14 @@ Each constant or rule here is the only copy in the project (HERMES_FACTS.md,
   one derived usage row per session (``archive.source.derived_usage_row``).
 * Visible rows: ``(active=1 OR compacted=1) AND display_kind <> 'hidden'``;
   a rewound row is ``active=0, compacted=0``.
+* Memory files: ``memories/USER.md`` and ``memories/MEMORY.md``, each with its
+  config.yaml limit and its header in the agent's prompt (:data:`MEMORY_FILES`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +35,32 @@ BRANCHED_FROM = "_branched_from"
 DELEGATE_FROM = "_delegate_from"
 RESET_FROM = "_reset_from"
 
-#: Usage-row tasks Hermes writes with a NULL cost_status (the main loop's task is "").
-AUXILIARY_TASKS = frozenset(("compression", "title_generation", "vision"))
+
+@dataclass(frozen=True)
+class MemoryFileKind:
+    """One of Hermes's memory files: its name, its short key, its limit, its prompt header."""
+
+    name: str  # the file in ``<home>/memories/``
+    key: str  # its short name: the JSON API's path, the agent prompt part's kind
+    limit_key: str  # config.yaml ``memory.<limit_key>``: its limit in characters
+    default_limit: int  # Hermes's default when config.yaml sets none
+    header: str  # what the agent's system prompt calls its block
+
+
+#: The memory files, in the order pages show them (USER.md first).
+MEMORY_FILES = (
+    MemoryFileKind("USER.md", "user", "user_char_limit", 1375, "USER PROFILE (who the user is)"),
+    MemoryFileKind(
+        "MEMORY.md", "memory", "memory_char_limit", 2200, "MEMORY (your personal notes)"
+    ),
+)
+USER_FILE, MEMORY_FILE = MEMORY_FILES
+MEMORY_FILE_NAMES = tuple(f.name for f in MEMORY_FILES)
+MEMORY_FILE_BY_NAME = {f.name: f for f in MEMORY_FILES}
+
+
+#: The token kinds Hermes counts per call, session and usage row (``<kind>_tokens``).
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 #: The profile a root home is (a fixed name in Hermes); ``profiles/<name>/`` are the others.
 DEFAULT_PROFILE = "default"

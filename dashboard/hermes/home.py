@@ -9,15 +9,10 @@ from pathlib import Path
 import yaml
 
 from dashboard.errors import ValidationError
+from dashboard.hermes.conventions import MEMORY_FILE, MEMORY_FILE_BY_NAME, MEMORY_FILES, USER_FILE
 from dashboard.params import whole_number
 
-DEFAULT_USER_CHAR_LIMIT = 1375
-DEFAULT_MEMORY_CHAR_LIMIT = 2200
 MAX_CHAR_LIMIT = 10**9  # a limit no prompt could hold; beyond it the value is a typo
-LIMIT_KEYS = {
-    "USER.md": ("user_char_limit", DEFAULT_USER_CHAR_LIMIT),
-    "MEMORY.md": ("memory_char_limit", DEFAULT_MEMORY_CHAR_LIMIT),
-}
 
 
 @dataclass(frozen=True)
@@ -44,11 +39,11 @@ class HermesHome:
 
     @property
     def user_md(self) -> Path:
-        return self.memories / "USER.md"
+        return self.memories / USER_FILE.name
 
     @property
     def memory_md(self) -> Path:
-        return self.memories / "MEMORY.md"
+        return self.memories / MEMORY_FILE.name
 
     @property
     def config_yaml(self) -> Path:
@@ -97,7 +92,8 @@ class HermesHome:
         Hermes's default when the value is missing; also when it is not a positive
         whole number, and then ``problem`` says so (the page shows it).
         """
-        key, default = LIMIT_KEYS[name]
+        kind = MEMORY_FILE_BY_NAME[name]
+        key, default = kind.limit_key, kind.default_limit
         config, unreadable = self._config()
         if unreadable:
             return CharLimit(
@@ -119,7 +115,7 @@ class HermesHome:
 
     def char_limits(self) -> dict[str, int]:
         """USER.md and MEMORY.md limits from config.yaml, Hermes's defaults otherwise."""
-        return {name: self.char_limit(name).chars for name in LIMIT_KEYS}
+        return {f.name: self.char_limit(f.name).chars for f in MEMORY_FILES}
 
 
 def resolve_home(explicit: str | os.PathLike[str] | None = None) -> HermesHome:

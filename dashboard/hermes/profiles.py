@@ -21,7 +21,7 @@ forget it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +108,11 @@ class Scope:
     def everything(self) -> bool:
         return self.names is None
 
+    def spans(self, profiles: Collection[object]) -> bool:
+        """Whether answers in this scope mix profiles: it reads 2+ of ``profiles`` (those
+        served). Pages then name each row's profile and count by profile."""
+        return len(profiles if self.names is None else self.names) > 1
+
     @property
     def label(self) -> str:
         """``all`` or the one profile's name (what ``?profile=`` says)."""
@@ -118,6 +123,9 @@ class Scope:
     @classmethod
     def of(cls, names: Iterable[str] | None) -> Scope:
         return cls(None if names is None else frozenset(names))
+
+
+EVERY_PROFILE = Scope()  # no restriction: what the CLI and a one-profile home read
 
 
 def parse_profile(

@@ -19,17 +19,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dashboard.costs.rules import NO_COST, CostSummary, RowCost, combine, coverage
-from dashboard.costs.spend import session_costs, usage_spans
+from dashboard.costs.usage import session_costs, usage_spans
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content
-from dashboard.hermes.conventions import (
-    BRANCHED_FROM,
-    DELEGATE_FROM,
-    RESET_FROM,
-    SUMMARY_END_MARKER,
-    SUMMARY_PREFIXES,
-    lineage_markers,
-)
+from dashboard.hermes.conventions import SUMMARY_END_MARKER, SUMMARY_PREFIXES, TOKEN_KINDS
+from dashboard.lineage import links
 from dashboard.lineage.epochs import Epochs, compacted_epochs, usage_epoch
 from dashboard.store.presence import gone_sql
 
@@ -37,12 +31,6 @@ MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
 SUMMARY_PREVIEW_CHARS = 280
 BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
-# A child may start a moment before its parent's end is recorded (clock skew,
-# rounding): within this many seconds it still counts as "after".
-TIMING_SLACK_S = 5.0
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
-KINDS = ("root", "continuation", "branch", "delegation", "reset", "unknown")
-RESET_REASONS = ("session_reset", "new_session", "reset")
 
 
 @dataclass(frozen=True)
@@ -51,7 +39,7 @@ class Segment:
 
     session_id: str
     parent_session_id: str | None
-    kind: str  # one of KINDS; "root" for the top of the family
+    kind: str  # a link kind (links.classify); "root" for the top of the family
     depth: int
     title: str | None = None
     source: str | None = None
@@ -131,8 +119,8 @@ class Chain:
         return self.line.index(session_id) + 1, len(self.line)
 
     def shown_part(self, session_id: str) -> tuple[int, int] | None:
-        """ "Part n of m" as a person is told it: None off a line of 2+ (:func:`line_part`)."""
-        return line_part(self.line, session_id)
+        """ "Part n of m" as a person is told it: None off a line of 2+ (links.line_part)."""
+        return links.line_part(self.line, session_id)
 
     @property
     def profile(self) -> str | None:
@@ -237,7 +225,7 @@ def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = Fals
         if row is None:
             continue
         parent_row = rows.get(parent) if parent else None
-        kind = "root" if parent is None or parent_row is None else classify(row, parent_row)
+        kind = "root" if parent is None or parent_row is None else links.classify(row, parent_row)
         summary = summaries.get(sid) if kind == "continuation" else None
         segments.append(
             _segment(
@@ -250,28 +238,6 @@ def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = Fals
     tip = line[-1]
     segments = [_with_tip(s, s.session_id == tip) for s in _ordered(segments)]
     return Chain(root, session_id, tip, tuple(segments), tuple(line), tuple(warnings))
-
-
-def classify(child: dict[str, Any], parent: dict[str, Any]) -> str:
-    """The kind of the link from ``parent`` to ``child`` (HERMES_FACTS, "Lineage")."""
-    markers = lineage_markers(child.get("model_config"))
-    if BRANCHED_FROM in markers:
-        return "branch"
-    if DELEGATE_FROM in markers or (
-        child.get("source") == "subagent" and parent.get("source") != "subagent"
-    ):
-        return "delegation"
-    if RESET_FROM in markers or parent.get("end_reason") in RESET_REASONS:
-        return "reset"
-    reason = parent.get("end_reason")
-    if reason == "compression":
-        ended, started = parent.get("ended_at"), child.get("started_at")
-        if ended is None or started is None or started >= ended - TIMING_SLACK_S:
-            return "continuation"
-        return "unknown"  # "continues" a session that had not ended yet
-    if reason == "branched":
-        return "branch"
-    return "unknown"
 
 
 def _find_root(conn: sqlite3.Connection, session_id: str, warnings: list[str]) -> str:
@@ -439,26 +405,13 @@ def _segment(
 
 def _line_through(segments: list[Segment], focus: str) -> list[str]:
     """The continuation line containing ``focus``: back to its first segment, on to the tip."""
-    by_id = {s.session_id: s for s in segments}
-    children: dict[str, list[Segment]] = {}
-    for s in segments:
-        if s.kind == "continuation" and s.parent_session_id:
-            children.setdefault(s.parent_session_id, []).append(s)
-    line = [focus]
-    current = by_id.get(focus)
-    while current and current.kind == "continuation" and current.parent_session_id in by_id:
-        if current.parent_session_id in line:
-            break
-        line.insert(0, current.parent_session_id)
-        current = by_id[current.parent_session_id]
-    tail = focus
-    while children.get(tail):
-        nxt = min(children[tail], key=lambda s: (s.started_at or 0, s.session_id))
-        if nxt.session_id in line:
-            break
-        line.append(nxt.session_id)
-        tail = nxt.session_id
-    return line
+    continued = {
+        s.session_id: s.parent_session_id
+        for s in segments
+        if s.kind == "continuation" and s.parent_session_id
+    }
+    starts = {s.session_id: s.started_at or 0.0 for s in segments}
+    return links.line(focus, continued, links.successors(continued, starts))
 
 
 def _ordered(segments: list[Segment]) -> list[Segment]:
@@ -516,15 +469,3 @@ def _with_tip(segment: Segment, is_tip: bool) -> Segment:
     if segment.is_tip == is_tip:
         return segment
     return replace(segment, is_tip=is_tip)
-
-
-def line_part(line: Sequence[str], session_id: str) -> tuple[int, int] | None:
-    """``(n, m)``: ``session_id`` is part n of the m-segment continuation ``line``.
-
-    None when it is not in the line or the line is one session: "part 1 of 1" says
-    nothing. Search cards (through :class:`lineage.Lineage`), the session page and the
-    chain page all ask this.
-    """
-    if len(line) < 2 or session_id not in line:
-        return None
-    return line.index(session_id) + 1, len(line)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
-from dashboard.lineage.chains import classify, line_part
+from dashboard.lineage import links
 from dashboard.store.schema import WRITES_KEY
 from dashboard.store.state import StoreState
 
@@ -52,44 +52,21 @@ class Lineage:
 
     def line(self, session_id: str) -> list[str]:
         """The continuation line through a session: its first segment … the tip."""
-        line = [session_id]
-        current = session_id
-        while self.kinds.get(current) == "continuation" and len(line) < DEPTH_LIMIT:
-            parent = self.parents[current]
-            if parent in line:
-                break
-            line.insert(0, parent)
-            current = parent
-        current = session_id
-        following = self.continues_in
-        seen = set(line)
-        while len(line) < DEPTH_LIMIT:
-            current = following.get(current)
-            if current is None or current in seen:
-                break
-            seen.add(current)
-            line.append(current)
-        return line
+        return links.line(session_id, self.continued, self.continues_in)
+
+    @cached_property
+    def continued(self) -> dict[str, str]:
+        """child → the parent it continues (its link is a continuation)."""
+        return {c: self.parents[c] for c, kind in self.kinds.items() if kind == "continuation"}
 
     @cached_property
     def continues_in(self) -> dict[str, str]:
         """parent → the child that continues it (the earliest, if several do)."""
-        best: dict[str, str] = {}
-        for child, kind in self.kinds.items():
-            if kind != "continuation":
-                continue
-            parent = self.parents[child]
-            current = best.get(parent)
-            if current is None or (self.starts.get(child, 0.0), child) < (
-                self.starts.get(current, 0.0),
-                current,
-            ):
-                best[parent] = child
-        return best
+        return links.successors(self.continued, self.starts)
 
     def part_of(self, session_id: str) -> tuple[int, int] | None:
         """``(n, m)`` when the session belongs to a continuation line of 2+ segments."""
-        return line_part(self.line(session_id), session_id)
+        return links.line_part(self.line(session_id), session_id)
 
     def root(self, session_id: str) -> str:
         """The topmost ancestor; safe against cycles and missing parents."""
@@ -117,14 +94,11 @@ class Lineage:
         return out
 
 
-EMPTY = Lineage({}, {})
-
-
 _EDGE_COLUMNS = ("source", "model_config", "started_at", "end_reason", "ended_at")
 
 
 def load_lineage(conn: sqlite3.Connection) -> Lineage:
-    """Every parent link, each classified as :func:`chains.classify` does."""
+    """Every parent link, each classified by :func:`links.classify`."""
 
     def pick(alias: str) -> str:
         return ", ".join(f"{alias}.{c}" for c in _EDGE_COLUMNS)
@@ -144,7 +118,7 @@ def load_lineage(conn: sqlite3.Connection) -> Lineage:
             kinds[row[0]] = "unknown"  # the parent is missing from the file
         else:
             parent = dict(zip(_EDGE_COLUMNS, row[3 + width :], strict=True))
-            kinds[row[0]] = classify(child, parent)
+            kinds[row[0]] = links.classify(child, parent)
     return Lineage.from_parents(parents, kinds, starts)
 
 

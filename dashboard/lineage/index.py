@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dashboard.costs.rules import NO_COST, CostSummary, combine
-from dashboard.costs.spend import session_costs
+from dashboard.costs.usage import session_costs
 from dashboard.lineage.chains import conversation_title
 from dashboard.lineage.graph import Lineage
 from dashboard.params import table_sort
@@ -46,11 +46,6 @@ class ChainSummary:
         """One session that compacted in place (no rotation)."""
         return self.segments == 1
 
-    @property
-    def cost_usd(self) -> float | None:
-        """What the chain cost (effective spend); None when no segment has a price."""
-        return self.cost.effective
-
 
 CHAIN_SORTS = ("last", "started", "segments", "epochs", "messages", "cost", "profile")
 INDEX_LIMIT = 50  # rows of the /chains table
@@ -71,11 +66,7 @@ def check_chain_sort(sort: str | None, direction: str | None) -> tuple[str, bool
 
 def chain_lines(lineage: Lineage) -> list[list[str]]:
     """Every continuation line of two or more segments, each from its first segment."""
-    starts = {
-        parent
-        for child, parent in lineage.parents.items()
-        if lineage.kinds.get(child) == "continuation"
-    } - {c for c, k in lineage.kinds.items() if k == "continuation"}
+    starts = set(lineage.continued.values()) - set(lineage.continued)
     return [line for line in (lineage.line(s) for s in sorted(starts)) if len(line) > 1]
 
 

@@ -16,7 +16,7 @@ def split_entries(text: str) -> list[str]:
     """The entries of a file, split on ``"\\n§\\n"`` exactly as Hermes splits them.
 
     Lossless: ``join_entries(split_entries(t)) == t`` for every ``t``. Entries keep
-    their whitespace (Hermes strips them when loading; see :func:`agent_entries`).
+    their whitespace (Hermes strips them when loading; see :func:`prompt.agent_block`).
     An empty text has no entries. A CRLF file (``"\\r\\n§\\r\\n"``) is not split,
     because Hermes does not split it either: to the agent it is one entry.
     """

@@ -38,6 +38,7 @@ from dashboard.errors import (
     NotWritableError,
     ValidationError,
 )
+from dashboard.hermes.conventions import MEMORY_FILE, MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile
 from dashboard.memory.checks import WARN, Finding, blocking, check
@@ -45,7 +46,6 @@ from dashboard.memory.entries import SEPARATOR, split_entries
 from dashboard.memory.merge import merge_entries
 from dashboard.store.recalldb import RecallData
 
-NAMES = ("USER.md", "MEMORY.md")
 NEW_FILE_MODE = 0o600
 LOCK_TIMEOUT_S = 30.0
 _LOCK_POLL_S = 0.02
@@ -91,9 +91,9 @@ class MemoryFile:
 
 def memory_path(home: HermesHome, name: str) -> Path:
     """``<home>/memories/<name>`` for ``USER.md`` or ``MEMORY.md``; anything else is refused."""
-    if name == "USER.md":
+    if name == USER_FILE.name:
         return home.user_md
-    if name == "MEMORY.md":
+    if name == MEMORY_FILE.name:
         return home.memory_md
     raise NotFoundError(f"no memory file called {name!r} (only USER.md and MEMORY.md)")
 
@@ -133,7 +133,9 @@ def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
 
 def profile_memory_files(profiles: Sequence[Profile]) -> list[tuple[str, list[MemoryFile]]]:
     """Each profile's name with its USER.md and MEMORY.md (size, own limit, last change)."""
-    return [(p.name, [read_memory_file(p.home, name) for name in NAMES]) for p in profiles]
+    return [
+        (p.name, [read_memory_file(p.home, name) for name in MEMORY_FILE_NAMES]) for p in profiles
+    ]
 
 
 @dataclass(frozen=True)

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
+from dashboard.hermes.conventions import MEMORY_FILE_BY_NAME
 from dashboard.memory.checks import BLOCK, check
 from dashboard.memory.entries import join_entries, split_entries
 from dashboard.memory.files import MemoryFile
 
-HEADERS = {
-    "USER.md": "USER PROFILE (who the user is)",
-    "MEMORY.md": "MEMORY (your personal notes)",
-}
-
-
 _RULE = "═" * 46
-
-
-def agent_entries(text: str) -> list[str]:
-    """The entries as Hermes loads them: stripped, empty ones dropped, first copy kept."""
-    entries = [e.strip() for e in split_entries(text)]
-    return list(dict.fromkeys(e for e in entries if e))
 
 
 def agent_block(file: MemoryFile) -> str:
@@ -56,5 +45,5 @@ def agent_block(file: MemoryFile) -> str:
     content = join_entries(shown)
     used = len(content)
     pct = min(100, int(used * 100 / file.limit)) if file.limit > 0 else 0
-    header = f"{HEADERS[file.name]} [{pct}% — {used:,}/{file.limit:,} chars]"
+    header = f"{MEMORY_FILE_BY_NAME[file.name].header} [{pct}% — {used:,}/{file.limit:,} chars]"
     return f"{_RULE}\n{header}\n{_RULE}\n{content}"

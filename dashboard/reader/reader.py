@@ -19,6 +19,7 @@ from dashboard.costs.spend import Spend
 from dashboard.errors import QuerySyntaxError, StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
+from dashboard.lineage import links
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
 from dashboard.lineage.graph import LineageCache
@@ -50,7 +51,6 @@ from dashboard.sessions.transcript import (
     PAGE_SIZE,
     Transcript,
     TranscriptRequest,
-    chain_neighbours,
     last_message_id,
     load_transcript,
     match_entries,
@@ -135,7 +135,7 @@ class StateReader:
         A reader already restricted (``recall serve --profile``) answers itself for
         every choice: nothing widens its scope.
         """
-        if not self.scope.everything or profile in (None, "all") or len(self.profiles) <= 1:
+        if not self.scope.spans(self.profiles) or profile in (None, "all"):
             return self
         with self._scoped_lock:
             found = self._scoped.get(profile)
@@ -287,7 +287,7 @@ class StateReader:
             found = load_transcript(
                 snap.conn, session_id, include_inactive=include_inactive, view=view
             )
-            return replace(found, neighbours=chain_neighbours(snap.conn, session_id))
+            return replace(found, neighbours=links.neighbours(snap.conn, session_id))
 
     def session_page(
         self, session_id: str, request: TranscriptRequest, *, page_size: int | None = PAGE_SIZE
@@ -308,7 +308,7 @@ class StateReader:
                 view=request.view,
                 epochs=self._epochs.get(snap.conn, [session_id]).get(session_id),
             )
-            found = replace(found, neighbours=chain_neighbours(snap.conn, session_id))
+            found = replace(found, neighbours=links.neighbours(snap.conn, session_id))
             chain = load_chain(snap.conn, session_id)
             if parsed is None or found.paging is None:
                 return SessionPage(session_id, found, [], None, [], chain)
@@ -332,7 +332,7 @@ class StateReader:
     def spans_profiles(self) -> bool:
         """Whether this reader's answers mix profiles (every profile, and 2+ of them):
         the pages then name each row's profile and count by profile."""
-        return self.scope.everything and len(self.profiles) > 1
+        return self.scope.spans(self.profiles)
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Stage-1 search (or the recent-sessions browse for an empty query)."""
@@ -538,7 +538,7 @@ class StateReader:
         a connection to the whole archive and filters the answer to its profiles; a
         reader of every profile asks through its own.
         """
-        scoped = self.scope.names is not None
+        scoped = not self.scope.everything
         with spend_reading(
             snap.conn,
             rollup,

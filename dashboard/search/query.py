@@ -21,31 +21,34 @@ from __future__ import annotations
 
 import re
 import string
-import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from dashboard.errors import QuerySyntaxError
+from dashboard.search.lexing import (
+    EOF,
+    OPERATORS,
+    QUOTES,
+    Token,
+    balance,
+    cut_at_word,
+    lex,
+    mark_near,
+    remove_invisible,
+)
 
 NOTHING_TO_SEARCH = "Nothing to search for: the query has only operators or punctuation."
 ONLY_EXCLUSIONS = "A query needs at least one term to look for; NOT only excludes."
 
 NEAR_DEFAULT = 10  # FTS5's own default distance
 NEAR_MAX = 1000  # far beyond any message; keeps a typo like 10000000000 out of FTS5
-MAX_DEPTH = 8  # deeper parentheses are flattened: bounds recursion on junk input
 TRIGRAM_MIN = 3  # a trigram index finds 0 rows (without error) for shorter strings
 
-_OPERATORS = ("AND", "OR", "NOT")
-_KEYWORDS = {*_OPERATORS, "NEAR"}
-# Curly quotes from phone and word-processor keyboards are meant as quotes.
-_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\uff02": '"'})
-# CJK sentence punctuation separates words, as it does for the unicode61 tokenizer.
-_CJK_PUNCTUATION = "\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001"
-_SENTENCE_END = ".,;:!?"  # dropped from a word's end: "refused?" searches "refused"
+KEYWORDS = {*OPERATORS, "NEAR"}
 # SQLite's lower() folds ASCII only; folding more in Python would miss "Ärger".
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_CJK = re.compile(
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+CJK = re.compile(
     "[\u1100-\u11ff\u3005\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
 )
@@ -61,7 +64,7 @@ class Term:
     @property
     def cjk(self) -> bool:
         """Contains a CJK ideograph, kana or hangul."""
-        return _CJK.search(self.text) is not None
+        return CJK.search(self.text) is not None
 
     @property
     def short_cjk(self) -> bool:
@@ -132,8 +135,6 @@ class ParsedQuery:
     repairs: tuple[str, ...]
     positive: tuple[Term, ...]
     negative: tuple[Term, ...]
-    has_or: bool
-    has_near: bool
     _tree: _Node | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -214,13 +215,13 @@ def parse_query(text: str, *, max_chars: int = 500, max_terms: int = 32) -> Pars
     """
     raw = text.strip()
     notes: list[str] = []
-    clean = _remove_invisible(raw, notes).translate(_QUOTES).strip()
+    clean = remove_invisible(raw, notes).translate(QUOTES).strip()
     if len(clean) > max_chars:
-        clean = _cut(clean, max_chars)
+        clean = cut_at_word(clean, max_chars)
         notes.append(f"Shortened the query to its first {max_chars} characters.")
     if not clean:
-        return ParsedQuery(raw, "", _unique(notes), (), (), False, False)
-    tokens = _mark_near(_balance(_lex(clean, notes), notes))
+        return ParsedQuery(raw, "", _unique(notes), (), ())
+    tokens = mark_near(balance(lex(clean, notes), notes))
     parser = _Parser(tokens, max_terms, notes)
     tree = parser.parse()
     if parser.cut:
@@ -234,175 +235,11 @@ def parse_query(text: str, *, max_chars: int = 500, max_terms: int = 32) -> Pars
         repairs=_unique(notes),
         positive=positive,
         negative=negative,
-        has_or=any(isinstance(n, _Or) for n in _walk(tree)),
-        has_near=any(isinstance(n, _Near) for n in _walk(tree)),
         _tree=tree,
     )
 
 
 # --- cleaning and lexing -------------------------------------------------------------
-
-
-def _remove_invisible(text: str, notes: list[str]) -> str:
-    # NUL ends a MATCH string early ("unterminated string"), a lone surrogate cannot be
-    # encoded, and zero-width characters split words invisibly.
-    kept = "".join(
-        ch for ch in text if ch in "\t\n\r" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs")
-    )
-    if len(kept) != len(text):
-        notes.append("Removed invisible control characters.")
-    return kept
-
-
-def _cut(text: str, limit: int) -> str:
-    head = text[:limit]
-    if not text[limit].isspace():
-        boundary = re.search(r"\s\S*$", head)
-        if boundary and boundary.start() > 0:
-            head = head[: boundary.start()]
-    return head.rstrip()
-
-
-@dataclass
-class _Tok:
-    kind: str  # "term", "AND", "OR", "NOT", "NEAR", "(", ")", ",", "EOF"
-    text: str = ""
-    phrase: bool = False
-    prefix: bool = False
-
-
-_EOF = _Tok("EOF")
-
-
-def _lex(text: str, notes: list[str]) -> list[_Tok]:
-    tokens: list[_Tok] = []
-    ignored: list[str] = []
-    quoted: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace() or ch in _CJK_PUNCTUATION:
-            i += 1
-        elif ch in "()":
-            tokens.append(_Tok(ch))
-            i += 1
-        elif _excludes(text, i):
-            tokens.append(_Tok("NOT"))  # "-compose", as every search box reads it
-            i += 1
-        elif ch == '"':
-            i, body = _read_string(text, i + 1, notes)
-            prefix = text.startswith("*", i)
-            while text.startswith("*", i):
-                i += 1
-            phrase = " ".join(body.split())
-            if _searchable(phrase):
-                tokens.append(_Tok("term", phrase, phrase=True, prefix=prefix))
-            else:
-                ignored.append(f'"{body}"' + "*" * prefix)
-        else:
-            j = i
-            while j < n and not (text[j].isspace() or text[j] in '"()' + _CJK_PUNCTUATION):
-                j += 1
-            tokens.extend(_lex_chunk(text[i:j], ignored, quoted))
-            i = j
-    if quoted:
-        words = ", ".join(quoted[:3]) + (", …" if len(quoted) > 3 else "")
-        notes.append(f"Searched {words} as text: punctuation in a word is not query syntax.")
-    if ignored:
-        items = ", ".join(ignored[:3]) + (", …" if len(ignored) > 3 else "")
-        notes.append(f"Ignored {items}: no letters or digits to search for.")
-    return tokens
-
-
-def _excludes(text: str, i: int) -> bool:
-    """Whether the ``-`` at ``i`` starts an exclusion: ``-word``, ``-"a phrase"``, ``-(a b)``.
-
-    Only at the start of a word and before a letter, a quote or a parenthesis: a
-    dash inside ``my-app.config.ts``, a lone ``-``, ``--force`` and ``-1`` stay text.
-    """
-    if text[i] != "-" or i + 1 >= len(text):
-        return False
-    if i and not (text[i - 1].isspace() or text[i - 1] == "("):
-        return False
-    after = text[i + 1]
-    return after in '"(' or unicodedata.category(after)[0] == "L"
-
-
-def _read_string(text: str, i: int, notes: list[str]) -> tuple[int, str]:
-    """Read an FTS5 string body from just after its opening quote (``""`` is a quote)."""
-    body: list[str] = []
-    while i < len(text):
-        if text[i] == '"':
-            if not text.startswith('""', i):
-                return i + 1, "".join(body)
-            i += 1
-        body.append(text[i])
-        i += 1
-    notes.append("Closed an unbalanced quote.")
-    return i, "".join(body)
-
-
-def _lex_chunk(chunk: str, ignored: list[str], quoted: list[str]) -> list[_Tok]:
-    # A comma at a word's edge separates (NEAR's distance); inside ("1,000") it is text.
-    core = chunk.lstrip(",")
-    tokens = [_Tok(",")] * (len(chunk) - len(core))
-    word = core.rstrip(_SENTENCE_END)
-    tail = core[len(word) :]
-    prefix = word.endswith("*")
-    word = word.rstrip("*")
-    if word in _OPERATORS and not prefix:
-        tokens.append(_Tok(word))
-    elif _searchable(word):
-        if not all(ch.isalnum() or ch == "_" for ch in word):
-            quoted.append(word)
-        tokens.append(_Tok("term", word, prefix=prefix))
-    elif core:
-        ignored.append(core)
-    if "," in tail:
-        tokens.append(_Tok(","))
-    return tokens
-
-
-def _searchable(text: str) -> bool:
-    # unicode61 indexes letters and digits only; "***" or "🎉" alone would match nothing.
-    return any(unicodedata.category(ch)[0] in "LN" for ch in text)
-
-
-def _balance(tokens: list[_Tok], notes: list[str]) -> list[_Tok]:
-    """Drop unmatched ``)``, close unclosed ``(``, flatten nesting past MAX_DEPTH."""
-    out: list[_Tok] = []
-    stack: list[bool] = []  # per open "(": was it kept?
-    dropped = 0
-    for tok in tokens:
-        if tok.kind == "(":
-            keep = sum(stack) < MAX_DEPTH
-            stack.append(keep)
-            if keep:
-                out.append(tok)
-            else:
-                notes.append(f"Flattened parentheses nested deeper than {MAX_DEPTH}.")
-        elif tok.kind == ")":
-            if not stack:
-                dropped += 1
-            elif stack.pop():
-                out.append(tok)
-        else:
-            out.append(tok)
-    if dropped:
-        notes.append("Removed an unmatched closing parenthesis.")
-    if any(stack):
-        notes.append("Closed an unbalanced parenthesis.")
-        out.extend(_Tok(")") for _ in range(sum(stack)))
-    return out
-
-
-def _mark_near(tokens: list[_Tok]) -> list[_Tok]:
-    # As in FTS5, NEAR is an operator only as NEAR( ... ); elsewhere it is a word.
-    for tok, nxt in zip(tokens, tokens[1:], strict=False):
-        if tok.kind == "term" and tok.text == "NEAR" and not tok.phrase and not tok.prefix:
-            if nxt.kind == "(":
-                tok.kind = "NEAR"
-    return tokens
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -411,7 +248,7 @@ def _mark_near(tokens: list[_Tok]) -> list[_Tok]:
 class _Parser:
     """Recursive descent over the tokens, repairing as it goes (notes say how)."""
 
-    def __init__(self, tokens: list[_Tok], max_terms: int, notes: list[str]) -> None:
+    def __init__(self, tokens: list[Token], max_terms: int, notes: list[str]) -> None:
         self.tokens, self.pos, self.notes = tokens, 0, notes
         self.budget = max_terms
         self.depth = 0
@@ -424,7 +261,7 @@ class _Parser:
             raise QuerySyntaxError(ONLY_EXCLUSIONS)
         return node
 
-    def _peek(self) -> _Tok:
+    def _peek(self) -> Token:
         while self.pos < len(self.tokens):
             tok = self.tokens[self.pos]
             if self.budget > 0 or tok.kind in (")", ","):
@@ -434,7 +271,7 @@ class _Parser:
             # Past max_terms: skip all but what closes groups, so the tree stays whole.
             self.cut = self.cut or tok.kind == "term"
             self.pos += 1
-        return _EOF
+        return EOF
 
     def _or(self) -> tuple[_Node | None, list[_Node]]:
         groups = [self._and()]
@@ -628,7 +465,7 @@ def _quote_substring(term: Term) -> str:
 def _quote_display(term: Term) -> str:
     bare = (
         term.kind != "phrase"
-        and term.text not in _KEYWORDS
+        and term.text not in KEYWORDS
         and all(ch.isalnum() or ch == "_" for ch in term.text)
     )
     return term.text + ("*" if term.kind == "prefix" else "") if bare else _quote(term)
@@ -673,7 +510,7 @@ _Found = Callable[[Term, list[str]], str]  # SQL for "this term is found", addin
 
 def _instr_found(columns: list[str]) -> _Found:
     def found(term: Term, params: list[str]) -> str:
-        params.extend([term.text.translate(_ASCII_LOWER)] * len(columns))
+        params.extend([term.text.translate(ASCII_LOWER)] * len(columns))
         if any(ch.isascii() and ch.isalpha() for ch in term.text):
             tests = [f"instr(lower(coalesce({col}, '')), ?) > 0" for col in columns]
         else:
@@ -706,45 +543,3 @@ def _unique(notes: list[str]) -> tuple[str, ...]:
 
 
 # -- a message as a query ---------------------------------------------------------------
-
-# Words too common to say what a message is about (English; other languages keep all).
-STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before
-    being below between both but by can could did do does doing done down during each few
-    for from further get got had has have having he her here hers him his how i if in into
-    is it its itself just let like me more most my no nor not now of off on once only or
-    other our ours out over own please same she should so some such than that the their
-    theirs them then there these they this those through to too under until up us very
-    was we were what when where which while who whom why will with would you your yours
-    yourself last time said say tell told know think want need make use using used one""".split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Particles that split a run of Chinese into the phrases around them.
-_CJK_BREAKS = re.compile("[的了是在我你他她它们吗呢吧啊和与及或就也都要会能说什么怎么这那哪有没]+")
-_CJK_SPLIT = re.compile(f"({_CJK.pattern}+)|((?:(?!{_CJK.pattern})\\w)+)")
-CJK_PIECE = 4  # a long run of Chinese is searched as pieces of this many characters
-
-
-def terms_query(text: str, max_terms: int = 8) -> str:
-    """A free-text message as a query for related history: its telling terms, ORed.
-
-    A whole message ANDed together rarely matches anything; ORed terms ranked by
-    bm25 find the sessions that share the most specific words. Words shorter than 3
-    characters and stopwords are left out; runs of Chinese/Japanese/Korean are split
-    at particles and cut into pieces long enough for the trigram index. The longest
-    terms are kept (they say most); each is quoted, so nothing in the message is
-    read as query syntax. Returns "" when nothing is left to search for.
-    """
-    terms: list[str] = []
-    for chunk in _WORD.findall(text.translate(_ASCII_LOWER)):
-        for cjk, word in _CJK_SPLIT.findall(chunk):  # "redis缓存" is two words
-            for run in _CJK_BREAKS.split(cjk) if cjk else ():
-                if len(run) >= TRIGRAM_MIN:
-                    step = CJK_PIECE if len(run) > CJK_PIECE + 2 else len(run)
-                    terms += [run[i : i + step] for i in range(0, len(run), step)]
-            if len(word) >= 3 and word not in STOPWORDS and not word.isdigit():
-                terms.append(word)
-    terms = [t for t in dict.fromkeys(terms) if len(t) >= TRIGRAM_MIN]
-    keep = set(sorted(terms, key=len, reverse=True)[:max_terms])
-    chosen = [t for t in terms if t in keep][:max_terms]
-    return " OR ".join(f'"{t}"' for t in chosen)

@@ -15,9 +15,7 @@ from dataclasses import replace
 
 from dashboard.hermes.content import decode_content
 from dashboard.search.sessions import SessionResult
-from dashboard.text import make_snippet
-
-_MARK = "<mark>"  # make_snippet escapes the text first, so only a found term opens one
+from dashboard.text import is_marked, make_snippet
 
 
 def said_only(
@@ -41,7 +39,7 @@ def said_only(
         hits = []
         for hit in result.hits:
             snippet = make_snippet(texts.get(hit.message_id, ""), terms)
-            if _MARK in snippet:
+            if is_marked(snippet):
                 hits.append(replace(hit, snippet=snippet))
         if hits or not result.hits:
             kept.append(replace(result, hits=hits))

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dashboard.text import clip_line
+
 _OUTPUT_KEYS = ("output", "content", "result", "stdout", "text", "error", "stderr")
 
 
@@ -57,24 +59,18 @@ def parse_tool_calls(raw: str | None) -> tuple[ToolCall, ...]:
     try:
         value = json.loads(raw)
     except ValueError:
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
+        return (ToolCall(None, "", raw, clip_line(raw, 80), malformed=True),)
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        return (ToolCall(None, "", raw, preview(raw, 80), malformed=True),)
+        return (ToolCall(None, "", raw, clip_line(raw, 80), malformed=True),)
     return tuple(_tool_call(item) for item in value)
-
-
-def preview(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def _tool_call(item: Any) -> ToolCall:
     if not isinstance(item, dict):
         text = json.dumps(item, ensure_ascii=False)
-        return ToolCall(None, "", text, preview(text, 80), malformed=True)
+        return ToolCall(None, "", text, clip_line(text, 80), malformed=True)
     function = item.get("function") if isinstance(item.get("function"), dict) else {}
     name = function.get("name") or item.get("name") or ""
     arguments = function.get("arguments", item.get("arguments", item.get("input")))
@@ -92,7 +88,7 @@ def _arguments(arguments: Any) -> tuple[str, str]:
         try:
             value = json.loads(arguments)
         except ValueError:
-            return arguments, preview(arguments, 100)
+            return arguments, clip_line(arguments, 100)
     if isinstance(value, dict):
         one_line = ", ".join(
             f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
@@ -100,7 +96,7 @@ def _arguments(arguments: Any) -> tuple[str, str]:
         )
     else:
         one_line = json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, indent=2, ensure_ascii=False), preview(one_line, 100)
+    return json.dumps(value, indent=2, ensure_ascii=False), clip_line(one_line, 100)
 
 
 def _is_scalar(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""One session's transcript as a person reads it, and its compaction-chain neighbours.
+"""One session's transcript as a person reads it (its chain neighbours: lineage/links.py).
 
 It reads Recall's archive (store_state.py): every column exists, so a session of a
 source written by old Hermes code reads as its import left it (the importer gave its
@@ -17,7 +17,6 @@ from typing import Any
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content, is_structured
 from dashboard.hermes.conventions import is_summary, visible_sql
-from dashboard.lineage.chains import classify
 from dashboard.lineage.epochs import Epochs
 from dashboard.params import whole_number
 from dashboard.sessions.rows import (
@@ -32,10 +31,9 @@ from dashboard.sessions.tools import (
     ToolOutput,
     format_tool_output,
     parse_tool_calls,
-    preview,
 )
 from dashboard.store.presence import gone_sql
-from dashboard.text import markdown_plain
+from dashboard.text import clip_line, markdown_plain
 
 TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
@@ -272,7 +270,9 @@ class Transcript:
             texts = [self.first_user_text] if self.first_user_text else []
         else:
             texts = [m.text for m in self.messages if _opens_conversation(m)][:1]
-        return preview(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
+        return (
+            clip_line(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
+        )
 
     @property
     def callers(self) -> dict[str, int]:
@@ -427,37 +427,6 @@ def match_entries(
     ]
 
 
-def chain_neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
-    """The compaction-chain segments around a session.
-
-    Returns ``{"previous": {...} | None, "next": [{...}, ...]}``, each segment as
-    ``{"id", "title", "started_at"}``. ``previous`` is the parent when this session
-    continues it (the parent ended by compression); ``next`` lists the children that
-    continue this session, earliest first. Branches, delegations and resets are not
-    neighbours; a parent id pointing nowhere gives no ``previous``.
-    """
-    out: dict[str, Any] = {"previous": None, "next": []}
-    select = (
-        "SELECT id, title, started_at, ended_at, end_reason, model_config, source,"
-        " parent_session_id FROM sessions"
-    )
-    this = _one(conn, f"{select} WHERE id = ?", (session_id,))
-    if this is None:
-        return out
-    parent_id = this.get("parent_session_id")
-    parent = _one(conn, f"{select} WHERE id = ?", (parent_id,)) if parent_id else None
-    if parent is not None and _continues(parent, this):
-        out["previous"] = _segment(parent)
-    if this.get("end_reason") == "compression":
-        children = _dicts(
-            conn.execute(
-                f"{select} WHERE parent_session_id = ? ORDER BY started_at, id", (session_id,)
-            )
-        )
-        out["next"] = [_segment(c) for c in children if _continues(this, c)]
-    return out
-
-
 # -- rows ---------------------------------------------------------------------------
 
 
@@ -503,15 +472,6 @@ def _message(row: dict[str, Any]) -> TranscriptMessage:
         compacted=bool(row.get("compacted")),
         hidden=row.get("display_kind") == "hidden",
     )
-
-
-def _continues(parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    """Whether ``child`` continues ``parent``: the chain's rule (:func:`chains.classify`)."""
-    return classify(child, parent) == "continuation"
-
-
-def _segment(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["id"], "title": row.get("title"), "started_at": row.get("started_at")}
 
 
 def last_message_id(conn: sqlite3.Connection, session_id: str) -> int:

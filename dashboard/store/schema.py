@@ -179,7 +179,6 @@ def _v2_usage_and_activity(conn: sqlite3.Connection) -> None:
 
 #: Provenance columns every archived row carries (issue 15): the source home it was
 #: read from, its id there, when the archive first saw it, when the source lost it.
-PROVENANCE_COLUMNS = ("src_home", "src_id", "archive_first_seen", "gone_from_source_at")
 #: ``src_id`` prefix of a usage row the importer derived from a session row (a source
 #: without ``session_model_usage``): it sums the whole session, as that row did.
 DERIVED_USAGE_PREFIX = "sessions:"

@@ -25,7 +25,7 @@ def apply_scope(conn: sqlite3.Connection, scope: Scope) -> None:
     away. Temporary objects are per connection and need a writable temp schema:
     they are made before ``query_only`` is set again.
     """
-    if scope.names is None:
+    if scope.everything:
         return
     names = ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(scope.names))
     # The scope's session ids, read once per statement from the covering index

@@ -9,29 +9,44 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
-from dashboard.hermes.conventions import COMPACTION_MARKER
 from dashboard.store import schema, trigram_build
+from dashboard.store.fts_upkeep import (
+    TRIGRAM,
+    count_write,
+    defer_fts,
+    defer_nothing_pending,
+    drop_fts_triggers,
+    finish_trigram,
+    put_meta,
+    restore_fts_triggers,
+    triggers_off,
+)
+from dashboard.store.records import (
+    COST_STATUS_ORDER,
+    WRITTEN_MESSAGE_COLUMNS,
+    ImportSession,
+    NewMessage,
+    Usage,
+    batches,
+    carrier_text,
+    clean_title,
+    insert_batch,
+    new_session_id,
+    weakest_status,
+)
 from dashboard.store.trigram_build import TrigramBuild
 from dashboard.store.writecore import WriteCore
 
-WORDS, TRIGRAM = schema.FTS_TABLES  # the unicode61 index, the trigram one
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-TITLE_MAX_CHARS = 100
-# Cost statuses from strongest to weakest evidence; a session mixing several
-# reports the weakest, so a partly-unknown session is never shown as fully known.
-COST_STATUS_ORDER = ("actual", "included", "estimated", "unknown")
 
 _SESSION_FIELDS = (
     "source",
@@ -46,144 +61,10 @@ _SESSION_FIELDS = (
     "billing_mode",
     "title",
 )
-_MESSAGE_COLUMNS = (
-    "session_id",
-    "role",
-    "content",
-    "tool_call_id",
-    "tool_calls",
-    "tool_name",
-    "timestamp",
-    "token_count",
-    "finish_reason",
-    "reasoning",
-    "active",
-    "compacted",
-)
 
 
 #: Columns a re-inserted tail row does not copy from the row it repeats.
 _COPY_SET = frozenset(("session_id", "timestamp", "active", "compacted"))
-
-
-def carrier_text(summary: str) -> str:
-    """A compaction summary as its carrier row holds it: led by the compressor's prefix."""
-    if summary.lstrip().startswith(("[CONTEXT", COMPACTION_MARKER)):
-        return summary
-    return f"{COMPACTION_MARKER}\n{summary}"
-
-
-@dataclass(slots=True)
-class NewMessage:
-    """One message to append. ``tool_calls`` may be a list (stored as JSON text)."""
-
-    role: str
-    content: str | None = None
-    tool_calls: str | list[Any] | None = None
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    reasoning: str | None = None
-    finish_reason: str | None = None
-    token_count: int | None = None
-    timestamp: float | None = None
-    # In-place compaction's flags (conventions): 1/0 live; 0/1 archived by a
-    # compaction (still shown and searched); 0/0 rewound.
-    active: int = 1
-    compacted: int = 0
-
-    def row(self, session_id: str, now: float) -> tuple[Any, ...]:
-        calls = self.tool_calls
-        if isinstance(calls, list):
-            calls = json.dumps(calls, ensure_ascii=False) if calls else None
-        return (
-            session_id,
-            self.role,
-            self.content,
-            self.tool_call_id,
-            calls,
-            self.tool_name,
-            self.timestamp if self.timestamp is not None else now,
-            self.token_count,
-            self.finish_reason,
-            self.reasoning,
-            self.active,
-            self.compacted,
-        )
-
-    def call_count(self) -> int:
-        if not self.tool_calls:
-            return 0
-        if isinstance(self.tool_calls, list):
-            return len(self.tool_calls)
-        try:
-            parsed = json.loads(self.tool_calls)
-        except ValueError:
-            return 1
-        return len(parsed) if isinstance(parsed, list) else 1
-
-
-@dataclass(slots=True)
-class Usage:
-    """Tokens and cost of API calls for one (model, provider, task) of a session."""
-
-    model: str = ""
-    billing_provider: str = ""
-    billing_base_url: str = ""
-    billing_mode: str = ""
-    task: str = ""
-    api_calls: int = 1
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    estimated_cost_usd: float | None = None
-    actual_cost_usd: float | None = None
-    cost_status: str = "unknown"
-    cost_source: str = "none"
-    pricing_version: str | None = None
-    at: float | None = None
-
-
-@dataclass(slots=True)
-class ImportSession:
-    """A whole session for the bulk path: the row, its messages and usage."""
-
-    id: str
-    source: str
-    started_at: float
-    messages: list[NewMessage] = field(default_factory=list)
-    usage: list[Usage] = field(default_factory=list)
-    model: str | None = None
-    parent_session_id: str | None = None
-    ended_at: float | None = None
-    end_reason: str | None = None
-    title: str | None = None
-    user_id: str | None = None
-    model_config: str | None = None
-    system_prompt: str | None = None
-    billing_provider: str | None = None
-
-
-def new_session_id(at: float | None = None) -> str:
-    """A Hermes-style id: ``20260722_204335_d62c16``."""
-    stamp = datetime.fromtimestamp(time.time() if at is None else at).strftime("%Y%m%d_%H%M%S")
-    return f"{stamp}_{secrets.token_hex(3)}"
-
-
-def weakest_status(statuses: Iterable[str | None]) -> str | None:
-    """The least certain of several cost statuses (unknown beats estimated beats actual)."""
-    ranked = [s for s in statuses if s in COST_STATUS_ORDER]
-    return max(ranked, key=COST_STATUS_ORDER.index) if ranked else None
-
-
-def _add(a: float | None, b: float | None) -> float | None:
-    """Sum two costs where None means "no figure", not zero."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
 
 
 class SessionStore:
@@ -221,7 +102,7 @@ class SessionStore:
     def set_meta(self, key: str, value: str | None) -> None:
         """Set (or delete, with None) one ``state_meta`` key."""
 
-        self.core.write(lambda conn: _put_meta(conn, key, value))
+        self.core.write(lambda conn: put_meta(conn, key, value))
 
     # -- sessions -------------------------------------------------------------------
 
@@ -250,7 +131,7 @@ class SessionStore:
         if isinstance(fields.get("model_config"), dict):
             fields["model_config"] = json.dumps(fields["model_config"])
         if fields.get("title") is not None:
-            fields["title"] = _clean_title(fields["title"])
+            fields["title"] = clean_title(fields["title"])
         values = {"id": sid, "source": source, "model": model, "started_at": at, **fields}
         values["last_activity_at"] = at
         cols = ", ".join(values)
@@ -288,7 +169,7 @@ class SessionStore:
 
     def set_title(self, session_id: str, title: str | None) -> str | None:
         """Set (or clear with None/"") a unique title of at most 100 characters."""
-        clean = _clean_title(title) if title else None
+        clean = clean_title(title) if title else None
 
         def update(conn: sqlite3.Connection) -> None:
             try:
@@ -327,8 +208,8 @@ class SessionStore:
         calls = sum(m.call_count() for m in messages)
         last = max((r[6] for r in rows), default=now)
         sql = (
-            f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
+            f"INSERT INTO messages ({', '.join(WRITTEN_MESSAGE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in WRITTEN_MESSAGE_COLUMNS)})"
         )
 
         def append(conn: sqlite3.Connection) -> list[int]:
@@ -344,33 +225,6 @@ class SessionStore:
             return [int(i) for i in ids if i is not None]
 
         return self.core.write(append)
-
-    def update_message(self, message_id: int, content: str) -> None:
-        """Replace a message's content (the FTS triggers re-index it)."""
-
-        def update(conn: sqlite3.Connection) -> None:
-            cur = conn.execute("UPDATE messages SET content=? WHERE id=?", (content, message_id))
-            if cur.rowcount == 0:
-                raise NotFoundError(f"message {message_id} does not exist")
-
-        self.core.write(update)
-
-    def rewind(self, session_id: str, after_message_id: int) -> int:
-        """Delete the messages after ``after_message_id`` (an undo); return how many."""
-
-        def delete(conn: sqlite3.Connection) -> int:
-            if not _exists(conn, session_id):
-                raise NotFoundError(f"session {session_id!r} does not exist")
-            cur = conn.execute(
-                "DELETE FROM messages WHERE session_id=? AND id>?", (session_id, after_message_id)
-            )
-            conn.execute(
-                "UPDATE sessions SET message_count = max(0, message_count - ?) WHERE id=?",
-                (cur.rowcount, session_id),
-            )
-            return cur.rowcount
-
-        return self.core.write(delete)
 
     # -- usage and cost ---------------------------------------------------------------
 
@@ -560,7 +414,7 @@ class SessionStore:
         last ``keep`` live rows are inserted as fresh live rows. Returns the new ids.
         """
         when = time.time() if at is None else at
-        copied = ", ".join(c for c in _MESSAGE_COLUMNS if c not in _COPY_SET)
+        copied = ", ".join(c for c in WRITTEN_MESSAGE_COLUMNS if c not in _COPY_SET)
 
         def compact(conn: sqlite3.Connection) -> list[int]:
             row = conn.execute("SELECT ended_at FROM sessions WHERE id=?", (session_id,)).fetchone()
@@ -615,8 +469,8 @@ class SessionStore:
         (run on the next open) finishes the job. Returns messages imported.
         """
         steps = (
-            lambda conn, b=batch: _insert_batch(conn, b)
-            for batch in _batches(sessions, batch_messages)
+            lambda conn, b=batch: insert_batch(conn, b)
+            for batch in batches(sessions, batch_messages)
         )
         return sum(self.bulk_write(steps))
 
@@ -653,9 +507,9 @@ class SessionStore:
         triggers_off = rebuild_index or index_in_steps
         both = index_in_steps and trigram_in_steps
         if triggers_off:
-            off = _drop_fts_triggers
+            off = drop_fts_triggers
             if index_in_steps:
-                off = _defer_nothing_pending if both else _defer_fts
+                off = defer_nothing_pending if both else defer_fts
             self.core.write(off)
         results: list[T] = []
         try:
@@ -671,7 +525,7 @@ class SessionStore:
         finally:
             # Also after an error: this store stays open, and its writes need triggers.
             if both:
-                self.core.write(_restore_fts_triggers)
+                self.core.write(restore_fts_triggers)
             elif index_in_steps:
                 self.finish_deferred_index(trigram)
             elif rebuild_index:
@@ -684,8 +538,8 @@ class SessionStore:
         def rebuild(conn: sqlite3.Connection) -> None:
             for table in schema.FTS_TABLES:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-            _restore_fts_triggers(conn)
-            _put_meta(conn, "fts_stale", None)
+            restore_fts_triggers(conn)
+            put_meta(conn, "fts_stale", None)
 
         self.core.write(rebuild)
 
@@ -700,7 +554,7 @@ class SessionStore:
 
         def finish(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO {TRIGRAM}({TRIGRAM}) VALUES ('rebuild')")
-            _finish_trigram(conn)
+            finish_trigram(conn)
 
         self.core.write(finish)
 
@@ -713,7 +567,7 @@ class SessionStore:
                 WriteCore(self.core.path, stamp=count_write) as other,
                 other.attached_readonly(built.path, trigram_build.BUILT_SCHEMA),
             ):
-                other.write(lambda c: (built.copy_into(c), _finish_trigram(c)))
+                other.write(lambda c: (built.copy_into(c), finish_trigram(c)))
             return True
         except (trigram_build.BuildFailed, sqlite3.Error) as exc:
             log.warning("trigram side build not used, rebuilding instead: %s", exc)
@@ -728,219 +582,8 @@ class SessionStore:
         return bool(row and row[0] == "1")
 
 
-def count_write(conn: sqlite3.Connection) -> None:
-    """Bump the store's write counter (:data:`schema.WRITES_KEY`) inside a write.
-
-    Every transaction of the store's write core runs this (its ``stamp``); the first
-    one, migration 1, creates ``state_meta`` before it runs.
-    """
-    conn.execute(
-        "INSERT INTO state_meta(key, value) VALUES (?, '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-        (schema.WRITES_KEY,),
-    )
-
-
-def _put_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM state_meta WHERE key=?", (key,))
-    else:
-        conn.execute(
-            "INSERT INTO state_meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (key, value),
-        )
-
-
-def _drop_fts_triggers(conn: sqlite3.Connection) -> None:
-    _put_meta(conn, "fts_stale", "1")
-    for name in schema.FTS_TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
-
-
-def triggers_off(conn: sqlite3.Connection) -> bool:
-    """Whether a bulk writer has the FTS triggers off (under way, or killed half-way).
-
-    A row written then by anyone else would miss the index (or leave it
-    inconsistent), and opening the store would finish the bulk writer's index.
-    """
-    rows = conn.execute(
-        "SELECT value FROM state_meta WHERE key IN ('fts_stale', 'fts_triggers_off')"
-    ).fetchall()
-    return any(r[0] == "1" for r in rows)
-
-
-def _defer_fts(conn: sqlite3.Connection) -> None:
-    """Triggers off; the word index stays trusted (the writer indexes its rows), the
-    trigram index waits for :meth:`SessionStore.finish_deferred_index`."""
-    _put_meta(conn, "fts_triggers_off", "1")
-    _put_meta(conn, schema.TRIGRAM_PENDING_KEY, "1")
-    for name in schema.FTS_TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
-
-
-def _defer_nothing_pending(conn: sqlite3.Connection) -> None:
-    """Triggers off while the writer indexes its own rows in both indexes: nothing is
-    pending, so readers keep asking both (a kill leaves them consistent with every
-    committed step; the next open restores the triggers, rebuilding the trigram)."""
-    _put_meta(conn, "fts_triggers_off", "1")
-    for name in schema.FTS_TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS main.{name}")  # never an attached file's
-
-
-def _finish_trigram(conn: sqlite3.Connection) -> None:
-    """The trigram index is built: triggers back on, readers may ask it."""
-    _restore_fts_triggers(conn)
-    _put_meta(conn, schema.TRIGRAM_PENDING_KEY, None)
-
-
-def _restore_fts_triggers(conn: sqlite3.Connection) -> None:
-    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    for name, sql in zip(schema.FTS_TRIGGERS, schema.fts_trigger_sql(), strict=True):
-        if name not in present:
-            conn.execute(sql)
-    _put_meta(conn, "fts_triggers_off", None)
-
-
-def index_messages(
-    conn: sqlite3.Connection, where: str, params: Sequence[Any], *, trigram: bool = False
-) -> int:
-    """Add the messages matching ``where`` to the word index (``trigram``: and to the
-    trigram index); return how many.
-
-    Only for rows written while the triggers are off (``bulk_write(index_in_steps=True)``):
-    a row indexed twice would leave the external-content index inconsistent.
-    """
-    cols = ", ".join(schema.FTS_COLUMNS)
-    count = 0
-    for table in (WORDS, TRIGRAM) if trigram else (WORDS,):
-        # In id order: FTS5 flushes its pending terms to a new segment whenever a rowid
-        # goes backwards, as it would between the sessions of a batch read by session.
-        count = conn.execute(
-            f"INSERT INTO {table}(rowid, {cols}) SELECT id, {cols} FROM messages "
-            f"WHERE {where} ORDER BY id",
-            tuple(params),
-        ).rowcount
-    return count
-
-
-def _batches(sessions: Iterable[ImportSession], size: int) -> Iterator[list[ImportSession]]:
-    batch: list[ImportSession] = []
-    count = 0
-    for s in sessions:
-        batch.append(s)
-        count += len(s.messages)
-        if count >= size:
-            yield batch
-            batch, count = [], 0
-    if batch:
-        yield batch
-
-
-def _insert_batch(conn: sqlite3.Connection, batch: list[ImportSession]) -> int:
-    session_rows = []
-    message_rows = []
-    usage_rows = []
-    for s in batch:
-        rows = [m.row(s.id, s.started_at) for m in s.messages]
-        message_rows.extend(rows)
-        u = s.usage
-        est = [x.estimated_cost_usd for x in u if x.estimated_cost_usd is not None]
-        act = [x.actual_cost_usd for x in u if x.actual_cost_usd is not None]
-        last = max((r[6] for r in rows), default=s.started_at)
-        session_rows.append(
-            (
-                s.id,
-                s.source,
-                s.user_id,
-                s.model,
-                s.model_config,
-                s.system_prompt,
-                s.parent_session_id,
-                s.started_at,
-                s.ended_at,
-                s.end_reason,
-                len(rows),
-                sum(m.call_count() for m in s.messages),
-                sum(x.input_tokens for x in u),
-                sum(x.output_tokens for x in u),
-                sum(x.cache_read_tokens for x in u),
-                sum(x.cache_write_tokens for x in u),
-                sum(x.reasoning_tokens for x in u),
-                s.billing_provider or (u[0].billing_provider if u else None),
-                sum(est) if est else None,
-                sum(act) if act else None,
-                weakest_status(x.cost_status for x in u),
-                u[-1].cost_source if u else None,
-                next((x.pricing_version for x in reversed(u) if x.pricing_version), None),
-                _clean_title(s.title) if s.title else None,
-                last,
-                sum(x.api_calls for x in u),
-            )
-        )
-        for x in u:
-            at = x.at if x.at is not None else s.started_at
-            usage_rows.append(
-                (
-                    s.id,
-                    x.model,
-                    x.billing_provider,
-                    x.billing_base_url,
-                    x.billing_mode,
-                    x.task,
-                    x.api_calls,
-                    x.input_tokens,
-                    x.output_tokens,
-                    x.cache_read_tokens,
-                    x.cache_write_tokens,
-                    x.reasoning_tokens,
-                    x.estimated_cost_usd,
-                    x.actual_cost_usd,
-                    x.cost_status,
-                    x.cost_source,
-                    x.pricing_version,
-                    at,
-                    at,
-                )
-            )
-    conn.executemany(
-        "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt,"
-        " parent_session_id, started_at, ended_at, end_reason, message_count, tool_call_count,"
-        " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-        " reasoning_tokens, billing_provider, estimated_cost_usd, actual_cost_usd,"
-        " cost_status, cost_source, pricing_version, title, last_activity_at, api_call_count)"
-        " VALUES (" + ",".join("?" * 26) + ")",
-        session_rows,
-    )
-    conn.executemany(
-        f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
-        f"VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})",
-        message_rows,
-    )
-    conn.executemany(
-        "INSERT INTO session_model_usage (session_id, model, billing_provider,"
-        " billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens,"
-        " cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd,"
-        " actual_cost_usd, cost_status, cost_source, pricing_version, first_seen, last_seen)"
-        " VALUES (" + ",".join("?" * 19) + ")",
-        usage_rows,
-    )
-    return len(message_rows)
-
-
 def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
-
-
-def _clean_title(title: str) -> str:
-    clean = " ".join(str(title).split())
-    if not clean:
-        raise ValidationError("a title cannot be blank")
-    if len(clean) > TITLE_MAX_CHARS:
-        raise ValidationError(
-            f"a title is at most {TITLE_MAX_CHARS} characters ({len(clean)} given)"
-        )
-    return clean
 
 
 def _integrity_reason(exc: sqlite3.IntegrityError, session_id: str, title: str | None) -> str:

@@ -9,8 +9,6 @@ are in flight. API and CLI callers use :meth:`summarize_many`, which waits.
 
 from __future__ import annotations
 
-import html
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -29,6 +27,7 @@ from dashboard.summaries.recap import (
     format_transcript,
     truncate_around_matches,
 )
+from dashboard.text import plain
 
 RAW_PREVIEW_LABEL = "[Raw preview — summarization unavailable]"
 DONE_KEEP_S = 300  # finished jobs are kept this long for the card that polls them
@@ -51,7 +50,7 @@ class Summary:
         """The summary as plain text (the preview's marks and escapes removed)."""
         if self.kind == "model":
             return self.text
-        body = html.unescape(re.sub(r"</?mark>", "", self.text))
+        body = plain(self.text)
         return f"{RAW_PREVIEW_LABEL}\n({self.reason})\n{body}"
 
 

@@ -12,6 +12,7 @@ from dashboard.errors import (
     NotWritableError,
     ValidationError,
 )
+from dashboard.hermes.conventions import MEMORY_FILES
 from dashboard.lineage.epochs import Epoch
 from dashboard.memory.checks import check
 from dashboard.memory.entries import split_entries
@@ -168,13 +169,11 @@ def costs():
     return jsonify(body)
 
 
-MEMORY_FILES = {"user": "USER.md", "memory": "MEMORY.md"}
-
-
 def _memory_name(which: str) -> str:
-    if which not in MEMORY_FILES:
+    kind = next((f for f in MEMORY_FILES if f.key == which), None)
+    if kind is None:
         raise NotFoundError(f"no memory file {which!r}: use 'user' or 'memory'")
-    return MEMORY_FILES[which]
+    return kind.name
 
 
 def _memory_json(file: MemoryFile) -> dict[str, object]:

@@ -8,7 +8,7 @@ from flask import Blueprint, Response, current_app, request
 
 from dashboard.costs.spend import DRIFT_FLAG, PERIODS, Spend
 from dashboard.errors import ValidationError
-from dashboard.hermes.profiles import ALL
+from dashboard.hermes.profiles import ALL, EVERY_PROFILE
 from dashboard.web.asked import costs_request, current_time, offered_dimensions
 from dashboard.web.costs_table import DIMENSION_LABELS, chart_data, cost_table
 from dashboard.web.filters import url_with
@@ -24,7 +24,7 @@ def card_profiles() -> tuple[str, ...]:
     """The profiles given a headline card of their own: every one served, when the page
     shows all of them together (a chosen profile's cards are its own)."""
     served = served_profiles()
-    if len(served) <= 1 or current_profile() != ALL:
+    if not EVERY_PROFILE.spans(served) or current_profile() != ALL:
         return ()
     return tuple(p.name for p in served)
 

@@ -17,11 +17,12 @@ from flask import Blueprint, abort, make_response, redirect, render_template, re
 from markupsafe import Markup, escape
 
 from dashboard.errors import NotFoundError, NotWritableError
+from dashboard.hermes.conventions import MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
+from dashboard.hermes.profiles import EVERY_PROFILE
 from dashboard.memory.checks import BLOCK, blocking, check, hidden_char
 from dashboard.memory.entries import edit_entries, split_entries
 from dashboard.memory.files import (
-    NAMES,
     BlockedContentError,
     MemoryConflict,
     MemoryFile,
@@ -68,7 +69,7 @@ def _home() -> HermesHome:
 def _profile_context() -> dict[str, Any]:
     """Which profile's files the page shows: named when the homes have several profiles
     (also when Recall serves one of them only); a home of one profile shows no name."""
-    several = len(get_reader().profiles) > 1
+    several = EVERY_PROFILE.spans(get_reader().profiles)
     return {"profile_name": current_profile() if several else None}
 
 
@@ -77,7 +78,7 @@ def _data() -> RecallData:
 
 
 def _checked_name(name: str) -> str:
-    if name not in NAMES:
+    if name not in MEMORY_FILE_NAMES:
         abort(404, description=f"There is no memory file called {name!r} (USER.md or MEMORY.md).")
     return name
 
@@ -196,7 +197,7 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
     revisions = _data().revisions(home_key(_home()), file.name, limit=HISTORY_LIMIT)
     context: dict[str, Any] = {
         "file": file,
-        "names": NAMES,
+        "names": MEMORY_FILE_NAMES,
         "entries": entries,
         "whole_findings": whole,
         "agent_block": agent_block(file),
@@ -274,7 +275,7 @@ def _saved(name: str, result: SaveResult | None):
 @bp.get("/memory")
 def index():
     """The editor opens on USER.md."""
-    return show("USER.md")
+    return show(USER_FILE.name)
 
 
 @bp.get("/memory/<name>")
@@ -284,7 +285,9 @@ def show(name: str):
     _checked_name(name)
     if profile_home() is None:
         return render_template(
-            "memory_profiles.html", names=NAMES, files=profile_memory_files(served_profiles())
+            "memory_profiles.html",
+            names=MEMORY_FILE_NAMES,
+            files=profile_memory_files(served_profiles()),
         )
     home = _home()
     file = read_memory_file(home, name)

@@ -12,6 +12,7 @@ from flask import current_app, request
 
 from dashboard.costs.request import CostsRequest
 from dashboard.costs.spend import DIMENSIONS
+from dashboard.hermes.profiles import EVERY_PROFILE
 from dashboard.search.sessions import SearchRequest
 from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.web.profiles import served_profiles
@@ -34,7 +35,7 @@ def current_time() -> datetime:
 def offered_dimensions() -> tuple[str, ...]:
     """The costs dimensions of the page, its CSV and JSON: ``profile`` only when this
     Recall serves 2+ profiles (with one, everything stays as it always was)."""
-    several = len(served_profiles()) > 1
+    several = EVERY_PROFILE.spans(served_profiles())
     return tuple(d for d in DIMENSIONS if d != "profile" or several)
 
 

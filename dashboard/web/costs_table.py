@@ -24,7 +24,8 @@ from dashboard.costs.rules import (
 from dashboard.costs.rules import (
     money as round_money,
 )
-from dashboard.costs.spend import DRIFT_FLAG, TOKEN_KINDS, Cell, Spend
+from dashboard.costs.spend import DRIFT_FLAG, Cell, Spend
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.web.format import usd
 
 DIMENSION_LABELS = {

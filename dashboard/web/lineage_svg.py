@@ -18,8 +18,10 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dashboard.costs.rules import STATUS_LABELS, CostSummary
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.lineage.chains import Chain, Segment
 from dashboard.lineage.epochs import Epoch
+from dashboard.text import clip_line
 from dashboard.web.format import duration, shortdate, usd
 
 WIDTH = 1120  # viewBox width; the stylesheet scales the picture to the column
@@ -317,7 +319,7 @@ def _row(seg: Segment, i: int, scale: _Scale, level: int, chain: Chain, href: st
         if part
         else {"branch": "↳", "delegation": "⇢", "reset": "↺"}.get(seg.kind, "·")
     )
-    label = _clip(seg.label, LABEL_CHARS - indent // 6)
+    label = clip_line(seg.label, LABEL_CHARS - indent // 6)
     out = [
         f'<a class="{" ".join(classes)}" href="{escape(href)}" tabindex="0" '
         f'data-session-id="{escape(seg.session_id)}" aria-describedby="{panel_id(i)}">',
@@ -470,8 +472,7 @@ def tooltip(seg: Segment, part: tuple[int, int] | None) -> str:
     if seg.end is not None and seg.end != seg.started_at:
         when += f" → {shortdate(seg.end)}"
     tokens = " · ".join(
-        f"{kind.replace('_', ' ')} {seg.tokens.get(kind, 0):,}"
-        for kind in ("input", "output", "cache_read", "cache_write", "reasoning")
+        f"{kind.replace('_', ' ')} {seg.tokens.get(kind, 0):,}" for kind in TOKEN_KINDS
     )
     lines = [
         seg.label,
@@ -554,11 +555,6 @@ def _in_place_description(chain: Chain) -> str:
         f" {compactions} in-place compaction{'' if compactions == 1 else 's'} split bars into"
         " epochs, each marked with its time; each piece links to where its epoch begins."
     )
-
-
-def _clip(text: str, limit: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def _panel(

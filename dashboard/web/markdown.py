@@ -13,13 +13,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup, escape
+
+from dashboard.text import mark, term_pattern
 
 SAFE_SCHEMES = ("http://", "https://", "mailto:")
 LINK_REL = "noopener noreferrer nofollow"
@@ -80,7 +81,7 @@ def highlight(safe_html: str, terms: Iterable[str]) -> Markup:
     """
     if not hasattr(safe_html, "__html__"):
         safe_html = escape(safe_html)
-    pattern = term_pattern(tuple(terms))
+    pattern = term_pattern(terms)
     if pattern is None:
         return Markup(safe_html)
     out: list[str] = []
@@ -88,7 +89,7 @@ def highlight(safe_html: str, terms: Iterable[str]) -> Markup:
         if part.startswith("<") or not part:
             out.append(part)
         else:
-            out.append(_mark(html.unescape(part), pattern))
+            out.append(mark(html.unescape(part), pattern, _escaped))
     return Markup("".join(out))
 
 
@@ -99,25 +100,9 @@ def highlight_text(text: str | None, terms: Iterable[str]) -> Markup:
 
 def mentions(text: str | None, terms: Iterable[str]) -> bool:
     """Whether ``text`` contains any of ``terms`` (case-insensitive), as highlight marks."""
-    pattern = term_pattern(tuple(terms))
+    pattern = term_pattern(terms)
     return bool(text and pattern and pattern.search(text))
 
 
-@lru_cache(maxsize=64)
-def term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One case-insensitive alternation of the terms, longest first (None when empty)."""
-    clean = sorted({t for t in terms if t and t.strip()}, key=len, reverse=True)
-    if not clean:
-        return None
-    return re.compile("|".join(re.escape(t) for t in clean), re.IGNORECASE)
-
-
-def _mark(text: str, pattern: re.Pattern[str]) -> str:
-    pieces: list[str] = []
-    last = 0
-    for match in pattern.finditer(text):
-        pieces.append(str(escape(text[last : match.start()])))
-        pieces.append(f"<mark>{escape(match.group(0))}</mark>")
-        last = match.end()
-    pieces.append(str(escape(text[last:])))
-    return "".join(pieces)
+def _escaped(text: str) -> str:
+    return str(escape(text))

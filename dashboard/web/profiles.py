@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from flask import Flask, abort, current_app, g, request, url_for
 
 from dashboard.errors import ValidationError
-from dashboard.hermes.profiles import ALL, Profile, parse_profile
+from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile, parse_profile
 
 COOKIE_SUFFIX = "_profile"
 COOKIE_MAX_AGE = 365 * 24 * 3600
@@ -41,7 +41,7 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def choose_profile() -> None:
         g.profile, g.profile_explicit = ALL, False
-        if len(profiles) <= 1:
+        if not EVERY_PROFILE.spans(profiles):
             g.profile = profiles[0].name if profiles and only else ALL
             if only and request.args.get("profile") not in (None, "", ALL, only):
                 abort(404, description=f"This Recall serves the profile {only!r} only.")
@@ -67,7 +67,7 @@ def init_app(app: Flask) -> None:
 
     @app.url_defaults
     def keep_profile(endpoint: str, values: dict[str, Any]) -> None:
-        if len(profiles) > 1 and endpoint != "static" and "profile" not in values:
+        if EVERY_PROFILE.spans(profiles) and endpoint != "static" and "profile" not in values:
             chosen = g.get("profile")
             if chosen:
                 values["profile"] = chosen
@@ -75,7 +75,7 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def inject_profiles() -> dict[str, object]:
         return {
-            "profile_choices": [p.name for p in profiles] if len(profiles) > 1 else [],
+            "profile_choices": [p.name for p in profiles] if EVERY_PROFILE.spans(profiles) else [],
             "current_profile": g.get("profile", ALL),
             "switch_profile_url": switch_url,
         }

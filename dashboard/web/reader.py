@@ -70,7 +70,7 @@ def profile_home() -> HermesHome | None:
     limits. None when it reads every profile of several: a memory file, a save, the
     agent's prompt then needs a profile (whose file would it be?)."""
     reader = get_reader()
-    if reader.scope.everything and len(reader.profiles) > 1:
+    if reader.spans_profiles:
         return None
     return reader.home
 

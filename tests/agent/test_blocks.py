@@ -10,7 +10,6 @@ from dashboard.agent.blocks import (
     VolatileBlock,
     age_words,
     approx_tokens,
-    plain_snippet,
     recalled_block,
     recency_label,
 )
@@ -65,7 +64,9 @@ def test_recency_labels_split_at_two_days() -> None:
 
 
 def test_snippets_become_the_plain_text_they_came_from() -> None:
-    assert plain_snippet("a &lt;b&gt; <mark>redis</mark>\n  ttl &amp; co") == "a <b> redis ttl & co"
+    hit = ("user", "a &lt;b&gt; <mark>redis</mark>\n  ttl &amp; co")
+    block = recalled_block([result("s1", NOW - 60, hit)], NOW)
+    assert "user: a <b> redis ttl & co" in block.text
 
 
 def test_the_block_matches_the_seeds_shape() -> None:

@@ -14,7 +14,8 @@ import pytest
 from dashboard.agent import MemoryManager, MemoryProvider, RecallMemoryProvider
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support.agent_script import assistant_text, user_text
 from tests.support.browser_support import running_server
 

@@ -18,7 +18,8 @@ from dashboard.agent.tools import HERMES_CORE_TOOLS
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.summaries.llm import LLMConfig
 from dashboard.summaries.service import session_search_result
 from tests.support.llm_stub import StubLLM

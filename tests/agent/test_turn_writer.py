@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.agent.turn_writer import TurnWriter
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 
 
 def rows(db: Path) -> list[tuple[str, str, str]]:

@@ -20,7 +20,8 @@ from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.store import schema
 from dashboard.store.datadir import data_dir_for
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
 
@@ -48,7 +49,12 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 def test_the_store_has_what_todays_hermes_records_and_provenance(store: SessionStore) -> None:
     conn = store.core.conn
     for table, needed in NEW_COLUMNS.items():
-        assert needed | set(schema.PROVENANCE_COLUMNS) <= _columns(conn, table), table
+        assert needed | {
+            "src_home",
+            "src_id",
+            "archive_first_seen",
+            "gone_from_source_at",
+        } <= _columns(conn, table), table
     assert {"messages_fts", "messages_fts_trigram"} <= {
         r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
     }

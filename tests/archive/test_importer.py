@@ -254,7 +254,7 @@ def test_the_first_import_makes_each_batch_searchable_as_it_lands(tmp_path: Path
                     progress.phase,
                     reader.execute("SELECT count(*) FROM messages").fetchone()[0],
                     indexed_rows(reader),
-                    layout.index_trusted,
+                    not layout.fts_stale and layout.word_index is not None,
                     layout.trigram_index is None,
                 )
             )

@@ -21,7 +21,8 @@ from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.search.sessions import SearchRequest
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S

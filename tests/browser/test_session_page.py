@@ -158,7 +158,8 @@ def test_the_match_stepper_walks_every_match_across_pages(tmp_path: Path, page) 
 
 
 def test_a_lone_untitled_session_reads_plainly(tmp_path: Path, page) -> None:
-    from dashboard.store.session_store import NewMessage, SessionStore
+    from dashboard.store.records import NewMessage
+    from dashboard.store.session_store import SessionStore
 
     home = tmp_path / "home"
     with SessionStore(home / "state.db") as store:

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
 from tests.support.llm_stub import StubLLM
 

@@ -21,7 +21,8 @@ from dashboard.errors import ValidationError
 from dashboard.lineage.graph import load_lineage
 from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import SessionStore, Usage
+from dashboard.store.records import Usage
+from dashboard.store.session_store import SessionStore
 from tests.costs.test_spend import archived
 from tests.support import hermes_shapes as shapes
 

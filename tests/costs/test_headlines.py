@@ -88,7 +88,8 @@ def test_a_month_without_spend_is_zero_with_no_leader(reader: StateReader) -> No
 
 def _home_with_unknown_calls(tmp_path: Path) -> StateReader:
     """November 2026: $2.10 estimated and three calls of a local model with no price."""
-    from dashboard.store.session_store import SessionStore, Usage
+    from dashboard.store.records import Usage
+    from dashboard.store.session_store import SessionStore
 
     at = datetime(2026, 11, 10, 12, tzinfo=PARIS).timestamp()
     with SessionStore(tmp_path / "state.db") as store:

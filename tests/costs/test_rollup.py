@@ -22,7 +22,8 @@ from dashboard.demo.build import build_demo_home
 from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import SessionStore, Usage
+from dashboard.store.records import Usage
+from dashboard.store.session_store import SessionStore
 from tests.costs.test_spend import PROFILES_ASK, archived, profiles_reader
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home

@@ -23,8 +23,9 @@ from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
+from dashboard.store.records import Usage
 from dashboard.store.schema import DERIVED_USAGE_PREFIX
-from dashboard.store.session_store import SessionStore, Usage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
 

@@ -171,7 +171,8 @@ def test_demo_home_files(tmp_path: Path) -> None:
     conn = open_readonly(home / "state.db")
     try:
         layout = detect_layout(conn, home / "state.db")
-        assert layout.is_recall_store and layout.index_trusted
+        assert layout.is_recall_store and not layout.fts_stale and not layout.fts_rebuilding
+        assert layout.word_index is not None
         assert layout.trigram_index is not None and layout.fts_form == "external"
         calls = conn.execute("SELECT count(*) FROM messages WHERE tool_calls IS NOT NULL")
         assert calls.fetchone()[0] > 0

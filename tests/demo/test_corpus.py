@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dashboard.demo import corpus as corpus_mod
+from dashboard.demo import tables
 from dashboard.demo.corpus import (
     COMPACTION_MARKER,
     LEGACY_SUMMARY_MARKER,
@@ -225,7 +225,7 @@ def test_titles_are_short_and_varied() -> None:
 
 
 def test_topic_catalogue() -> None:
-    specs = corpus_mod._SPECS
+    specs = tables.SPECS
     keys = [s.key for s in specs]
     assert len(keys) == len(set(keys)) >= 30
     share = sum(s.zh for s in specs) / len(specs)
@@ -235,7 +235,7 @@ def test_topic_catalogue() -> None:
 def test_every_template_renders() -> None:
     """Every slot used by any template exists in the pools (a typo would raise KeyError)."""
     corpus = Corpus(random.Random(0))
-    for spec in (*corpus_mod._SPECS, *corpus_mod._CRON):
+    for spec in (*tables.SPECS, *tables.CRON):
         ctx_cls = corpus._ctx[spec.key]
         templates = [
             *spec.titles,
@@ -250,7 +250,7 @@ def test_every_template_renders() -> None:
             *(t for pair in spec.cmds + spec.files for t in pair),
             *(t for triple in spec.patches for t in triple),
         ]
-        for lang in (corpus_mod._EN, corpus_mod._ZH):
+        for lang in (tables.EN, tables.ZH):
             templates.extend(t for group in lang.values() for t in group)
         for template in templates:
             template.format_map(ctx_cls())
@@ -276,19 +276,19 @@ def test_searchable_vocabulary_and_untrusted_text() -> None:
 
 def test_topic_data_files_parse_into_every_topic():
     """Each data file is one topic; a section name _topic does not know would be lost text."""
-    known = set(corpus_mod._topic.__kwdefaults__) | {"key"}
-    files = sorted(corpus_mod._DATA.joinpath("topics").iterdir(), key=lambda e: e.name)
-    assert [s.key for s in corpus_mod._SPECS] == [
+    known = set(tables.spec_from_tables.__kwdefaults__) | {"key"}
+    files = sorted(tables.DATA.joinpath("topics").iterdir(), key=lambda e: e.name)
+    assert [s.key for s in tables.SPECS] == [
         f.name.split("-", 1)[1].removesuffix(".txt") for f in files
     ]
     for folder in ("topics", "cron"):
-        for entry in corpus_mod._DATA.joinpath(folder).iterdir():
-            sections = corpus_mod._sections(entry.read_text("utf-8"))
+        for entry in tables.DATA.joinpath(folder).iterdir():
+            sections = tables.read_sections(entry.read_text("utf-8"))
             assert set(sections) <= known or entry.name == "shared.txt", entry.name
-    for spec in (*corpus_mod._SPECS, *corpus_mod._CRON):
+    for spec in (*tables.SPECS, *tables.CRON):
         assert spec.titles and spec.asks, spec.key
 
 
 def test_sections_split_only_on_header_lines():
     text = "key: x\n\n=== titles\nA === not a header\n\n=== asks\nfirst\n  more\n"
-    assert corpus_mod._sections(text) == {"titles": "A === not a header", "asks": "first\n  more"}
+    assert tables.read_sections(text) == {"titles": "A === not a header", "asks": "first\n  more"}

@@ -9,24 +9,39 @@ from pathlib import Path
 import pytest
 
 from dashboard.archive.source import derived_usage_row
+from dashboard.costs import spend
 from dashboard.costs.rules import read_cost
 from dashboard.demo import corpus
 from dashboard.hermes import content, conventions
+from dashboard.hermes.home import HermesHome
 from dashboard.lineage import chains
 from dashboard.sessions import transcript
-from dashboard.store import session_store as store
+from dashboard.store import records
+from dashboard.web import lineage_svg
 
 PACKAGE = Path(conventions.__file__).resolve().parents[1]
 
 
 def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
     assert content.JSON_PREFIX is conventions.JSON_PREFIX
-    assert store.COMPACTION_MARKER is conventions.COMPACTION_MARKER
+    assert records.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.LEGACY_SUMMARY_MARKER is conventions.LEGACY_SUMMARY_MARKER
     assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES
     assert chains.SUMMARY_END_MARKER is conventions.SUMMARY_END_MARKER
     assert transcript.is_summary is conventions.is_summary
+
+
+def test_the_token_kinds_are_spelled_once() -> None:
+    assert chains.TOKEN_KINDS is spend.TOKEN_KINDS is lineage_svg.TOKEN_KINDS
+    assert chains.TOKEN_KINDS is conventions.TOKEN_KINDS
+    spelled = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "conventions.py"
+        and '"cache_read", "cache_write"' in p.read_text(encoding="utf-8")
+    ]
+    assert spelled == []
 
 
 @pytest.mark.parametrize(
@@ -84,7 +99,6 @@ def test_visible_row_rule(
 def test_an_auxiliary_row_with_a_null_status_reads_as_estimated_by_the_cost_rule() -> None:
     assert read_cost(None, 0.03, 0.0).status == "estimated"
     assert read_cost("estimated", 0.80, 0.05).status == "partial"
-    assert "compression" in conventions.AUXILIARY_TASKS
 
 
 def test_profile_of_a_home(tmp_path: Path) -> None:
@@ -123,3 +137,24 @@ def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:
     in_sql = set(conn.execute(f"SELECT active, compacted, display_kind FROM m WHERE {where}"))
     assert in_sql == {row for row in combos if conventions.is_visible(*row)}
     assert conventions.visible_rows_sql(set()) == "1"
+
+
+def test_the_memory_file_table_is_the_one_copy_every_module_reads(tmp_path: Path) -> None:
+    """Names, limits and prompt headers of USER.md / MEMORY.md are written once."""
+    assert conventions.MEMORY_FILE_NAMES == ("USER.md", "MEMORY.md")
+    assert [f.default_limit for f in conventions.MEMORY_FILES] == [1375, 2200]
+    home = HermesHome(tmp_path)
+    assert home.user_md.name == "USER.md" and home.memory_md.name == "MEMORY.md"
+    assert home.char_limits() == {"USER.md": 1375, "MEMORY.md": 2200}
+    (tmp_path / "config.yaml").write_text("memory:\n  memory_char_limit: 900\n")
+    assert home.char_limits() == {"USER.md": 1375, "MEMORY.md": 900}
+    spelled = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "conventions.py"
+        and re.search(
+            r"[\"'](USER|MEMORY)\.md[\"']|_char_limit[\"']|\"USER PROFILE \(|\"MEMORY \(your",
+            p.read_text(encoding="utf-8"),
+        )
+    ]
+    assert spelled == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -9,8 +10,16 @@ import pytest
 
 from dashboard.archive.syncer import SyncGroup
 from dashboard.errors import NotFoundError, ValidationError
+from dashboard.hermes import profiles
 from dashboard.hermes.home import HermesHome
-from dashboard.hermes.profiles import ALL, discover, parse_profile, valid_name
+from dashboard.hermes.profiles import (
+    ALL,
+    EVERY_PROFILE,
+    Scope,
+    discover,
+    parse_profile,
+    valid_name,
+)
 from dashboard.reader.opening import reading_for
 from dashboard.search.sessions import SearchRequest
 from tests.support import hermes_shapes as hs
@@ -195,3 +204,33 @@ def test_a_second_profile_imports_into_the_indexed_archive_without_a_rebuild(
         conn.close()
     assert substring >= 2 and triggers == 3
     assert _found(_reading(facts, tmp_path).reader, word) == {f"legacy:{hs.S_CRON}"}
+
+
+def test_a_scope_spans_profiles_only_reading_every_one_of_two_or_more() -> None:
+    assert EVERY_PROFILE.spans(["default", "work"])
+    assert not EVERY_PROFILE.spans(["default"]) and not EVERY_PROFILE.spans([])
+    assert not Scope.of(["work"]).spans(["default", "work"])
+
+
+def test_a_served_reader_and_the_scope_agree_on_spanning(
+    facts: hs.ProfilesFacts, tmp_path: Path
+) -> None:
+    reading = _reading(facts, tmp_path)
+    reader = reading.reader
+    assert reader.spans_profiles and len(reader.profiles) > 1
+    assert not reader.scoped(reader.profiles[0].name).spans_profiles
+
+
+def test_every_module_asks_scope_spans() -> None:
+    """ "Spans several profiles" is Scope.spans(): no module counts profiles itself."""
+    root = Path(profiles.__file__).resolve().parents[1]
+    counted = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name != "profiles.py" or p.parent.name != "hermes"
+        if re.search(
+            r"len\([\w.()]*(profiles|served)[\w.()]*\) *(> *1|<= *1|>= *2)|names is None",
+            p.read_text(encoding="utf-8"),
+        )
+    ]
+    assert counted == []

@@ -20,7 +20,8 @@ from dashboard.lineage.epochs import Epochs
 from dashboard.reader.reader import StateReader
 from dashboard.sessions.stitched import load_stitched
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import NewMessage, SessionStore, Usage
+from dashboard.store.records import NewMessage, Usage
+from dashboard.store.session_store import SessionStore
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
@@ -435,7 +436,7 @@ def test_most_expensive_chains_rank_by_effective_spend(tmp_path: Path) -> None:
     index = StateReader(HermesHome(tmp_path / "home")).chains_index("cost")
     # $0.985 (mostly estimated) before $0.60 (billed): not by the partial bill ($0.285).
     assert [c.root for c in index.chains] == ["priced-01", "billed-01"]
-    assert index.chains[0].cost_usd == pytest.approx(0.985)
+    assert index.chains[0].cost.effective == pytest.approx(0.985)
     assert index.chains[0].cost.counts["partial"] == 7
 
 

@@ -19,7 +19,8 @@ from dashboard.lineage.epochs import (
     usage_epoch,
 )
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as hs
 from tests.support.archived import archive_home
 

@@ -10,7 +10,8 @@ from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.lineage.index import chain_lines, check_chain_sort
 from dashboard.reader.reader import StateReader
-from dashboard.store.session_store import NewMessage, SessionStore, Usage
+from dashboard.store.records import NewMessage, Usage
+from dashboard.store.session_store import SessionStore
 
 
 @pytest.fixture
@@ -94,7 +95,9 @@ def test_index_orders(reader: StateReader) -> None:
     # An unknown price sorts after every known one, either way.
     assert roots("cost") == ["pricey0", "long0"] == roots("cost", descending=False)
     pricey, long = reader.chains_index("cost").chains
-    assert pricey.cost_usd == pytest.approx(6.0) and long.cost_usd is None  # unknown, not $0
+    assert (
+        pricey.cost.effective == pytest.approx(6.0) and long.cost.effective is None
+    )  # unknown, not $0
     assert long.segments == 4 and long.tip == "long3" and long.messages == 4 + 3
     assert reader.chains_index("segments", limit=1).chains[0].root == "long0"
     # Every sort shows the same figures, the cost included (priced only when listed).

@@ -36,7 +36,7 @@ from dashboard.memory.files import (
     save_memory_file,
     save_merging,
 )
-from dashboard.memory.prompt import agent_block, agent_entries
+from dashboard.memory.prompt import agent_block
 from dashboard.store.recalldb import RecallData
 
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
@@ -111,9 +111,10 @@ def test_split_entries_examples(text: str, entries: list[str]) -> None:
     assert join_entries(entries) == text
 
 
-def test_agent_entries_strip_drop_empty_and_duplicates() -> None:
-    text = join_entries([" a ", "", "b", "a", "  "])
-    assert agent_entries(text) == ["a", "b"]
+def test_agent_entries_strip_drop_empty_and_duplicates(home: HermesHome) -> None:
+    write_user_md(home, join_entries([" a ", "", "b", "a", "  "]))
+    block = agent_block(read_memory_file(home, "USER.md"))
+    assert block.splitlines()[3:] == ["a", "§", "b"]
 
 
 # -- reading ----------------------------------------------------------------------------

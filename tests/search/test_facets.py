@@ -11,7 +11,8 @@ from dashboard.hermes.home import HermesHome
 from dashboard.hermes.model_names import model_family
 from dashboard.reader.reader import StateReader
 from dashboard.search.sessions import SearchRequest
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 
 
 def spelled_home(tmp_path: Path) -> StateReader:

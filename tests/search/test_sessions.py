@@ -13,7 +13,8 @@ from dashboard.lineage.graph import Lineage
 from dashboard.reader.reader import StateReader
 from dashboard.search import routes as search_routes
 from dashboard.search.sessions import SearchRequest
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archived_reader
 

@@ -13,10 +13,12 @@ import pytest
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import JSON_PREFIX
 from dashboard.hermes.home import HermesHome
+from dashboard.lineage.links import neighbours as chain_neighbours
 from dashboard.reader.reader import StateReader
-from dashboard.sessions.transcript import chain_neighbours, load_transcript
+from dashboard.sessions.transcript import load_transcript
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home, archived_reader
 
@@ -173,7 +175,7 @@ def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
 
 def test_the_session_page_and_the_chain_agree_on_what_continues(tmp_path: Path) -> None:
     """A child stamped a moment before its parent's end is recorded still continues it
-    (chains.TIMING_SLACK_S), and a marker key names a branch whatever its value: the
+    (links.TIMING_SLACK_S), and a marker key names a branch whatever its value: the
     neighbours ask the chain's rule, so no page says "part 2 of 2" without a link back."""
     with SessionStore(tmp_path / "state.db") as store:
         store.create_session("cli", session_id="a", started_at=100.0)

@@ -56,8 +56,9 @@ def test_every_shape_opens_read_only_and_is_left_unchanged(tmp_path: Path, shape
     assert bool(layout.trigram_index) == facts.has_trigram
     assert ("messages_fts_cjk" in layout.fts) == facts.has_cjk
     assert layout.fts_stale == facts.fts_stale
-    assert layout.index_trusted == (not facts.fts_stale)
-    assert layout.has_active == layout.has_compacted == layout.has_display_kind == facts.modern
+    assert layout.word_index is not None
+    flags = {"active", "compacted", "display_kind"}
+    assert (flags <= layout.message_columns) == bool(flags & layout.message_columns) == facts.modern
     assert layout.has_model_usage == facts.modern
     assert not layout.is_recall_store
     assert overview["messages"] == facts.visible_messages == len(texts)
@@ -118,7 +119,6 @@ def test_current_form_columns_and_views_are_parsed(tmp_path: Path) -> None:
     assert word.columns == ("content", "tool_name", "tool_calls")
     assert word.content == "messages_fts_src" and word.tokenizer == "unicode61"
     assert layout.fts["messages_fts_trigram"].tokenizer == "trigram"
-    assert layout.fts_storage_version == str(shapes.FTS_STORAGE_VERSION)
     assert "fts_rebuilding" in layout.summary()
 
 

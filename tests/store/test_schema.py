@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.store import schema
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.store.writecore import WriteCore
 
 

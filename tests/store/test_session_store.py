@@ -10,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.conventions import COMPACTION_MARKER
 from dashboard.store import schema
-from dashboard.store.session_store import (
-    COMPACTION_MARKER,
-    ImportSession,
-    NewMessage,
-    SessionStore,
-    Usage,
-    new_session_id,
-)
+from dashboard.store.records import ImportSession, NewMessage, Usage, new_session_id
+from dashboard.store.session_store import SessionStore
 
 
 def _hits(conn: sqlite3.Connection, table: str, query: str) -> list[int]:
@@ -190,6 +185,13 @@ def test_compress_continues_in_a_child(store: SessionStore) -> None:
         store.compress("missing", "x")
 
 
+def edit_message(store: SessionStore, message_id: int, content: str) -> None:
+    """Change a message's text in place (as a rewrite elsewhere would): the triggers follow."""
+    store.core.write(
+        lambda c: c.execute("UPDATE messages SET content=? WHERE id=?", (content, message_id))
+    )
+
+
 def test_fts_stays_correct_under_churn(store: SessionStore) -> None:
     rng = random.Random(3)
     words = ["docker", "redis", "nginx", "postgres", "kafka", "数据库连接池", "部署失败了"]
@@ -202,12 +204,17 @@ def test_fts_stays_correct_under_churn(store: SessionStore) -> None:
         live[mid] = text
         if round_ % 3 == 0:
             victim = rng.choice(sorted(live))
-            store.update_message(victim, f"edited zebra{round_}")
+            edit_message(store, victim, f"edited zebra{round_}")
             live[victim] = f"edited zebra{round_}"
     # Rewind (delete) the tail of one session, delete another session outright.
     conn = store.core.conn
     first = conn.execute("SELECT min(id) FROM messages WHERE session_id=?", (sessions[0],))
-    store.rewind(sessions[0], first.fetchone()[0])
+    after = first.fetchone()[0]  # the tail after it goes, as an edit elsewhere would do it
+    store.core.write(
+        lambda c: c.execute(
+            "DELETE FROM messages WHERE session_id=? AND id>?", (sessions[0], after)
+        )
+    )
     store.delete_session(sessions[1])
     before = len(live)
     live = {r[0]: r[1] for r in conn.execute("SELECT id, content FROM messages")}
@@ -228,7 +235,7 @@ def test_fts_stays_correct_under_churn(store: SessionStore) -> None:
 def test_deleted_words_are_gone_from_both_indexes(store: SessionStore) -> None:
     sid = store.create_session("cli")
     (mid,) = store.append_messages(sid, [NewMessage("user", "ephemeral platypus")])
-    store.update_message(mid, "ordinary text")
+    edit_message(store, mid, "ordinary text")
     conn = store.core.conn
     assert _hits(conn, "messages_fts", "platypus") == []
     assert _hits(conn, "messages_fts_trigram", "platypus") == []

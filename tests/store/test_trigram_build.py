@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from dashboard.store import schema
-from dashboard.store.session_store import NewMessage, SessionStore, index_messages
+from dashboard.store.fts_upkeep import index_messages
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.store.trigram_build import BuildFailed, TrigramBuild, scratch_path
 from tests.support import hermes_shapes as hs
 from tests.support.archive_checks import fts_checks

@@ -14,7 +14,8 @@ from flask import Flask
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
 from dashboard.store.recalldb import RecallData
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.summaries.llm import LLMConfig, Summarizer
 from dashboard.summaries.service import RAW_PREVIEW_LABEL, SummaryService, session_search_result
 from tests.conftest import make_app

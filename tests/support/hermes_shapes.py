@@ -1997,7 +1997,8 @@ def build_gone_home(home: Path) -> dict[str, str]:
     """A Recall-store home as pages read an archive: ``kept`` is still in Hermes,
     ``gone`` was deleted from it on 2026-09-14 (compressed earlier into ``child``,
     still in Hermes). All three mention "redis"."""
-    from dashboard.store.session_store import NewMessage, SessionStore
+    from dashboard.store.records import NewMessage
+    from dashboard.store.session_store import SessionStore
 
     start = datetime(2026, 6, 1, 9, 0).timestamp()
     with SessionStore(home / "state.db") as store:

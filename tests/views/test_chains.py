@@ -13,7 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from dashboard.lineage.chains import Chain, Segment
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.web.lineage_svg import render_chain_svg
 from tests.conftest import make_app
 from tests.lineage.test_chains import SEGMENTS, T0, ChainHome, build_chain_home

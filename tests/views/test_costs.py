@@ -17,12 +17,14 @@ from zoneinfo import ZoneInfo
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.costs.spend import STATUSES, TOKEN_KINDS, Cell, Spend, spend
+from dashboard.costs.spend import STATUSES, Cell, Spend, spend
 from dashboard.demo.build import build_demo_home
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.reader.costs_report import CostsReport
 from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
-from dashboard.store.session_store import SessionStore, Usage
+from dashboard.store.records import Usage
+from dashboard.store.session_store import SessionStore
 from dashboard.web.format import usd
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import get_cost_rollup
@@ -308,7 +310,8 @@ def test_unknown_cost_is_never_shown_as_zero(hermes_home: Path, tmp_path: Path) 
 
 
 def test_large_drift_is_flagged(tmp_path: Path) -> None:
-    from dashboard.store.session_store import SessionStore, Usage
+    from dashboard.store.records import Usage
+    from dashboard.store.session_store import SessionStore
 
     at = SHAPES_NOW.timestamp()
     with SessionStore(tmp_path / "own" / "state.db") as store:

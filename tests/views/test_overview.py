@@ -225,7 +225,8 @@ def test_the_demo_banner_names_commands_that_work_after_make_run(tmp_path: Path)
 
 def _activity_home(root: Path) -> Path:
     """Three sessions in the last days (two models, tool calls, priced usage), one long ago."""
-    from dashboard.store.session_store import NewMessage, SessionStore, Usage
+    from dashboard.store.records import NewMessage, Usage
+    from dashboard.store.session_store import SessionStore
 
     noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
     with SessionStore(root / "state.db") as store:
@@ -301,7 +302,8 @@ def test_the_overview_of_a_home_without_sessions_in_the_range(client: FlaskClien
 
 def test_one_model_under_two_spellings_is_one_top_model(tmp_path: Path) -> None:
     """OpenRouter's ``vendor/model-4.5`` and the vendor's ``model-4-5`` are one model."""
-    from dashboard.store.session_store import NewMessage, SessionStore, Usage
+    from dashboard.store.records import NewMessage, Usage
+    from dashboard.store.session_store import SessionStore
 
     noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
     home = tmp_path / "home"

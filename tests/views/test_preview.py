@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.conftest import make_app
 
 EVIL = '<script>alert("x")</script> the marmoset deploy'

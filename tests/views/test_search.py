@@ -9,7 +9,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from dashboard.search import routes as search_routes
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from tests.conftest import make_app
 from tests.support.snapshots import count_snapshots
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from dashboard.store.session_store import NewMessage, SessionStore
+from dashboard.store.records import NewMessage
+from dashboard.store.session_store import SessionStore
 from dashboard.web.markdown import highlight, render_markdown
 from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
