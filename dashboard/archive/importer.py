@@ -197,7 +197,7 @@ def _first_import(
     done = total - len(todo)
 
     copy = adapter.messages_select(SOURCE_SCHEMA)
-    # The trigram index built on the second core as batches land (trigram_build.py),
+    # The trigram index built on the second core as batches land (store/trigram_build.py),
     # when every message the archive will hold comes through this pass.
     any_message = archive.core.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone()
     fresh = mark is None and not any_message

@@ -1,7 +1,7 @@
 """Sessions in the archive: the paged list by presence, and deleting one.
 
 Deleting is the only way anything leaves the archive, and it is allowed only for a
-session Hermes no longer has (gone.py's rule): a session still in Hermes would be
+session Hermes no longer has (store/presence.py's rule): a session still in Hermes would be
 copied back by the next sync, so deleting it here would undo itself. The delete
 runs through the write core (``BEGIN IMMEDIATE`` with retry) in one transaction:
 the session, its messages (the FTS triggers remove them from both indexes) and its
@@ -44,7 +44,7 @@ class ArchivedSession:
     started_at: float | None
     ended_at: float | None
     messages: int  # rows in the archive
-    gone_at: float | None  # when it left Hermes (gone.py), else None
+    gone_at: float | None  # when it left Hermes (store/presence.py), else None
     profile: str | None = None  # the profile it belongs to
 
 
@@ -180,7 +180,7 @@ def list_archived(
     *,
     scope: Scope = EVERY_PROFILE,
 ) -> ArchiveListing:
-    """Page ``page`` of the archive's sessions ``presence`` keeps (gone.py) in ``scope``,
+    """Page ``page`` of the archive's sessions ``presence`` keeps (store/presence.py) in ``scope``,
     newest first."""
     if not archive.is_file():
         return ArchiveListing(presence, page, page_size, 0, (), exists=False)

@@ -502,7 +502,7 @@ def derived_usage_row(session: dict[str, Any]) -> dict[str, Any] | None:
     status = session.get("cost_status")
     if read_cost(status, est, act, usage=False).status == "partial":
         # A session row sums all its calls: a bill beside an estimate is partly
-        # billed. A usage row says that as "estimated" with a bill (cost_rules).
+        # billed. A usage row says that as "estimated" with a bill (costs.rules).
         status = "estimated"
     return {
         "model": session.get("model") or "",

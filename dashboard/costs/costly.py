@@ -1,8 +1,8 @@
 """The sessions that cost the most in a range, summed like every other figure of /costs.
 
 A session's spend in the range is the sum of its spend rows' contributions on the days
-inside the range: the rows are read by :mod:`cost_rules` and spread over days by
-:mod:`cost_days` exactly as the period sums are (:meth:`costs.Row.vectors`), so the
+inside the range: the rows are read by :mod:`costs.rules` and spread over days by
+:mod:`costs.days` exactly as the period sums are (:meth:`costs.usage.Row.vectors`), so the
 sessions of a month add up to that month's total. Each entry is one distinct session.
 """
 
@@ -43,7 +43,7 @@ class SessionSpend:
     started_at: float | None
     in_chain: bool  # part of a compaction chain (its chain page is worth a link)
     spend: Cell  # its figures in the range (period "range", key its id)
-    gone_at: float | None = None  # when it left Hermes (gone.py), else None
+    gone_at: float | None = None  # when it left Hermes (store/presence.py), else None
 
     @property
     def label(self) -> str:

@@ -4,9 +4,9 @@ Summing 180k usage rows through the status rules of :mod:`costs` takes ~380 ms o
 these machines (``bench/costs.py``); even a plain ``GROUP BY`` takes ~110 ms. The
 rollup keeps, per home and timezone, in Recall's own file:
 
-* ``cost_row``: every usage row as last read (figures read by :mod:`cost_rules`,
+* ``cost_row``: every usage row as last read (figures read by :mod:`costs.rules`,
   one record per local day it spent on, with that day's weight from
-  :mod:`cost_days`), so an updated row's old contribution can be taken back out;
+  :mod:`costs.days`), so an updated row's old contribution can be taken back out;
 * ``cost_day``: sums per (day, provider, model, source, task, profile);
 * ``cost_day_sessions``: distinct sessions per (dimension, key, source, profile, day),
   the dimension ``all`` counting every session (the total row);
@@ -159,7 +159,7 @@ class CostRollup:
         mark: SpendMark | None = None,
     ) -> tuple[int, list[tuple[str, list[float]]]] | None:
         """``(sessions that spent in the range, [(session, SUM_COLUMNS sums)])`` of the
-        first ``limit`` by ``sort`` (see :mod:`cost_sessions`), from ``cost_session_day``;
+        first ``limit`` by ``sort`` (see :mod:`costs.costly`), from ``cost_session_day``;
         None while a first build runs in the background."""
         if not self.refresh(conn, question.zone, mark):
             return None

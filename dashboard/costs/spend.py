@@ -2,14 +2,14 @@
 
 Hermes stores a local estimate (price table) beside the billed figure when the
 provider reports one (HERMES_FACTS, "Costs"). How a row's figures are read —
-status, partial bills, effective spend — is :mod:`cost_rules`; on which days a row
-spent is :mod:`cost_days`. This module reads the rows and sums them:
+status, partial bills, effective spend — is :mod:`costs.rules`; on which days a row
+spent is :mod:`costs.days`. This module reads the rows and sums them:
 
 * The rows are the archive's ``session_model_usage`` (one per session, model,
   provider and task, auxiliary tasks included). For a source without that table the
   importer derived one row per session (``src_id`` prefixed ``DERIVED_USAGE_PREFIX``);
   such a row sums the whole session and is read as a session row
-  (:func:`cost_rules.read_cost` ``usage=False``).
+  (:func:`costs.rules.read_cost` ``usage=False``).
 * **Drift** (actual ÷ estimated) uses only usage rows that carry both figures for
   the same calls (status ``actual``); a derived row mixes calls and is never
   paired, and included (subscription) rows bill 0 by design.
@@ -248,7 +248,7 @@ def plan(
 def spend(conn: sqlite3.Connection, **options: object) -> Spend:
     """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's).
 
-    Options as :func:`plan`. This sums the raw rows; :mod:`cost_rollup` answers the
+    Options as :func:`plan`. This sums the raw rows; :mod:`costs.rollup` answers the
     same question from Recall's per-day sums.
     """
     question = plan(**options)  # type: ignore[arg-type]
@@ -308,7 +308,7 @@ def fingerprint(conn: sqlite3.Connection) -> SpendMark:
 
     Every recorded call moves ``last_seen``; a new row moves the count; the newest
     row's session tells a file restored from elsewhere with the same count apart; a
-    new message can move a row's days (:mod:`cost_days`). Separate statements: each
+    new message can move a row's days (:mod:`costs.days`). Separate statements: each
     ``max()`` alone is one index seek.
     """
     latest = conn.execute("SELECT max(last_seen) FROM session_model_usage").fetchone()[0]

@@ -63,7 +63,7 @@ class Row:
     source: str
     task: str
     profile: str
-    status: str  # cost_rules.STATUSES
+    status: str  # costs.rules.STATUSES
     e: float | None
     a: float | None
     tokens: tuple[int, ...]
@@ -137,7 +137,7 @@ def read_rows(
     condition = f" WHERE {where}" if where else ""
     found = conn.execute(ROW_SQL + condition, list(params)).fetchall()
     day = clock.day
-    # A row with no call found stays on the day of its last call (cost_days).
+    # A row with no call found stays on the day of its last call (costs.days).
     bounds = [(day(first), day(last)) for _, _, first, last, *_ in found]
     # Only a row whose calls span several days needs its session's messages.
     spanning = {

@@ -8,7 +8,7 @@ Each constant or rule here is the only copy in the project (HERMES_FACTS.md,
   :data:`LEGACY_SUMMARY_MARKER`) and ends at :data:`SUMMARY_END_MARKER`.
 * Lineage markers are keys of a child's ``model_config`` JSON.
 * Auxiliary usage rows (compression, title generation, vision) carry a real
-  estimate and a NULL ``cost_status``; cost_rules.read_cost reads them.
+  estimate and a NULL ``cost_status``; costs.rules.read_cost reads them.
 * A file without ``session_model_usage`` keeps its usage on the ``sessions`` row:
   one derived usage row per session (``archive.source.derived_usage_row``).
 * Visible rows: ``(active=1 OR compacted=1) AND display_kind <> 'hidden'``;

@@ -54,7 +54,7 @@ class Segment:
     cost: CostSummary = NO_COST  # by the cost rules (usage rows where the file has them)
     summary_preview: str | None = None  # opening of the compaction summary (continuations)
     is_tip: bool = False
-    gone_at: float | None = None  # when the session left Hermes (gone.py), else None
+    gone_at: float | None = None  # when the session left Hermes (store/presence.py), else None
     profile: str | None = None  # its profile (a family never leaves its profile)
     # Its in-place epochs (epochs.py), read only when asked for (load_chain(epochs=True));
     # None: not read; no epochs (Epochs()) when it never compacted in place.

@@ -36,7 +36,7 @@ class ChainSummary:
     last_activity: float | None
     messages: int
     cost: CostSummary  # its segments' costs by the cost rules, counted per segment
-    # When its latest segment left Hermes (gone.py): the conversation is then only in
+    # When its latest segment left Hermes (store/presence.py): the conversation is then only in
     # Recall's archive (Hermes deletes older segments first). None while Hermes has it.
     gone_at: float | None = None
     profile: str | None = None  # its segments' profile (parent links never cross one)

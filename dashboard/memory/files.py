@@ -417,7 +417,7 @@ def save_merging(
     note: str,
 ) -> SaveResult:
     """:func:`save_memory_file`, merging in a change made since ``base_sha256`` when the two
-    touched different entries (:func:`memory_merge.merge_entries`).
+    touched different entries (:func:`memory.merge.merge_entries`).
 
     ``base_text`` is the text the edit started from (None when Recall has no copy:
     then no merge is tried). A real overlap raises :class:`MemoryConflict` as a plain

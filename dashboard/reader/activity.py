@@ -29,7 +29,7 @@ class DayActivity:
     day: date
     sessions: int
     tokens: int
-    spend: float  # effective spend known (cost_rules.known_spend: $0 with no priced call)
+    spend: float  # effective spend known (costs.rules.known_spend: $0 with no priced call)
     unknown_calls: int  # calls of unknown price (never counted as $0)
 
 

@@ -79,7 +79,7 @@ def highlight_terms(q: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One read connection to the archive, and its state (store_state.py)."""
+    """One read connection to the archive, and its state (store/state.py)."""
 
     conn: sqlite3.Connection
     state: StoreState

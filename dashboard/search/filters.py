@@ -3,7 +3,7 @@
 Every route and the title match read through the same :class:`Filters`: visible rows
 only (conventions.visible_sql), then role, dates, source (cron and subagent hidden
 unless asked for), model (every stored spelling), excluded sessions and presence in
-Hermes (gone.py).
+Hermes (store/presence.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What one search asks (:class:`SearchRequest`, as it appears in the URL) and what it
 answers (:class:`SearchResult`: result cards with their hits, the route taken, the notes).
 
-search.py runs a request; search_routes.py, search_filters.py and search_cards.py do
+sessions.py runs a request; routes.py, filters.py and cards.py do
 the parts. The shapes live here so each of them can name them.
 """
 
@@ -34,7 +34,7 @@ class SearchRequest:
 
     query: str = ""
     roles: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()  # empty: every source but search_filters.HIDDEN_SOURCES
+    sources: tuple[str, ...] = ()  # empty: every source but filters.HIDDEN_SOURCES
     model: str | None = None
     after: float | None = None
     before: float | None = None
@@ -130,7 +130,9 @@ class SessionResult:
     title_match: bool = False
     hits: list[Hit] = field(default_factory=list)
     chain_part: tuple[int, int] | None = None  # part n of an m-segment compaction chain
-    gone_at: float | None = None  # when the card's session left Hermes (gone.py), else None
+    gone_at: float | None = (
+        None  # when the card's session left Hermes (store/presence.py), else None
+    )
     profile: str | None = None  # the profile the session belongs to (profiles.py)
 
 

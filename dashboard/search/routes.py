@@ -1,7 +1,7 @@
 """The query router: which index answers a query, and the bounded reads of each route.
 
 The router decides from the query and the archive's state only (every page reads one
-schema: store_state.py). Routes, tried in order until one finds something:
+schema: store/state.py). Routes, tried in order until one finds something:
 
 * ``unicode61`` (:data:`WORD_INDEX`) for words, phrases, prefixes in any language but
   runs of Chinese, Japanese and Korean;

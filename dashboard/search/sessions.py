@@ -2,15 +2,15 @@
 
 One search is a few steps, each in its own module:
 
-* search_routes.py picks the index (words, parts of words, or a scan) from the query
+* routes.py picks the index (words, parts of words, or a scan) from the query
   and the archive's state, and reads a bounded window of matching rows;
-* search_filters.py turns the request's filters into SQL (visible rows only);
-* search_cards.py folds the rows into chains or sessions and builds the page's cards;
-* search_facets.py lists the sources and models the filters offer, and the profiles
+* filters.py turns the request's filters into SQL (visible rows only);
+* cards.py folds the rows into chains or sessions and builds the page's cards;
+* facets.py lists the sources and models the filters offer, and the profiles
   a search of every profile found its sessions in.
 
 Ranking work is bounded: matches are counted first (cheap), and above
-:data:`~search_routes.RANK_WINDOW` only the newest matches are ranked; the result says so
+:data:`~dashboard.search.routes.RANK_WINDOW` only the newest matches are ranked; the result says so
 and carries the rowid to continue from ("search older"). Below it, sessions come in
 exact bm25 order of their best message, with exact hit counts, and pagination covers
 every matching session.
@@ -97,7 +97,7 @@ def search_sessions(
 ) -> SearchResult:
     """Run one search (or the recent-sessions browse for an empty query).
 
-    ``state`` is the archive's (store_state.read_state): whether its trigram index
+    ``state`` is the archive's (store.state.read_state): whether its trigram index
     answers yet. ``lineage`` is the session graph and ``epochs`` the in-place compaction
     epochs of sessions searched before (the reader keeps both cached). ``scoped``:
     ``conn`` sees some profiles only (reader.apply_scope), so windows are counted in

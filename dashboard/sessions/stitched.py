@@ -44,7 +44,7 @@ class StitchedPage:
     messages: int  # messages on the whole line, dividers included
     left_out: int  # rows the visibility filter leaves out, on the whole line
     paging: Paging | None = None  # None: every part is on this one page
-    view: str = "everything"  # which rows (transcript_rows.VIEWS)
+    view: str = "everything"  # which rows (sessions.rows.VIEWS)
     compactions: int = 0  # in-place compactions of every part, together
 
 
@@ -59,7 +59,7 @@ def load_stitched(
 
     Each continuation's opening compaction summary becomes its part's ``divider``
     (it restates what came before, so it is not read as a message). Inside a part,
-    ``view`` picks the rows as on the session page (transcript_rows.py): by default
+    ``view`` picks the rows as on the session page (sessions/rows.py): by default
     every distinct message once, each in-place compaction a divider, re-inserted tails
     folded, rewound and hidden rows only with ``include_inactive`` (flagged). A message
     is listed once even if corrupt links put a session on the line twice.

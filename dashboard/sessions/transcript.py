@@ -1,6 +1,6 @@
 """One session's transcript as a person reads it (its chain neighbours: lineage/links.py).
 
-It reads Recall's archive (store_state.py): every column exists, so a session of a
+It reads Recall's archive (store/state.py): every column exists, so a session of a
 source written by old Hermes code reads as its import left it (the importer gave its
 rows the conventions' flags: live, not compacted, not hidden).
 """
@@ -94,7 +94,7 @@ class TranscriptRequest:
     include_inactive: bool = False  # ``all=1``: rewound and hidden rows too
     page: int = 1
     at: int | None = None  # a message id: show the page that holds it (wins over page)
-    view: str = "everything"  # or "live": what the agent sees now (transcript_rows.py)
+    view: str = "everything"  # or "live": what the agent sees now (sessions/rows.py)
 
     @classmethod
     def from_params(cls, get: Callable[[str], str | None]) -> TranscriptRequest:
@@ -195,7 +195,7 @@ class SessionInfo:
     cost_source: str | None = None
     billing_provider: str | None = None
     archived: bool = False
-    gone_at: float | None = None  # when the session left Hermes (gone.py), else None
+    gone_at: float | None = None  # when the session left Hermes (store/presence.py), else None
     profile: str | None = None  # the profile it belongs to (profiles.py)
 
     @property
@@ -255,7 +255,7 @@ class Transcript:
     neighbours: dict[str, Any] = field(default_factory=dict)
     paging: Paging | None = None  # None: every message is in ``messages``
     first_user_text: str | None = None  # when paged: the session's first user message
-    view: str = "everything"  # which rows (transcript_rows.VIEWS)
+    view: str = "everything"  # which rows (sessions.rows.VIEWS)
     compactions: int = 0  # how many times the session compacted in place
     dividers: dict[int, Divider] = field(default_factory=dict)  # carrier id -> compaction
     copy_of: dict[int, int] = field(default_factory=dict)  # a shown copy -> the row it repeats

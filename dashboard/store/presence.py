@@ -3,7 +3,7 @@
 Recall's archive keeps every session it ever copied. When Hermes deletes one (its
 prune, a person's ``hermes sessions delete``), the sync keeps the row and sets
 ``gone_from_source_at``; that mark, and only that, makes a session "gone". Pages read
-only the archive (store_state.py), so the column is always there.
+only the archive (store/state.py), so the column is always there.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def _cost_tables(conn: sqlite3.Connection) -> None:
         CREATE TABLE cost_row (
             home INTEGER NOT NULL, rid INTEGER NOT NULL,
             day INTEGER NOT NULL,           -- proleptic ordinal of the local date; 0: no time
-            weight INTEGER NOT NULL,        -- the day's share of the row (cost_days)
+            weight INTEGER NOT NULL,        -- the day's share of the row (costs.days)
             sid TEXT NOT NULL,
             provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
             profile TEXT NOT NULL,

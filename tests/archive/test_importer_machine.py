@@ -12,7 +12,7 @@ with an older copy. A sync runs at random points, and after each one:
   source reads now: as a first import of the source into a fresh archive answers
   (search results with hit counts, transcripts, chains with their cost figures), and,
   for search, as a plain scan of the source's visible rows says (pages never read a
-  Hermes file directly: store_state.py).
+  Hermes file directly: store/state.py).
 
 Every shape of tests/support/hermes_shapes.py runs, except ``cjk_without_tokenizer``: its
 FTS triggers name a tokenizer this host lacks, so no one (Hermes included) can

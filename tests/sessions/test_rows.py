@@ -1,4 +1,4 @@
-"""Which rows each transcript view shows, in order (transcript_rows.py): everything once,
+"""Which rows each transcript view shows, in order (sessions/rows.py): everything once,
 or what the agent sees now."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Read a Hermes home the way every page does: through Recall's archive of it.
 
-Pages never read a Hermes ``state.db`` directly (store_state.py); a test that builds a
+Pages never read a Hermes ``state.db`` directly (store/state.py); a test that builds a
 home of some shape (hermes_shapes.py) imports it first, exactly as ``recall serve``'s
 syncer would, and reads the archive.
 """
