@@ -10,9 +10,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from dashboard.app import create_app
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes
+from tests.support.app import make_app
 from tests.support.llm_stub import StubLLM
 
 
@@ -44,12 +44,6 @@ def hermes_home(tmp_path: Path) -> Path:
     home = tmp_path / "hermes"
     hermes_shapes.build_current_views(home / "state.db")
     return home
-
-
-def make_app(home: Path, data_dir: Path, **extra: object) -> Flask:
-    return create_app(
-        {"HERMES_HOME": str(home), "DATA_DIR": str(data_dir), "TESTING": True, **extra}
-    )
 
 
 @pytest.fixture

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -24,8 +21,8 @@ from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
+from tests.support.commands import recall
 
-ROOT = Path(__file__).resolve().parents[2]
 NEW_COLUMNS = {
     "messages": {"active", "compacted", "display_kind"},
     "sessions": {
@@ -129,18 +126,6 @@ def test_status_counts_last_sync_and_the_source_layout(tmp_path: Path) -> None:
     assert after.source is not None
     assert after.source["fts_form"] == "inline" and after.source["sessions"] == 7
     assert after.archive_bytes > 0
-
-
-def recall(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        cwd=ROOT,
-    )
 
 
 def test_cli_sync_prints_progress_and_status_reads_back(tmp_path: Path) -> None:

@@ -47,15 +47,15 @@ from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.session_store import SessionStore
-from tests.archive.test_importer import (
+from tests.support import hermes_shapes as hs
+from tests.support.archived import archived_reader
+from tests.support.source_checks import (
     ALL_SHAPES,
     _source_rows,
     assert_mirrors,
     assert_untouched,
     digests,
 )
-from tests.support import hermes_shapes as hs
-from tests.support.archived import archived_reader
 
 MACHINE_SHAPES = sorted(set(ALL_SHAPES) - {"cjk_without_tokenizer"})
 START = 1_900_000_000.0  # after every fixture row

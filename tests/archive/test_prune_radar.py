@@ -18,8 +18,8 @@ from dashboard.archive.prune_radar import (
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.store.session_store import SessionStore
-from tests.archive.test_importer import assert_untouched, digests
 from tests.support import hermes_shapes as shapes
+from tests.support.source_checks import assert_untouched, digests
 
 NOW = time.time()
 

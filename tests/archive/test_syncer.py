@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -24,19 +24,9 @@ from dashboard.search.sessions import SearchRequest
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support.waiting import wait_for
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
-
-
-def wait_for(check: Callable[[], object], timeout: float = 30.0) -> object:
-    """Poll ``check`` until it is truthy (a real thread does the work meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"not true after {timeout}s: {check}")
 
 
 def add_turn(db: Path, session_id: str, text: str, *, new_session: bool = False) -> None:

@@ -14,9 +14,9 @@ from dashboard.archive.importer import sync
 from dashboard.archive.verify import VerifyError, verify_archive
 from dashboard.hermes.home import HermesHome
 from dashboard.store.session_store import SessionStore
-from tests.archive.test_files import recall
-from tests.archive.test_importer import ALL_SHAPES, assert_untouched, digests
 from tests.support import hermes_shapes as hs
+from tests.support.commands import recall
+from tests.support.source_checks import ALL_SHAPES, assert_untouched, digests
 
 
 def _synced(tmp_path: Path, shape: str = "current_views") -> tuple[HermesHome, Path]:

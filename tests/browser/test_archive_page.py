@@ -12,10 +12,10 @@ from playwright.sync_api import expect
 from dashboard.archive.importer import sync
 from dashboard.hermes.home import HermesHome
 from dashboard.store.session_store import SessionStore
-from tests.archive.test_importer import assert_untouched, digests
-from tests.archive.test_listing import mark_gone, prune_from_source
 from tests.support import hermes_shapes as shapes
 from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
+from tests.support.pruned_homes import mark_gone, prune_from_source
+from tests.support.source_checks import assert_untouched, digests
 
 
 def test_the_radar_lists_exactly_what_the_configured_retention_deletes(

@@ -11,9 +11,9 @@ import httpx
 from playwright.sync_api import expect
 
 from dashboard.hermes.home import HermesHome
-from tests.archive.test_listing import prune_from_source
 from tests.support import hermes_shapes as shapes
 from tests.support.browser_support import PageWatch, running_server
+from tests.support.pruned_homes import prune_from_source
 
 SYNC_WAIT_S = 60  # a loaded machine; the syncer polls every 500 ms
 

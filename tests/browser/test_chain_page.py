@@ -9,9 +9,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from dashboard.store.readonly import readonly_uri
 from dashboard.store.session_store import SessionStore
-from tests.lineage.test_chains import SEGMENTS, ChainHome, build_chain_home
 from tests.support import hermes_shapes as hs
 from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
+from tests.support.chain_homes import SEGMENTS, ChainHome, build_chain_home
 
 
 def longest_line(db: Path) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 
 from tests.support.browser_support import SCREENSHOTS, PageWatch, Server, running_server
-from tests.views.test_sessions import IMG, SCRIPT, xss_home
+from tests.support.pages import IMG, SCRIPT, xss_home
 
 
 def test_session_page_reads_cleanly(demo_server: Server, demo_sessions: dict[str, str], page):
@@ -85,7 +85,7 @@ def test_payloads_in_messages_stay_text_in_the_browser(tmp_path: Path, browser) 
 
 
 def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
-    from tests.sessions.test_transcript import long_home
+    from tests.support.long_homes import long_home
 
     home, ids, more = long_home(tmp_path)
     watch = PageWatch()
@@ -117,7 +117,7 @@ def test_a_link_to_a_message_lands_on_its_page(tmp_path: Path, page) -> None:
 
 
 def test_the_match_stepper_walks_every_match_across_pages(tmp_path: Path, page) -> None:
-    from tests.sessions.test_transcript import long_home
+    from tests.support.long_homes import long_home
 
     home, ids, _ = long_home(tmp_path)
     watch = PageWatch()

@@ -23,8 +23,8 @@ from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
 from dashboard.store.records import Usage
 from dashboard.store.session_store import SessionStore
-from tests.costs.test_spend import archived
 from tests.support import hermes_shapes as shapes
+from tests.support.cost_homes import archived
 
 RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 

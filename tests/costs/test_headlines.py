@@ -13,9 +13,9 @@ from dashboard.costs.headlines import Leader, ProfileSpend, headlines
 from dashboard.costs.spend import Spend, spend
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
-from tests.costs.test_spend import profiles_reader
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archived_reader
+from tests.support.cost_homes import profiles_reader
 
 PARIS = ZoneInfo("Europe/Paris")
 

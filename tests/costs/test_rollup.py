@@ -24,9 +24,9 @@ from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
 from dashboard.store.records import Usage
 from dashboard.store.session_store import SessionStore
-from tests.costs.test_spend import PROFILES_ASK, archived, profiles_reader
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
+from tests.support.cost_homes import PROFILES_ASK, archived, profiles_reader
 
 TZ = "Europe/Stockholm"
 ZONE = ZoneInfo(TZ)

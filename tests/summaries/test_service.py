@@ -18,7 +18,7 @@ from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from dashboard.summaries.llm import LLMConfig, Summarizer
 from dashboard.summaries.service import RAW_PREVIEW_LABEL, SummaryService, session_search_result
-from tests.conftest import make_app
+from tests.support.app import make_app
 from tests.support.llm_stub import StubLLM
 
 SECRET = "sk-test-DO-NOT-LEAK-4f2a9c"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from dashboard.store.session_store import SessionStore
-from tests.archive.test_importer import assert_mirrors
 from tests.support import hermes_shapes as hs
 from tests.support.archived import archive_home
+from tests.support.source_checks import assert_mirrors
 
 SHAPE_NAMES = sorted(hs.SHAPES)
 

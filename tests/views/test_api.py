@@ -86,7 +86,7 @@ def test_session_messages(client: FlaskClient) -> None:
 
 
 def test_unavailable_store_is_json_at_the_pages_status(tmp_path) -> None:
-    from tests.conftest import make_app
+    from tests.support.app import make_app
 
     # One status table (web/errors.STATUS_FOR): a missing store is the page's 500 here too
     # (the API said 503 before, the page 500).

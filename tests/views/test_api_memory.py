@@ -67,8 +67,8 @@ def test_csrf_and_bad_requests(client: FlaskClient) -> None:
 
 
 def test_each_profile_has_its_own_files_and_all_is_refused(tmp_path: Path) -> None:
-    from tests.conftest import make_app
     from tests.support import hermes_shapes as hs
+    from tests.support.app import make_app
 
     facts = hs.build_profiles_home(tmp_path / "hermes")
     client = make_app(facts.root, tmp_path / "data").test_client()

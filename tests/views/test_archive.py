@@ -10,11 +10,11 @@ from flask.testing import FlaskClient
 
 from dashboard.archive import listing as listing_module
 from dashboard.archive import prune_radar as radar_module
-from tests.archive.test_importer import assert_untouched, digests
-from tests.archive.test_listing import archived_home, fts_ok
-from tests.conftest import make_app
+from tests.support.app import make_app
+from tests.support.pages import GONE_BADGE
+from tests.support.pruned_homes import archived_home, fts_ok
 from tests.support.snapshots import count_snapshots
-from tests.views.test_sessions import GONE_BADGE
+from tests.support.source_checks import assert_untouched, digests
 
 ORIGIN = {"Origin": "http://localhost"}
 

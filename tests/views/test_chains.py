@@ -16,11 +16,11 @@ from dashboard.lineage.chains import Chain, Segment
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from dashboard.web.lineage_svg import render_chain_svg
-from tests.conftest import make_app
-from tests.lineage.test_chains import SEGMENTS, T0, ChainHome, build_chain_home
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
+from tests.support.chain_homes import SEGMENTS, T0, ChainHome, build_chain_home
+from tests.support.pages import IMG, SCRIPT, assert_inert
 from tests.support.snapshots import count_snapshots
-from tests.views.test_sessions import IMG, SCRIPT, assert_inert
 
 EVIL = f"Refactor {SCRIPT} {IMG}"
 
@@ -361,7 +361,7 @@ def test_chain_api_for_a_damaged_file_names_the_problem(tmp_path: Path) -> None:
 
 def test_chain_totals_and_the_session_page_agree_on_cost(tmp_path: Path) -> None:
     # Item 3: effective spend with its coverage; the session page shows the table's figure.
-    from tests.lineage.test_chains import build_priced_chain
+    from tests.support.chain_homes import build_priced_chain
 
     line = build_priced_chain(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -412,7 +412,7 @@ def test_heading_panels_and_sortable_index(tmp_path: Path) -> None:
 
 
 def test_a_chain_segment_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
-    from tests.views.test_sessions import GONE_BADGE
+    from tests.support.pages import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()
@@ -422,7 +422,7 @@ def test_a_chain_segment_gone_from_hermes_carries_its_badge(tmp_path: Path) -> N
 def test_a_chain_whose_latest_segment_is_gone_carries_the_badge_in_the_index(
     tmp_path: Path,
 ) -> None:
-    from tests.views.test_sessions import GONE_BADGE
+    from tests.support.pages import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()

@@ -28,9 +28,9 @@ from dashboard.store.session_store import SessionStore
 from dashboard.web.format import usd
 from dashboard.web.reader import get_reader
 from dashboard.web.rollup import get_cost_rollup
-from tests.conftest import make_app
-from tests.costs.test_spend import assert_matches, independent, profiles_home
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
+from tests.support.cost_homes import assert_matches, independent, profiles_home
 from tests.support.snapshots import count_snapshots
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
@@ -831,7 +831,7 @@ def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
 
 
 def test_a_costly_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:
-    from tests.views.test_sessions import GONE_BADGE
+    from tests.support.pages import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     with SessionStore(tmp_path / "home" / "state.db") as store:

@@ -11,9 +11,9 @@ from flask import Flask
 
 from dashboard.archive.importer import Progress
 from dashboard.archive.syncer import Syncer
-from tests.archive.test_syncer import wait_for
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
 
 ORIGIN = {"Origin": "http://localhost"}
 USER_TEXT = "Name: Ada\n§\nPrefers short answers\n§\nLives in Lisbon"

@@ -15,8 +15,8 @@ from flask.testing import FlaskClient
 
 from dashboard.reader.reader import StateReader
 from dashboard.reader.screens import OverviewPage
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
 from tests.support.snapshots import count_snapshots
 
 LAYOUT_TEXT = {

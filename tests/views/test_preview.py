@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
-from tests.conftest import make_app
+from tests.support.app import make_app
 
 EVIL = '<script>alert("x")</script> the marmoset deploy'
 

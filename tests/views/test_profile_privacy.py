@@ -39,8 +39,8 @@ from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import ALL, valid_name
 from dashboard.memory.files import read_memory_file, save_memory_file
 from dashboard.store.recalldb import RecallData
-from tests.conftest import make_app
 from tests.support import hermes_shapes as hs
+from tests.support.app import make_app
 
 PROFILES = ("default", "legacy", "empty")
 ORIGIN = {"Origin": "http://localhost"}

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from dashboard.search import routes as search_routes
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
-from tests.conftest import make_app
+from tests.support.app import make_app
 from tests.support.snapshots import count_snapshots
 
 
@@ -162,7 +162,7 @@ def test_the_live_update_carries_the_tab_title(tmp_path: Path) -> None:
 
 def test_gone_sessions_carry_their_badge_and_can_be_filtered(tmp_path: Path) -> None:
     from tests.support import hermes_shapes as shapes
-    from tests.views.test_sessions import GONE_BADGE
+    from tests.support.pages import GONE_BADGE
 
     ids = shapes.build_gone_home(tmp_path / "home")
     client = make_app(tmp_path / "home", tmp_path / "data").test_client()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,10 @@ from flask.testing import FlaskClient
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from dashboard.web.markdown import highlight, render_markdown
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
+from tests.support.pages import GONE_BADGE, IMG, SCRIPT, assert_inert, xss_home
 from tests.support.snapshots import count_snapshots
-
-SCRIPT = "<script>alert(1)</script>"
-IMG = '"><img src=x onerror=alert(1)>'
-RAW_HTML_MD = (
-    'Some **bold** text <div onclick="alert(2)">raw html</div> and '
-    "[a bad link](javascript:alert(3)) and [a good one](https://example.com/docs) "
-    'and <a href="javascript:alert(4)">an html link</a>.'
-)
 
 
 def client_for(tmp_path: Path, shape: str) -> FlaskClient:
@@ -35,33 +27,6 @@ def page(client: FlaskClient, path: str, **headers: str) -> str:
     response = client.get(path, headers=headers)
     assert response.status_code == 200, response.status_code
     return response.get_data(as_text=True)
-
-
-class Tags(HTMLParser):
-    """Every start tag of a document, with its attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, attrs))
-
-
-def assert_inert(html: str) -> None:
-    """No script of ours but the two static files, no handlers, no javascript: URLs."""
-    assert "<script>alert" not in html
-    assert not re.search(r"<[^>]*\sonerror\s*=", html, re.IGNORECASE)
-    assert not re.search(r"href\s*=\s*[\"']?\s*javascript:", html, re.IGNORECASE)
-    parser = Tags()
-    parser.feed(html)
-    for tag, attrs in parser.tags:
-        if tag == "script":
-            assert dict(attrs).get("src", "").startswith("/static/")
-        assert tag != "img"
-        for name, value in attrs:
-            assert not name.startswith("on"), (tag, name)
-            assert "<" not in (value or ""), (tag, name, value)
 
 
 @pytest.mark.parametrize("shape", ["current_views", "seed_inline"])
@@ -147,35 +112,6 @@ def test_highlight_marks_text_nodes_only() -> None:
     )
 
 
-def xss_home(root: Path) -> tuple[Path, str]:
-    """A Recall store whose one session holds every payload, in every part of a message."""
-    home = root / "xss-home"
-    with SessionStore(home / "state.db") as store:
-        sid = store.create_session("cli", model="evil/model", title=f"Title {IMG}")
-        store.append_messages(
-            sid,
-            [
-                NewMessage("user", SCRIPT),
-                NewMessage("assistant", IMG, reasoning=f"thinking {SCRIPT}"),
-                NewMessage("user", RAW_HTML_MD),
-                NewMessage(
-                    "assistant",
-                    None,
-                    tool_calls=[
-                        {
-                            "id": "call_x",
-                            "type": "function",
-                            "function": {"name": f"run{IMG}", "arguments": f'{{"c": "{IMG}"}}'},
-                        }
-                    ],
-                ),
-                NewMessage("tool", f"{SCRIPT}\n{IMG}", tool_call_id="call_x", tool_name=IMG),
-                NewMessage("system", SCRIPT),
-            ],
-        )
-    return home, sid
-
-
 @pytest.mark.parametrize("q", ["", "img", "onerror", "script", "href", "a", "alert mark"])
 def test_untrusted_text_is_escaped_everywhere(tmp_path: Path, q: str) -> None:
     home, sid = xss_home(tmp_path)
@@ -218,7 +154,7 @@ def test_htmx_request_for_the_transcript_gets_only_the_partial(client: FlaskClie
 def test_a_long_session_page_shows_one_page_and_lands_on_a_linked_message(
     tmp_path: Path,
 ) -> None:
-    from tests.sessions.test_transcript import long_home
+    from tests.support.long_homes import long_home
 
     home, ids, more = long_home(tmp_path)
     client = make_app(home, tmp_path / "data").test_client()
@@ -251,7 +187,7 @@ def test_a_long_session_page_shows_one_page_and_lands_on_a_linked_message(
 
 
 def test_search_hits_link_to_the_page_holding_them(tmp_path: Path) -> None:
-    from tests.sessions.test_transcript import long_home
+    from tests.support.long_homes import long_home
 
     home, ids, _ = long_home(tmp_path)
     client = make_app(home, tmp_path / "data").test_client()
@@ -291,7 +227,7 @@ def test_a_chain_segment_still_says_its_part(tmp_path: Path) -> None:
 def test_the_match_stepper_links_the_first_and_last_match_without_a_script(
     tmp_path: Path,
 ) -> None:
-    from tests.sessions.test_transcript import long_home
+    from tests.support.long_homes import long_home
 
     home, ids, _ = long_home(tmp_path)
     html = page(
@@ -302,9 +238,6 @@ def test_the_match_stepper_links_the_first_and_last_match_without_a_script(
     prev, nxt = re.findall(r'href="([^"]+)"', stepper)
     assert prev.replace("&amp;", "&").endswith(f"at={ids[1_050]}#m{ids[1_050]}")
     assert nxt == f"#m{ids[7]}"
-
-
-GONE_BADGE = "deleted from Hermes on 2026-09-14 — kept in Recall's archive"
 
 
 def test_a_session_gone_from_hermes_carries_its_badge(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from dashboard.errors import (
 from dashboard.memory.files import MemoryConflict, MemoryLockTimeout
 from dashboard.reader.reader import StateReader
 from dashboard.web.errors import status_for
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
 
 
 def test_a_hot_journal_is_explained_as_a_rollback_recall_cannot_do(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests.conftest import make_app
 from tests.support import hermes_shapes as hs
+from tests.support.app import make_app
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
 
 LOCKER = """
 import sqlite3, sys

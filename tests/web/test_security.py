@@ -14,8 +14,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from dashboard.web.security import host_name, load_secret_key, session_cookie_name
-from tests.conftest import make_app
 from tests.support import hermes_shapes as shapes
+from tests.support.app import make_app
 from tests.support.browser_support import running_server
 from tests.support.llm_stub import StubLLM
 

@@ -1,0 +1,227 @@
+"""Cost homes and an independent sum of their rows, to check every figure against."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from dashboard.costs.spend import period_label, period_starts
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.opening import reading_for
+from dashboard.reader.reader import StateReader
+from dashboard.store.schema import DERIVED_USAGE_PREFIX
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
+
+TZ = "Europe/Stockholm"
+
+
+def read_row(status: str | None, est: float | None, act: float | None, usage: bool = True):
+    """README, "Costs", written out plainly: (status, estimate, bill, effective)."""
+    if status not in ("actual", "estimated", "included", "unknown"):
+        status = "estimated" if est else "actual" if act else "unknown"  # item 1
+    if status == "estimated" and act:  # item 5: a merged row, partly billed
+        e = est or None
+        return "partial", e, act, act + (e or 0.0)
+    if status != "estimated":
+        est = est or None  # Hermes's 0 means "no estimate"
+    if status in ("actual", "included") and act is None:
+        status = "estimated"
+    if not usage and status == "actual" and est is not None:  # a session row: mixed calls
+        return "partial", est, act, act + est
+    if status == "estimated":
+        act = None
+    if status == "unknown" or (est is None and act is None):
+        return "unknown", None, None, None
+    return status, est, act, act if act is not None else est
+
+
+def local_day(ts: float | None, zone: ZoneInfo) -> date | None:
+    return None if ts is None else datetime.fromtimestamp(ts, zone).date()
+
+
+def largest_remainder(total: int, weights: list[int]) -> list[int]:
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    out = [int(total * w // whole) for w in weights]
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - out[i]), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def spread(
+    first: date | None, last: date | None, anchor: date | None, calls: list[tuple[date, int | None]]
+) -> list[tuple[date, int]]:
+    """Item 8: the days of a row's calls, weighed by tokens (all known) or by count."""
+    inside = [
+        (d, t) for d, t in calls if (first is None or first <= d) and (last is None or d <= last)
+    ]
+    if anchor is None:
+        return []
+    if not inside:
+        return [(anchor, 1)]
+    tokens = all(t and t > 0 for _, t in inside)
+    weights: dict[date, int] = defaultdict(int)
+    for d, t in inside:
+        weights[d] += t if tokens else 1
+    return sorted(weights.items())
+
+
+def archived(builder, tmp_path: Path) -> Path:
+    """A Hermes shape built as a home (once per test), then imported: the archive the
+    pages read."""
+    home = tmp_path / builder.__name__
+    if not home.exists():
+        builder(home / "state.db")
+    return archive_home(home)
+
+
+def independent(
+    db: Path, period: str, by: str, start: date, end: date, tz: str, sources: tuple[str, ...] = ()
+) -> tuple[dict, set]:
+    """Sums per (period, key) computed row by row in Python from an archive (or a home's
+    own Recall store), and the sessions of the range."""
+    zone = ZoneInfo(tz)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT u.first_seen, coalesce(u.last_seen, u.first_seen), u.billing_provider,"
+            " u.model, s.source, u.task, u.cost_status, u.estimated_cost_usd,"
+            " u.actual_cost_usd, u.input_tokens, u.session_id, u.api_call_count, u.src_id,"
+            " s.profile FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+        ).fetchall()
+        replies: dict[str, list] = defaultdict(list)
+        for sid, ts, tokens in conn.execute(
+            "SELECT session_id, timestamp, token_count FROM messages WHERE role = 'assistant'"
+        ):
+            replies[sid].append((local_day(ts, zone), tokens))
+    finally:
+        conn.close()
+    starts = period_starts(period, start, end)
+    out: dict = defaultdict(
+        lambda: {
+            "est": [],
+            "act": [],
+            "eff": [],
+            "tokens": 0,
+            "ids": set(),
+            "calls": defaultdict(int),
+        }
+    )
+    everyone: set = set()
+    for (
+        first,
+        last,
+        provider,
+        model,
+        source,
+        task,
+        status,
+        est,
+        act,
+        tokens,
+        sid,
+        n,
+        src,
+        profile,
+    ) in rows:
+        if sources and source not in sources:
+            continue
+        # A row the importer derived from a session row sums the whole session.
+        derived = (src or "").startswith(DERIVED_USAGE_PREFIX)
+        status, e, a, eff = read_row(status, est, act, usage=not derived)
+        # A row stays on its last day when no reply of it is found.
+        days = spread(
+            local_day(first if first is not None else last, zone),
+            local_day(last, zone),
+            local_day(last, zone),
+            replies[sid],
+        )
+        if not days:
+            continue
+        weights = [w for _, w in days]
+        token_split = largest_remainder(tokens or 0, weights)
+        call_split = largest_remainder(n if n and n > 0 else 1, weights)
+        for (day, w), t, c in zip(days, token_split, call_split, strict=True):
+            if not starts[0] <= day < end:
+                continue
+            index = max(i for i, first_day in enumerate(starts) if day >= first_day)
+            key = {
+                "provider": provider or None,
+                "model": model or None,
+                "source": source,
+                "task": (task or "main"),
+                "profile": profile,
+            }[by] or "unknown"
+            cell = out[(period_label(period, starts[index]), key)]
+            share = w / sum(weights)
+            for name, value in (("est", e), ("act", a), ("eff", eff)):
+                if value is not None:
+                    cell[name].append(value * share)
+            cell["tokens"] += t
+            cell["calls"][status] += c
+            cell["ids"].add(sid)
+            everyone.add(sid)
+    return out, everyone
+
+
+def assert_matches(result, expected: dict, everyone: set) -> None:
+    """Every cell and the total against the independent computation."""
+    got = {(c.period, c.key): c for c in result.rows}
+    assert set(got) == set(expected)
+    for key, want in expected.items():
+        cell = got[key]
+        for name, values in (
+            ("estimated_usd", want["est"]),
+            ("actual_usd", want["act"]),
+            ("effective_usd", want["eff"]),
+        ):
+            value = getattr(cell, name)
+            if values:
+                assert value == pytest.approx(sum(values), abs=1e-9), (key, name)
+            else:
+                assert value is None, (key, name)  # unknown is never $0
+        assert cell.tokens["input"] == want["tokens"], key
+        assert cell.sessions == len(want["ids"]), key
+        assert {s: n for s, n in cell.status_mix.items() if n} == {
+            s: n for s, n in want["calls"].items() if n
+        }, key
+    assert result.totals.sessions == len(everyone)  # item 4: distinct sessions
+
+
+PROFILES_ASK = {
+    "period": "month",
+    "start": date(2026, 1, 1),
+    "end": date(2027, 1, 1),
+    "timezone": TZ,
+}
+
+
+def profiles_home(root: Path) -> shapes.ProfilesFacts:
+    """Issue 17's three-profile home with a July call more in the default profile and in
+    the legacy one (each of its own size), so the profiles' figures differ."""
+    facts = shapes.build_profiles_home(root)
+    july = datetime(2026, 7, 20, 12, tzinfo=ZoneInfo(TZ)).timestamp()
+    shapes.grow_usage(facts.dbs["default"], shapes.S_ROOT, 4000, 0.25, july)
+    shapes.grow_usage(facts.dbs["legacy"], shapes.S_TELEGRAM, 700, 0.05, july)
+    return facts
+
+
+def profiles_reader(tmp_path: Path) -> StateReader:
+    """The reader of every profile of :func:`profiles_home`, synced into one archive."""
+    facts = profiles_home(tmp_path / "hermes")
+    reading = reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+    )
+    assert reading.syncer is not None
+    reading.syncer.poll()
+    return reading.reader
