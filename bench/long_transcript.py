@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_timed, timed
 from dashboard.app import create_app
+from dashboard.lineage.epochs import EpochsCache
 from dashboard.store.records import ImportSession, NewMessage
 from dashboard.store.session_store import SessionStore
 
@@ -232,13 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         help="keep no session's epochs between requests (every open is a first)",
     )
     args = parser.parse_args(argv)
-    if args.cold:
-        try:
-            from dashboard.sessions.rows import EpochsCache
-        except ImportError:  # code from before the cache: every open is a first already
-            pass
-        else:
-            EpochsCache.size = 0
+    if args.cold:  # every reader's cache keeps no session: every open is a first
+        EpochsCache.__init__.__defaults__ = (0,)
     print(f"code: {Path(create_app.__code__.co_filename).parents[1]}")
     if not (args.epochs_home / "state.db").exists():
         print(
