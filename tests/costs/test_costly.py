@@ -24,6 +24,7 @@ from dashboard.store.recalldb import RecallData
 from dashboard.store.session_store import SessionStore, Usage
 from tests.costs.test_spend import archived
 from tests.support import hermes_shapes as shapes
+from tests.support.demo_homes import demo_home_copy
 
 RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 
@@ -31,7 +32,7 @@ RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("cost-sessions") / "demo"
-    build_demo_home(home, sessions=60, messages=1500, anchor_day="2026-11-30")
+    demo_home_copy(tmp_path_factory, home, sessions=60, messages=1500, anchor_day="2026-11-30")
     return home / "state.db"
 
 

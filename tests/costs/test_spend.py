@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from dashboard.costs.spend import DIMENSIONS, period_label, period_starts, spend
-from dashboard.demo.build import build_demo_home
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
@@ -27,6 +26,7 @@ from dashboard.store.schema import DERIVED_USAGE_PREFIX
 from dashboard.store.session_store import SessionStore, Usage
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
+from tests.support.demo_homes import demo_home_copy
 
 TZ = "Europe/Stockholm"
 
@@ -217,7 +217,7 @@ def assert_matches(result, expected: dict, everyone: set) -> None:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("costs") / "home"
-    build_demo_home(home, sessions=300, messages=6000, anchor_day="2026-11-30")
+    demo_home_copy(tmp_path_factory, home, sessions=300, messages=6000, anchor_day="2026-11-30")
     return home / "state.db"
 
 

@@ -17,7 +17,6 @@ import pytest
 from flask.testing import FlaskClient
 
 from dashboard.costs.spend import STATUSES, TOKEN_KINDS, Cell, Spend, spend
-from dashboard.demo.build import build_demo_home
 from dashboard.store.readonly import open_readonly
 from dashboard.store.session_store import SessionStore, Usage
 from dashboard.web.format import usd
@@ -25,6 +24,7 @@ from dashboard.web.reader import get_reader
 from tests.conftest import make_app
 from tests.costs.test_spend import assert_matches, independent, profiles_home
 from tests.support import hermes_shapes as shapes
+from tests.support.demo_homes import demo_home_copy
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
 SHAPES_NOW = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)  # the shapes' sessions are in July 2026
@@ -156,8 +156,9 @@ def as_csv(text: str) -> str:
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("costs") / "demo"
-    build_demo_home(home, sessions=60, messages=1500, anchor_day="2026-11-30")
-    return home
+    return demo_home_copy(
+        tmp_path_factory, home, sessions=60, messages=1500, anchor_day="2026-11-30"
+    )
 
 
 def client_for(home: Path, data: Path, now: datetime = NOW, **extra: object) -> FlaskClient:
