@@ -46,11 +46,14 @@ def demo_home_copy(
     messages: int | None = None,
     seed: int = 7,
     anchor_day: str,
-    bulk: bool | None = None,
+    bulk: bool = True,
 ) -> Path:
     """A copy at ``dest`` of ``build_demo_home(sessions=…, …)``, built once per run.
 
-    ``anchor_day`` is required: a home anchored on today would differ between runs."""
+    ``anchor_day`` is required: a home anchored on today would differ between runs.
+    Built through the bulk path by default: the same sessions, messages and usage as
+    the write API (tests/demo/test_build.py checks that both agree), several times
+    faster (120 sessions / 4,000 messages: 4 s through the API, under 1 s in bulk)."""
     cache = run_folder(tmp_path_factory) / "demo-homes"
     cache.mkdir(exist_ok=True)
     key = f"s{sessions}-m{messages}-seed{seed}-{anchor_day}-bulk{bulk}"
