@@ -4,12 +4,13 @@ The archive holds every profile (an unrestricted Recall imported them all first:
 hard case). An app serving one profile is then walked: every rule of its URL map
 (enumerated, so a new route is walked too, and fails here until it has a filler), its
 path parameters filled with the other profiles' session ids, message ids and memory
-revisions, its query parameters with their words, titles, memory texts and ids, as a
-page, as each HTMX partial, and the routes that change things posted with a valid
-form token from this site. No answer may carry anything of another profile, and an
-answer about another profile's thing must read exactly like the answer about a thing
-that never existed (so not even its existence leaks). The other profiles' memory files
-and archive rows stay as they were, and their sources are never read.
+revisions, its query parameters with their words, titles, memory texts and ids (a
+sample of their session ids), as a page, as each HTMX partial, and the routes that
+change things posted with a valid form token from this site. No answer may carry
+anything of another profile, and an answer about another profile's thing must read
+exactly like the answer about a thing that never existed (so not even its existence
+leaks). The other profiles' memory files and archive rows stay as they were, and their
+sources are never read.
 
 The unrestricted app's ``?profile=`` is a scope, not a privacy boundary; the last test
 checks that the main pages keep to it all the same.
