@@ -21,7 +21,7 @@ def test_the_banner_updates_itself_during_the_first_import_and_then_goes(
     tmp_path: Path, page
 ) -> None:
     home = tmp_path / "home"
-    build_demo_home(home, sessions=240, messages=24_000, anchor_day="2026-11-30", bulk=True)
+    build_demo_home(home, sessions=120, messages=12_000, anchor_day="2026-11-30", bulk=True)
     archive = tmp_path / "archive.db"
     args = ["--home", str(home), "--data-dir", str(tmp_path / "data"), "--archive", str(archive)]
     # The page must be rendered while the import runs, however fast the import goes on
@@ -31,7 +31,7 @@ def test_the_banner_updates_itself_during_the_first_import_and_then_goes(
     open_archive(archive).close()
     with closing(sqlite3.connect(archive, timeout=30, isolation_level=None)) as hold:
         hold.execute("BEGIN IMMEDIATE")
-        # Two sessions per transaction: a first import of many steps, long enough to watch.
+        # Two sessions per transaction: a first import of 60 steps for the banner to show.
         env = {"RECALL_SYNC_BATCH": "2"}
         with running_server(args, tmp_path, env, wait_for_import=False) as s:
             _wait_until_importing(s.url)
