@@ -180,8 +180,9 @@ def test_a_back_before_the_scripts_have_run_still_shows_its_own_page(
     page.wait_for_url("**/?*q=docker*")
     held = []  # the reloaded page's htmx (and so its app.js, run after it), held back
     page.route("**/vendor/htmx.min.js", lambda route: held.append(route), times=1)
-    page.go_back()
-    page.wait_for_url("**/?*q=redis*")
+    # Waits end at commit: the reloaded page never reaches "load" while its script is held.
+    page.go_back(wait_until="commit")
+    page.wait_for_url("**/?*q=redis*", wait_until="commit")
     expect(page.locator("#q")).to_have_value("redis", timeout=RELOAD_MS)
     for _ in range(RELOAD_MS // 100):  # the handler runs while Playwright waits
         if held:
