@@ -75,6 +75,29 @@
     burstHasEntry = typed;  // anything else (Enter, a filter, a page) ends the burst
   });
 
+  // Back and Forward between the entries live search made are moves within one document:
+  // htmx hears them (popstate) and reloads the page of the URL they land on (no history
+  // cache). It listens only from DOMContentLoaded on, after this script. A Back landing
+  // while a page is still loading (two Backs in a row: the first reloads, the second
+  // comes before the reloaded page's scripts have run) moves the URL with no one to
+  // hear it, and one query's results stayed under another's URL. So a page whose URL
+  // was moved before htmx listened reloads, as htmx would have.
+  function movedByHistory() {
+    return Boolean(history.state && history.state.htmx);  // an entry htmx's history made
+  }
+  const loaded = performance.getEntriesByType("navigation")[0];
+  if (loaded && movedByHistory()) {
+    const loadedAt = new URL(loaded.name);
+    if (loadedAt.pathname + loadedAt.search !== window.location.pathname + window.location.search) {
+      window.location.reload();
+    }
+  }
+  let htmxListens = false;  // htmx's own DOMContentLoaded listener was added before this one
+  document.addEventListener("DOMContentLoaded", function () { htmxListens = true; });
+  window.addEventListener("popstate", function () {
+    if (!htmxListens && movedByHistory()) window.location.reload();
+  });
+
   // Live search sends only the fields that say something: no "model=&days=&…", and no
   // field left at its default (the form's data-defaults), so URLs stay short to share.
   document.addEventListener("htmx:configRequest", function (event) {

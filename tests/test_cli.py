@@ -177,13 +177,23 @@ def test_search_info_and_preview_on_a_fresh_machine_use_the_demo_home(tmp_path: 
     assert not (tmp_path / "user" / ".hermes").exists()
 
 
+# The real command line with a smaller demo home: the size is not what the test below
+# checks, and the full one (600 sessions) takes half a minute (bench/demo_build.py).
+SMALL_DEMO = (
+    "import sys; import dashboard.serve, dashboard.cli; dashboard.serve.DEMO_SESSIONS = 30;"
+    " sys.exit(dashboard.cli.main(sys.argv[1:]))"
+)
+
+
 def test_info_on_a_fresh_machine_builds_the_demo_home_once_and_says_so(tmp_path: Path) -> None:
     env = _fresh_machine(tmp_path)
     demo = tmp_path / "xdg" / "recall" / "demo-home"
-    first = recall("info", env=env)
+    small = [sys.executable, "-c", SMALL_DEMO, "info"]
+    first = subprocess.run(small, capture_output=True, text=True, timeout=180, env=env)
     assert first.returncode == 0, first.stderr
     assert f"building a demo home in {demo}" in first.stderr
     assert (demo / "state.db").is_file() and str(demo) in first.stdout
+    assert "\n  30 sessions," in first.stderr  # the smaller demo: what was built is said
     again = recall("info", env=env)
     assert "building" not in again.stderr and "using the demo home" in again.stderr
 

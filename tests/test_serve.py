@@ -24,6 +24,7 @@ from dashboard.web.security import load_secret_key
 from tests.support import hermes_shapes as shapes
 from tests.support.archive_checks import FTS, fts_checks, meta
 from tests.support.browser_support import running_server
+from tests.support.demo_homes import demo_home_copy
 
 
 def test_serve_builds_the_cost_rollup_before_anyone_asks(tmp_path: Path) -> None:
@@ -72,7 +73,7 @@ def test_state_db_truncated_and_rewritten_in_place_while_three_threads_search(
     which kills the whole process; Recall must never map a file it does not own.
     """
     home = tmp_path / "home"
-    build_demo_home(home, sessions=60, anchor_day="2026-11-30")
+    build_demo_home(home, sessions=60, anchor_day="2026-11-30", bulk=True)  # the rows only
     db = home / "state.db"
     with closing(sqlite3.connect(db)) as conn:  # the test owns this copy: fold the WAL in
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -240,7 +241,7 @@ def _counts(db: Path) -> tuple[int, int, int]:
 def big_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home whose first import takes several seconds in five-session transactions."""
     home = tmp_path_factory.mktemp("big") / "home"
-    build_demo_home(home, sessions=300, messages=30_000, anchor_day="2026-11-30", bulk=True)
+    demo_home_copy(tmp_path_factory, home, sessions=300, messages=30_000, anchor_day="2026-11-30")
     return home
 
 

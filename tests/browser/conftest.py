@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.demo.build import build_demo_home
 from dashboard.store.readonly import readonly_uri
 from tests.support.browser_support import CHROMIUM, CHROMIUM_ARGS, Server, running_server
+from tests.support.demo_homes import demo_home_copy
 
 
 @pytest.fixture(scope="session")
@@ -20,7 +20,13 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("browser")
     data_dir = root / "data"
     # Built here, smaller than the default, so the suite stays quick; serve finds it.
-    build_demo_home(data_dir / "demo-home", sessions=120, messages=4000, anchor_day="2026-11-30")
+    demo_home_copy(
+        tmp_path_factory,
+        data_dir / "demo-home",
+        sessions=120,
+        messages=4000,
+        anchor_day="2026-11-30",
+    )
     env = {"HOME": str(root / "user"), "HERMES_HOME": ""}
     with running_server(["--data-dir", str(data_dir)], root, env) as server:
         yield server

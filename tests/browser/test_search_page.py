@@ -167,6 +167,36 @@ def test_typing_replaces_the_history_entry_until_a_pause(demo_server: Server, pa
     assert page.evaluate("history.length") == before
 
 
+def test_a_back_before_the_scripts_have_run_still_shows_its_own_page(
+    demo_server: Server, page
+) -> None:
+    """The race the test above met under load, made certain: the first Back reloads the
+    page, the second lands while the reloaded page's scripts are still loading."""
+    page.goto(demo_server.url + "/")
+    box = page.locator("#q")
+    box.fill("redis")
+    page.wait_for_url("**/?*q=redis*")
+    page.wait_for_timeout(1100)  # a pause: the next search is a history entry of its own
+    box.fill("docker")
+    page.wait_for_url("**/?*q=docker*")
+    held = []  # the reloaded page's htmx (and so its app.js, run after it), held back
+    page.route("**/vendor/htmx.min.js", lambda route: held.append(route), times=1)
+    # Waits end at commit: the reloaded page never reaches "load" while its script is held.
+    page.go_back(wait_until="commit")
+    page.wait_for_url("**/?*q=redis*", wait_until="commit")
+    expect(page.locator("#q")).to_have_value("redis", timeout=RELOAD_MS)
+    for _ in range(RELOAD_MS // 100):  # the handler runs while Playwright waits
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1
+    page.go_back(wait_until="commit")  # the reloaded page has no script running yet
+    page.wait_for_url(re.compile(r"/$"), wait_until="commit")
+    held[0].continue_()
+    expect(page.locator("#results")).to_contain_text("most recent first", timeout=RELOAD_MS)
+    expect(page.locator("#q")).to_have_value("")
+
+
 def test_next_page_scrolls_to_the_new_results(demo_server: Server, page) -> None:
     page.set_viewport_size({"width": 1280, "height": 700})
     page.goto(demo_server.url + "/?q=the&summaries=off")

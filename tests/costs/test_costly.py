@@ -25,6 +25,7 @@ from dashboard.store.records import Usage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.cost_homes import archived
+from tests.support.demo_homes import demo_home_copy
 
 RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 
@@ -32,7 +33,7 @@ RANGE = {"start": date(2026, 6, 1), "end": date(2026, 12, 1), "timezone": "UTC"}
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("cost-sessions") / "demo"
-    build_demo_home(home, sessions=60, messages=1500, anchor_day="2026-11-30")
+    demo_home_copy(tmp_path_factory, home, sessions=60, messages=1500, anchor_day="2026-11-30")
     return home / "state.db"
 
 

@@ -18,7 +18,6 @@ import pytest
 
 from dashboard.costs.rollup import CostRollup
 from dashboard.costs.spend import DIMENSIONS, Spend, spend
-from dashboard.demo.build import build_demo_home
 from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
@@ -27,6 +26,7 @@ from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
 from tests.support.cost_homes import PROFILES_ASK, archived, profiles_reader
+from tests.support.demo_homes import demo_home_copy
 
 TZ = "Europe/Stockholm"
 ZONE = ZoneInfo(TZ)
@@ -80,7 +80,7 @@ def check(db: Path, rollup: CostRollup, **options: object) -> Spend:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("rollup") / "home"
-    build_demo_home(home, sessions=300, messages=6000, anchor_day="2026-11-30")
+    demo_home_copy(tmp_path_factory, home, sessions=300, messages=6000, anchor_day="2026-11-30")
     return home / "state.db"
 
 

@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from dashboard.costs.spend import DIMENSIONS, spend
-from dashboard.demo.build import build_demo_home
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
@@ -33,6 +32,7 @@ from tests.support.cost_homes import (
     independent,
     profiles_reader,
 )
+from tests.support.demo_homes import demo_home_copy
 
 
 def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
@@ -47,7 +47,7 @@ def _check(db: Path, period: str, by: str, start: date, end: date) -> None:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("costs") / "home"
-    build_demo_home(home, sessions=300, messages=6000, anchor_day="2026-11-30")
+    demo_home_copy(tmp_path_factory, home, sessions=300, messages=6000, anchor_day="2026-11-30")
     return home / "state.db"
 
 

@@ -50,45 +50,71 @@ def running_server(
     wait_for_import: bool = True,
 ) -> Iterator[Server]:
     """Start ``recall serve ARGS`` on a free port and wait until /healthz answers (and,
-    with ``wait_for_import``, until the archive's first sync has finished or failed)."""
-    port = free_port()
-    log = workdir / f"serve-{port}.log"
+    with ``wait_for_import``, until the archive's first sync has finished or failed).
+
+    A free port is free only until someone binds it: another test worker's server or
+    an outgoing connection may take it before ``recall serve`` does. So the server
+    counts as up only once its own log says it serves that port (it says so after
+    binding it; another server on the port could answer /healthz too), and a port
+    taken in between is given up for another one.
+    """
     full_env = {**os.environ, **(env or {})}
-    with (
-        log.open("w") as out,
-        subprocess.Popen(
-            [sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port), *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=full_env,
-        ) as proc,
-    ):
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"recall serve exited: {log.read_text()}")
-                try:
-                    health = httpx.get(f"{url}/healthz", timeout=1.0).json()
-                    sync = health.get("sync")
-                    if not wait_for_import or not sync or sync["last_sync_at"] or sync["reason"]:
-                        break
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"the first import did not finish: {log.read_text()}")
-                    time.sleep(0.2)
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-            yield Server(url, proc, log)
-        finally:
-            proc.terminate()
+    for _ in range(PORT_TRIES):
+        port = free_port()
+        log = workdir / f"serve-{port}.log"
+        with (
+            log.open("w") as out,
+            subprocess.Popen(
+                [sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=full_env,
+            ) as proc,
+        ):
+            url = f"http://127.0.0.1:{port}"
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+                if not _wait_until_up(proc, log, url, wait_for_import):
+                    continue  # the port was taken before the server bound it
+                yield Server(url, proc, log)
+                return
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    raise RuntimeError(f"no free port for recall serve in {PORT_TRIES} tries")
+
+
+PORT_TRIES = 5
+
+
+def _wait_until_up(proc: subprocess.Popen[str], log: Path, url: str, wait_for_import: bool) -> bool:
+    """True once the server on ``url`` is this process and ready; False if its port was
+    taken (it exits saying so)."""
+    deadline = time.monotonic() + 120
+    serving = f"at {url}/"
+    while True:
+        if proc.poll() is not None:
+            said = log.read_text()
+            if "is already in use" in said:
+                return False
+            raise RuntimeError(f"recall serve exited: {said}")
+        if serving in log.read_text():
+            try:
+                health = httpx.get(f"{url}/healthz", timeout=1.0).json()
+                sync = health.get("sync")
+                if not wait_for_import or not sync or sync["last_sync_at"] or sync["reason"]:
+                    return True
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the first import did not finish: {log.read_text()}")
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"recall serve did not start: {log.read_text()}")
+        time.sleep(0.2)
 
 
 @dataclass

@@ -18,7 +18,6 @@ import pytest
 from flask.testing import FlaskClient
 
 from dashboard.costs.spend import STATUSES, Cell, Spend, spend
-from dashboard.demo.build import build_demo_home
 from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.reader.costs_report import CostsReport
 from dashboard.reader.reader import StateReader
@@ -31,6 +30,7 @@ from dashboard.web.rollup import get_cost_rollup
 from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
 from tests.support.cost_homes import assert_matches, independent, profiles_home
+from tests.support.demo_homes import demo_home_copy
 from tests.support.snapshots import count_snapshots
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
@@ -163,8 +163,9 @@ def as_csv(text: str) -> str:
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("costs") / "demo"
-    build_demo_home(home, sessions=60, messages=1500, anchor_day="2026-11-30")
-    return home
+    return demo_home_copy(
+        tmp_path_factory, home, sessions=60, messages=1500, anchor_day="2026-11-30"
+    )
 
 
 def client_for(home: Path, data: Path, now: datetime = NOW, **extra: object) -> FlaskClient:

@@ -4,12 +4,13 @@ The archive holds every profile (an unrestricted Recall imported them all first:
 hard case). An app serving one profile is then walked: every rule of its URL map
 (enumerated, so a new route is walked too, and fails here until it has a filler), its
 path parameters filled with the other profiles' session ids, message ids and memory
-revisions, its query parameters with their words, titles, memory texts and ids, as a
-page, as each HTMX partial, and the routes that change things posted with a valid
-form token from this site. No answer may carry anything of another profile, and an
-answer about another profile's thing must read exactly like the answer about a thing
-that never existed (so not even its existence leaks). The other profiles' memory files
-and archive rows stay as they were, and their sources are never read.
+revisions, its query parameters with their words, titles, memory texts and ids (a
+sample of their session ids), as a page, as each HTMX partial, and the routes that
+change things posted with a valid form token from this site. No answer may carry
+anything of another profile, and an answer about another profile's thing must read
+exactly like the answer about a thing that never existed (so not even its existence
+leaks). The other profiles' memory files and archive rows stay as they were, and their
+sources are never read.
 
 The unrestricted app's ``?profile=`` is a scope, not a privacy boundary; the last test
 checks that the main pages keep to it all the same.
@@ -225,8 +226,9 @@ FORMS = (
 )
 
 
-def forms(value: str) -> list[str]:
-    return sorted({f(value) for f in FORMS} - {""}, key=len, reverse=True)
+@cache  # the walk asks for the forms of each secret thousands of times
+def forms(value: str) -> tuple[str, ...]:
+    return tuple(sorted({f(value) for f in FORMS} - {""}, key=len, reverse=True))
 
 
 def without(text: str, values: list[str], mark: str = "\x00echo\x00") -> str:
@@ -378,8 +380,17 @@ def query_fillers(world: World, secrets: Secrets, served: str) -> list[tuple[tup
     # answer about it may rightly differ from one about its control: checked for leaks,
     # not compared.
     prose = {e.strip() for p in others for t in world.memory[p] for e in t.split("§")}
+    # Of another profile's session ids (as a query value), a sample speaks for the rest:
+    # its chain's first segment, its cron session (said in since the import), the
+    # session it alone holds and the one Hermes deleted. In a path, every id is walked.
+    sampled = {hs.S_ROOT, hs.S_CRON} | {
+        kept[n][0] for n in others for kept in (PRIVATE, GONE) if n in kept
+    }
     calls: list[tuple[tuple, tuple]] = [((), ())]
     for text in (t for t in secrets.texts if "/" not in t):
+        prefix, sep, sid = text.partition(":")
+        if sep and sid and prefix in others and sid not in sampled:
+            continue
         theirs = () if text in prose else (text,)
         calls.append(
             (
@@ -427,10 +438,17 @@ def walk(app: Flask, world: World, served: str) -> Iterator[Call]:
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         if "GET" not in rule.methods:
             continue
-        for n, (path, said, theirs) in enumerate(rule_paths(rule, world, served)):
-            # Another profile's thing in the path: plainly and with a word; the served
-            # profile's first two: with every query (what its pages may add of the others).
-            chosen = queries[:2] if theirs or n >= 2 or rule.endpoint == "static" else queries
+        paths = list(rule_paths(rule, world, served))
+        own = [path for path, _, theirs in paths if not theirs]
+        for path, said, theirs in paths:
+            # Another profile's thing in the path: plainly and with a word. The served
+            # profile's own: every query once per route (what its pages may add of the
+            # others), dealt round its own paths, each of which has the first two too.
+            if theirs or rule.endpoint == "static":
+                chosen = queries[:2]
+            else:
+                k = own.index(path)
+                chosen = [q for i, q in enumerate(queries) if i < 2 or i % len(own) == k]
             for params, values in chosen:
                 said_too = tuple(v for _, v in params)
                 yield Call("GET", path, params, said + said_too, theirs + values)
