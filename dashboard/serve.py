@@ -5,28 +5,26 @@ from __future__ import annotations
 import errno
 import functools
 import ipaddress
-import os
 import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from flask import Flask
+
+from dashboard.app import create_app
 from dashboard.archive.importer import Progress
-from dashboard.demo.build import build_demo_home
+from dashboard.archive.syncer import Syncer
+from dashboard.demo.home import chosen_home, ensure_demo_home
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome, resolve_home
 from dashboard.hermes.profiles import ALL, discover, parse_profile
-from dashboard.store.datadir import recall_data_dir, user_data_root
-
-if TYPE_CHECKING:
-    from flask import Flask
-
-    from dashboard.archive.syncer import Syncer
-
-DEMO_SESSIONS = 600
+from dashboard.store.datadir import recall_data_dir
+from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
+from dashboard.web.rollup import prepare_cost_rollup
 
 
 @dataclass(frozen=True)
@@ -44,41 +42,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def chosen_home(home_arg: str | None) -> tuple[HermesHome, bool]:
-    """The home a command opens, and whether it is the demo home.
-
-    An explicit ``--home`` or ``$HERMES_HOME`` is opened as given (a missing
-    state.db then gets a clear message). With neither, ``~/.hermes`` is used when it
-    exists, else the demo home in ``~/.local/share/recall/demo-home`` (built by
-    :func:`ensure_demo_home`). ``serve``, ``search``, ``info`` and ``preview`` all
-    choose this way, so a fresh machine gets the same answer from each.
-    """
-    explicit = home_arg or os.environ.get("HERMES_HOME")
-    home = resolve_home(home_arg)
-    if explicit or home.exists():
-        return home, False
-    return HermesHome(user_data_root() / "demo-home"), True
-
-
-def ensure_demo_home(home: HermesHome, out: TextIO) -> None:
-    """Build the demo home once if it is missing; say on ``out`` which home is used."""
-    if home.exists():
-        print(f"recall: no Hermes home found; using the demo home in {home.root}", file=out)
-        return
-    print(
-        f"recall: no Hermes home found; building a demo home in {home.root} (once, "
-        "about half a minute) …",
-        file=out,
-        flush=True,
-    )
-    report = build_demo_home(home.root, sessions=DEMO_SESSIONS)
-    print(
-        f"  {report.sessions} sessions, {report.messages:,} messages in {report.seconds:.0f}s",
-        file=out,
-        flush=True,
-    )
 
 
 def plan_serving(home_arg: str | None, data_dir_arg: str | None) -> ServePlan:
@@ -178,10 +141,6 @@ def serve(
     ``profile`` (``--profile``) serves that one profile only.
     """
     import waitress
-
-    from dashboard.app import create_app
-    from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
-    from dashboard.web.rollup import prepare_cost_rollup
 
     if not is_loopback(host):
         if not allow_remote:

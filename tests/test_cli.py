@@ -180,7 +180,7 @@ def test_search_info_and_preview_on_a_fresh_machine_use_the_demo_home(tmp_path: 
 # The real command line with a smaller demo home: the size is not what the test below
 # checks, and the full one (600 sessions) takes half a minute (bench/demo_build.py).
 SMALL_DEMO = (
-    "import sys; import dashboard.serve, dashboard.cli; dashboard.serve.DEMO_SESSIONS = 30;"
+    "import sys; import dashboard.demo.home, dashboard.cli; dashboard.demo.home.DEMO_SESSIONS = 30;"
     " sys.exit(dashboard.cli.main(sys.argv[1:]))"
 )
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def first_home(home_arg: str | None) -> HermesHome:
     """The first home a command reads: as ``serve`` chooses it (the demo home when none)."""
-    from dashboard.serve import chosen_home, ensure_demo_home
+    from dashboard.demo.home import chosen_home, ensure_demo_home
 
     home, demo = chosen_home(home_arg)
     if demo:  # said on stderr, so --json output stays JSON
