@@ -11,8 +11,8 @@ with ``config.yaml``, ``memories/`` and the side lock files, and returns a
   the ``state_meta`` keys; FTS v3 (external-content tables over the views).
 * :data:`S_LONG`: compacted in place 3 times, then one turn undone. At the first
   compaction the head (first 3 rows) is re-inserted before the summary. Compaction 1
-  writes a standalone summary row; compactions 2 and 3 merge the summary into the first
-  retained row (an assistant tool-call row, then a user row). Summarized rows are
+  and 3 write a standalone summary row; compaction 2 merges it into the first retained
+  row (an assistant tool-call row). Summarized rows are
   ``active=0, compacted=1``; the retained rows' originals ``active=0, compacted=0`` with
   live copies sharing their uid and timestamp. The undone turn is ``active=0,
   compacted=0`` with no copy.
@@ -511,8 +511,8 @@ def prune_rule(
 
 
 def _long_session(w: _Writer, start: float) -> tuple[str, list[int], dict[str, list[int]]]:
-    """S_LONG: 3 in-place compactions (standalone, merged on a tool call, merged on a
-    user row), then an undone turn. Returns its id, the undone ids and where each
+    """S_LONG: 3 in-place compactions (standalone, merged on a tool call, standalone),
+    then an undone turn. Returns its id, the undone ids and where each
     marker was first said (ids of the original rows)."""
     sid = w.session(start, 0x10, title="Long in-place conversation", api_call_count=40)
     said: dict[str, list[int]] = {}
@@ -536,12 +536,12 @@ def _long_session(w: _Writer, start: float) -> tuple[str, list[int], dict[str, l
     c2 = start + 4 * 3600
     # retained: the last 2 live rows, the tool call (the summary's carrier) and its result
     w.compact(sid, "Backups run nightly; retention read.", c2, keep=2, merged=True)
-    # epoch 3: turns, the next summary merges into a user row
+    # epoch 3: turns, then a standalone summary (live by time != live by id)
     t = c2 + 60
     said[EPOCH_MARKERS[3]] = w.turn(sid, t, f"what about {EPOCH_MARKERS[3]} alerts?", "Set.")[:1]
     w.turn(sid, t + 30, "and the pager rotation?", "Weekly, Mondays.")
     c3 = start + 6 * 3600
-    w.compact(sid, "Alerts configured; pager weekly.", c3, keep=2, merged=True)
+    w.compact(sid, "Alerts configured; pager weekly.", c3, keep=2, merged=False)
     # live epoch: a turn, then a turn /undo takes back
     t = c3 + 60
     said[EPOCH_MARKERS[4]] = w.turn(sid, t, f"last: {EPOCH_MARKERS[4]} dashboards", "Done.")[:1]
