@@ -227,7 +227,9 @@ class V31Facts:
     prune_deleted: frozenset[str]
     prune_kept: frozenset[str]
     state_meta: dict[str, str]
-    last_activity: dict[str, float] = field(default_factory=dict)
+    last_activity: dict[str, float] = field(default_factory=dict)  # per the prune rule
+    #: every copy's id -> the id of the row it repeats (the first row with its uid)
+    repeats: dict[int, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------
@@ -393,6 +395,7 @@ class _Writer:
         first = not self.compactions.get(sid)
         head = live[:3] if first else []
         tail = live[-keep:]
+        assert len(live) > len(head) + keep, "nothing between the head and the tail"
         self._flag(live, 0, 1)
         self._flag(tail, 0, 0)
         head_copies = [self.copy(r).id for r in head]
@@ -448,7 +451,8 @@ class _Writer:
         text = f"{SUMMARY_PREFIX}\n{SUMMARY_BOILERPLATE}\n{summary}"
         self._write(_Row(0, child, "user", text, at, self._mint()), at)
         for r in live[-2:]:
-            self.copy(r, sid=child)
+            if r not in live[:3]:
+                self.copy(r, sid=child)
         return child
 
     def turn(self, sid: str, at: float, user: str, reply: str) -> list[int]:
@@ -663,6 +667,7 @@ def build_v31_home(root: Path, now: float = V31_NOW) -> V31Facts:
         late = w.session(ago(200), 0x33, title="Started long ago, compacted last week")
         w.turn(late, ago(200) + 5, "long-running topic", "ok")
         w.turn(late, ago(199), "more of it", "ok")
+        w.turn(late, ago(198), "and the rest", "ok")
         w.compact(late, "Long-running topic.", ago(7), keep=2, merged=False)
         w.end(late, ago(6))
         names["compacted_last_week"] = late
@@ -723,6 +728,14 @@ def build_v31_home(root: Path, now: float = V31_NOW) -> V31Facts:
         s = w.sessions[sid]
         return max(v for v in (s["started_at"], s.get("last_activity_at"), newest.get(sid)) if v)
 
+    first_of: dict[str, int] = {}
+    repeats: dict[int, int] = {}
+    for r in w.rows:  # in id order
+        if r.uid in first_of:
+            repeats[r.id] = first_of[r.uid]
+        else:
+            first_of[r.uid] = r.id
+
     return V31Facts(
         root=root,
         db=db,
@@ -740,4 +753,5 @@ def build_v31_home(root: Path, now: float = V31_NOW) -> V31Facts:
         prune_kept=frozenset(w.sessions) - deleted,
         state_meta=meta,
         last_activity={sid: last_activity(sid) for sid in w.sessions},
+        repeats=repeats,
     )

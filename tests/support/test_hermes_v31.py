@@ -119,6 +119,33 @@ def test_every_row_has_a_uid_and_the_new_columns_hold_values(
     assert len(absorbed) == 1 and len(json.loads(absorbed[0][0])) == 1
 
 
+def test_a_copy_keeps_its_originals_uid_role_and_timestamp(
+    facts: v31.V31Facts, conn: sqlite3.Connection
+) -> None:
+    # every pair of rows sharing a message_uid, in any session, agrees on role and time
+    assert rows(
+        conn,
+        "SELECT count(*) FROM messages a JOIN messages b ON a.message_uid = b.message_uid"
+        " AND a.id < b.id WHERE a.timestamp <> b.timestamp OR a.role <> b.role",
+    ) == [(0,)]
+    repeats = dict(
+        rows(
+            conn,
+            "SELECT c.id, (SELECT min(o.id) FROM messages o WHERE o.message_uid = c.message_uid)"
+            " FROM messages c WHERE c.id > (SELECT min(o.id) FROM messages o"
+            " WHERE o.message_uid = c.message_uid)",
+        )
+    )
+    assert repeats == facts.repeats and repeats
+    # in-place copies (same session) repeat a row no longer live
+    same = rows(
+        conn,
+        "SELECT count(*) FROM messages c JOIN messages o ON o.message_uid = c.message_uid"
+        " AND o.session_id = c.session_id AND o.id < c.id WHERE o.active = 1",
+    )
+    assert same == [(0,)]
+
+
 def _original(conn: sqlite3.Connection, row_id: int) -> tuple:
     """The first row of the same session with the same message_uid (by id)."""
     return conn.execute(
@@ -171,6 +198,9 @@ def test_summaries_come_in_both_forms(facts: v31.V31Facts, conn: sqlite3.Connect
         assert (role, flag, calls) == ("user", 0, None)
         assert content.startswith(v31.SUMMARY_PREFIX)
         assert _original(conn, c.carrier) is None  # a new message, not a copy
+    for c in done:
+        text = conn.execute("SELECT content FROM messages WHERE id=?", (c.carrier,)).fetchone()[0]
+        assert text.endswith(f"{v31.SUMMARY_BOILERPLATE}\n{c.summary}")
     merged = rows(
         conn,
         "SELECT id, role, content, tool_calls FROM messages WHERE session_id=?"
