@@ -9,15 +9,15 @@ with ``config.yaml``, ``memories/`` and the side lock files, and returns a
   timestamp), ``absorbed_message_uids``, ``tool_call_uid(s)``, ``_compressed_summary``,
   ``display_identity`` (BLOB), ``display_order``; the new ``sessions`` columns and tables;
   the ``state_meta`` keys; FTS v3 (external-content tables over the views).
-* :data:`S_LONG`: compacted in place 3 times, then one turn undone. At the first
-  compaction the head (first 3 rows) is re-inserted before the summary. Compaction 1
-  and 3 write a standalone summary row; compaction 2 merges it into the first retained
-  row (an assistant tool-call row). Summarized rows are
+* The long session (``V31Facts.long_session``): compacted in place 3 times, then one
+  turn undone. At the first compaction the head (first 3 rows) is re-inserted before
+  the summary. Compactions 1 and 3 write a standalone summary row; compaction 2 merges
+  it into the first retained row (an assistant tool-call row). Summarized rows are
   ``active=0, compacted=1``; the retained rows' originals ``active=0, compacted=0`` with
   live copies sharing their uid and timestamp. The undone turn is ``active=0,
   compacted=0`` with no copy.
-* A legacy rotation chain (:data:`ROTATION`) whose children open with the head copy,
-  then the summary; its tip later compacted in place once and is still open.
+* A legacy rotation chain (``V31Facts.rotation``, 4 segments) whose children open with
+  the head copy, then the summary; its tip later compacted in place once and is still open.
 * A branch, a delegation, cron runs, a pinned, an archived and a hidden session, usage
   rows with NULL ``cost_status``.
 * Sessions Hermes's 90-day prune would delete and ones it would keep (see
@@ -27,6 +27,10 @@ How the head's originals are flagged: the compaction flips every live row to
 ``active=0, compacted=1`` and then marks the *retained tail's* originals ``compacted=0``;
 the head's originals stay ``compacted=1`` while their copies go live (so a reader that
 ignores ``message_uid`` sees the head twice, as issue 24 reports).
+
+Values the facts do not pin down are plain guesses: uids are 32 hex characters,
+``message_uid_backfill`` is ``'complete'``, ``db_file_generation`` is ``'1'``; a merged
+carrier keeps the retained row's uid and timestamp (it is that row's copy).
 
 Nothing here imports Recall. The DDL reuses :mod:`tests.support.hermes_shapes`'s
 current form and adds what schema 31 added (column lists are facts read from the
