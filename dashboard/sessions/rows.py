@@ -23,9 +23,11 @@ from dashboard.lineage.epochs import Epochs, session_epochs
 from dashboard.params import one_of
 
 VIEWS = ("everything", "live")
-# Conversation order. The archive keeps no display_order: Hermes stamps every row
-# with its time, and the id breaks a tie.
-ORDER_SQL = "m.timestamp, m.id"
+# Conversation order is Hermes's: by id, as it feeds the agent ("timestamps are not
+# monotonic", HERMES_FACTS "Hermes v31"). A re-inserted copy keeps its original's
+# timestamp, so a by-time order put a summary after the tail it precedes. The importer
+# gives a session's rows archive ids in source order, so the archive's ids keep it.
+ORDER_SQL = "m.id"
 
 
 def parse_view(text: str | None) -> str:

@@ -17,6 +17,7 @@ from dashboard.sessions.stitched import load_stitched
 from dashboard.sessions.transcript import load_transcript
 from dashboard.store.readonly import open_readonly
 from tests.support import hermes_shapes as hs
+from tests.support import hermes_v31 as hv
 from tests.support.archived import archive_home
 
 
@@ -199,3 +200,30 @@ def test_epochs_are_read_once_until_the_archive_is_written(tmp_path: Path) -> No
     with opened(path) as conn:
         after = cache.get(conn, [hs.S_EPOCHS])[hs.S_EPOCHS]
     assert after.compactions == 4
+
+
+def test_both_views_keep_hermess_order_by_id_where_copies_carry_old_times(
+    tmp_path: Path,
+) -> None:
+    """A v31 home: re-inserted copies keep their originals' timestamps, so by time a
+    summary would follow the tail it precedes. The live view is exactly the rows, in the
+    order, Hermes feeds the agent (``active=1 ORDER BY id``); both views go by id."""
+    facts = hv.build_v31_home(tmp_path / "home")
+    archive = archive_home(facts.root)
+    with opened(archive) as conn:
+        ids = archive_ids(conn)
+        for session, hermes_order in facts.live_order.items():
+            live = shown_rows(conn, session, "live", include_inactive=True)
+            assert list(live.order) == [ids[i] for i in hermes_order], session
+            everything = shown_rows(conn, session, "everything", include_inactive=True)
+            assert list(everything.order) == sorted(everything.order), session
+        by_time = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND active = 1"
+                " ORDER BY timestamp, id",
+                (facts.long_session,),
+            )
+        ]
+    long_live = [ids[i] for i in facts.live_order[facts.long_session]]
+    assert by_time != long_live  # the home holds what a by-time order gets wrong
