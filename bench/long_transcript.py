@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_timed, timed
 from dashboard.app import create_app
-from dashboard.lineage.epochs import EpochsCache
+from dashboard.lineage import epochs
 from dashboard.store.records import ImportSession, NewMessage
 from dashboard.store.session_store import SessionStore
 
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.cold:  # every reader's cache keeps no session: every open is a first
-        EpochsCache.__init__.__defaults__ = (0,)
+        epochs.EPOCHS_KEPT = 0
     print(f"code: {Path(create_app.__code__.co_filename).parents[1]}")
     if not (args.epochs_home / "state.db").exists():
         print(

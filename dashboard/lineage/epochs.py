@@ -274,9 +274,10 @@ class EpochsCache:
     lands on the rows it hid (search reads visible rows only).
     """
 
-    def __init__(self, kept: int = EPOCHS_KEPT) -> None:
+    def __init__(self, kept: int | None = None) -> None:
         self._lock = threading.Lock()
-        self._kept = kept
+        # Read when made, not when defined: bench/long_transcript.py --cold sets it to 0.
+        self._kept = EPOCHS_KEPT if kept is None else kept
         # session id -> (write counter when last checked, version, epochs)
         self._entries: OrderedDict[str, tuple[object, tuple[object, ...], Epochs]] = OrderedDict()
 
