@@ -6,6 +6,7 @@ import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,11 +16,13 @@ from dashboard.archive.prune_radar import (
     prune_radar,
     retention_policy,
 )
+from dashboard.demo.build import build_demo_home
 from dashboard.hermes.home import HermesHome
 from dashboard.lineage.links import continues
 from dashboard.reader.opening import reading_for
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support import hermes_v31 as v31
 from tests.support.source_checks import assert_untouched, digests
 
 NOW = time.time()
@@ -168,3 +171,162 @@ def test_a_profiles_candidates_name_their_session_as_the_archive_does(tmp_path: 
     default = prune_radar(HermesHome(facts.root), archive, continues=continues)
     assert default.candidates
     assert [c.archive_id for c in default.candidates] == [c.session_id for c in default.candidates]
+
+
+# -- Hermes's rule, read independently from the source's rows ------------------------------
+
+
+def _source_rows(db: Path) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Every session row as a dict, and each session's newest message time: plain SQL."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        conn.row_factory = sqlite3.Row
+        sessions = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM sessions")}
+        newest = dict(
+            conn.execute("SELECT session_id, max(timestamp) FROM messages GROUP BY session_id")
+        )
+    return sessions, newest
+
+
+def _deleted_by_hermes(db: Path, now: float, days: int) -> frozenset[str]:
+    """The sessions Hermes's sweep at ``now`` deletes, from the file's rows by plain Python:
+    hermes_v31's plain reading of the rule (last activity, whole lineages, pinned); none
+    of the radar's code or Recall's lineage rule."""
+    return v31.prune_rule(*_source_rows(db), now, days)
+
+
+def _last_activities(db: Path) -> set[float]:
+    """Each session's last activity: the newest of last_activity_at, newest message, start."""
+    sessions, newest = _source_rows(db)
+    return {
+        max(v for v in (s["started_at"], s.get("last_activity_at"), newest.get(sid)) if v)
+        for sid, s in sessions.items()
+    }
+
+
+def _config(root: Path, days: int, auto_prune: bool = True) -> None:
+    flag = "true" if auto_prune else "false"
+    (root / "config.yaml").write_text(
+        f"sessions:\n  auto_prune: {flag}\n  retention_days: {days}\n", encoding="utf-8"
+    )
+
+
+def _radar_ids(root: Path, now: float) -> list[str]:
+    radar = prune_radar(HermesHome(root), root / "no-archive.db", now=now, continues=continues)
+    assert radar.source_problem is None
+    return [c.session_id for c in radar.candidates]
+
+
+def _sweeps_agree(root: Path, days: int) -> list[frozenset[str]]:
+    """At a cut-off just before and just after every session's last activity, the radar
+    lists exactly (and each once) what Hermes's rule deletes. Returns each deleted set."""
+    db = root / "state.db"
+    seen: list[frozenset[str]] = []
+    for last in sorted(_last_activities(db)):
+        for now in (last + days * 86_400 - 1, last + days * 86_400 + 1):
+            listed = _radar_ids(root, now)
+            deleted = _deleted_by_hermes(db, now, days)
+            assert len(listed) == len(set(listed))
+            assert set(listed) == deleted, (root.name, now - last)
+            seen.append(deleted)
+    return seen
+
+
+def test_on_a_v31_home_the_radar_lists_what_hermess_rule_deletes(tmp_path: Path) -> None:
+    facts = v31.build_v31_home(tmp_path / "home")
+    ids = facts.sessions
+    before = digests(facts.db)
+    radar = prune_radar(
+        HermesHome(facts.root), tmp_path / "archive.db", now=facts.now, continues=continues
+    )
+    listed = {c.session_id for c in radar.candidates}
+    assert listed == _deleted_by_hermes(facts.db, facts.now, facts.retention_days)
+    assert listed == facts.prune_deleted  # the fixture's own record of Hermes's sweep
+    assert listed == {ids[n] for n in ("old", "old_lineage_1", "old_lineage_2", "cron_old")}
+    # Each of these started before the cut-off and ended; the old rule listed them all.
+    kept = ("rotation_1", "rotation_2", "rotation_3")  # their chain's tip is still open
+    kept += ("compacted_last_week", "active_month_later")  # recent last activity
+    kept += ("pinned_1", "pinned_2", "pinned_3")  # a pinned segment and what it covers
+    assert not listed & {ids[n] for n in kept}
+    cutoff = facts.now - 90 * 86_400
+    assert all(ids[n] in facts.prune_kept for n in kept)
+    assert all(facts.last_activity[ids[n]] < cutoff for n in kept[:3])  # idle, yet kept
+    assert radar.spared == {"pinned": 3, "open": 1, "lineage": 3}
+    by_id = {c.session_id: c for c in radar.candidates}
+    for sid, c in by_id.items():
+        assert c.last_activity == pytest.approx(facts.last_activity[sid])
+    pair = (by_id[ids["old_lineage_1"]], by_id[ids["old_lineage_2"]])
+    newest = facts.last_activity[ids["old_lineage_2"]]
+    assert [(c.lineage, c.lineage_last_activity) for c in pair] == [(2, newest), (2, newest)]
+    assert pair[0].crossed_at == pytest.approx(newest + 90 * 86_400)
+    assert (by_id[ids["old"]].lineage, by_id[ids["cron_old"]].lineage) == (1, 1)
+    assert by_id[ids["old"]].idle_days(facts.now) == 199  # its last message, 200 days ago
+    # A lineage together, in the order each crossed retention.
+    assert [c.session_id for c in radar.candidates] == [
+        ids[n] for n in ("old_lineage_1", "old_lineage_2", "old", "cron_old")
+    ]
+    assert_untouched(facts.db, before)
+
+
+def test_on_a_v31_home_the_radar_agrees_with_the_rule_at_every_cut_off(tmp_path: Path) -> None:
+    facts = v31.build_v31_home(tmp_path / "home")
+    _config(facts.root, 90)
+    seen = _sweeps_agree(facts.root, 90)
+    # At the latest cut-off every session goes but the open ones (the long session, the
+    # rotation chain whose tip is open, the one never ended) and the pinned lineage of 3.
+    assert frozenset() in seen and max(map(len, seen)) == len(facts.sessions) - 1 - 4 - 1 - 3
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
+def test_on_every_older_shape_the_radar_agrees_with_the_rule_at_every_cut_off(
+    tmp_path: Path, shape: str
+) -> None:
+    root = tmp_path / shape
+    root.mkdir()
+    shapes.SHAPES[shape](root / "state.db")
+    _config(root, 3)
+    seen = _sweeps_agree(root, 3)
+    # Some cut-off spares a chain's old segments for a recent one: the rule did bite.
+    chain = {shapes.S_ROOT, shapes.S_CONT1}
+    assert any(not chain & deleted for deleted in seen if deleted)
+
+
+def test_on_the_prune_and_epochs_homes_the_radar_agrees_with_the_rule(tmp_path: Path) -> None:
+    shapes.build_prune_home(tmp_path / "prune", NOW)
+    _config(tmp_path / "prune", 30)
+    assert max(map(len, _sweeps_agree(tmp_path / "prune", 30))) == 5  # not pinned, open
+    shapes.build_epochs_home(tmp_path / "epochs")
+    _config(tmp_path / "epochs", 7)
+    assert _sweeps_agree(tmp_path / "epochs", 7)
+
+
+# -- a home nothing will ever prune --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "why"),
+    [
+        ("sessions:\n  auto_prune: false\n  retention_days: 30\n", "auto-prune is off"),
+        ("sessions:\n  auto_prune: false\n  retention_days: ninety\n", "auto-prune is off"),
+        ("sessions:\n  retention_days: 0\n", "retention_days is 0"),
+    ],
+)
+def test_a_home_nothing_prunes_says_why_in_one_clause(
+    tmp_path: Path, yaml_text: str, why: str
+) -> None:
+    home, _ = _home(tmp_path, config=yaml_text)
+    radar = prune_radar(home, tmp_path / "none.db", now=NOW, continues=continues)
+    assert radar.never is not None and why in radar.never
+    assert radar.candidates == () and radar.cutoff is None and radar.spared == {}
+    assert radar.archive_problem is None  # no "not archived" warning either
+
+
+def test_the_demo_home_is_never_pruned_whatever_its_config_says(tmp_path: Path) -> None:
+    report = build_demo_home(tmp_path / "demo", sessions=12, messages=300, anchor_day="2026-01-05")
+    home = HermesHome(report.home)
+    assert not retention_policy(home).auto_prune  # the demo writes auto_prune: false
+    # A demo home built before it did: the demo mark in its store says it all the same.
+    home.config_yaml.write_text("sessions:\n  retention_days: 1\n", encoding="utf-8")
+    assert retention_policy(home).prunes
+    radar = prune_radar(home, home.state_db, now=NOW, continues=continues)
+    assert radar.demo and "demo home" in radar.never
+    assert radar.candidates == () and radar.archive_problem is None
