@@ -23,6 +23,7 @@ from dashboard.reader.opening import reading_for
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support import hermes_v31 as v31
+from tests.support.pruned_homes import prune_from_source
 from tests.support.source_checks import assert_untouched, digests
 
 NOW = time.time()
@@ -330,3 +331,29 @@ def test_the_demo_home_is_never_pruned_whatever_its_config_says(tmp_path: Path) 
     radar = prune_radar(home, home.state_db, now=NOW, continues=continues)
     assert radar.demo and "demo home" in radar.never
     assert radar.candidates == () and radar.archive_problem is None
+
+
+def test_after_hermess_sweep_the_archive_keeps_exactly_the_listed_sessions_as_gone(
+    tmp_path: Path,
+) -> None:
+    """Before the sweep the radar lists A; the sweep (the rule read from the rows) deletes
+    A from the source; the next sync marks exactly A gone, and the radar lists nothing."""
+    facts = v31.build_v31_home(tmp_path / "home")
+    home = HermesHome(facts.root)
+    archive = _archive(tmp_path, home)
+    before = prune_radar(home, archive, now=facts.now, continues=continues)
+    assert before.candidates and before.unsafe == 0
+    listed = {c.session_id for c in before.candidates}
+    for sid in _deleted_by_hermes(facts.db, facts.now, facts.retention_days):
+        prune_from_source(home, sid)
+    with SessionStore(archive) as store:
+        sync(store, home.state_db, home.root)
+        gone = {
+            r[0]
+            for r in store.core.conn.execute(
+                "SELECT src_id FROM sessions WHERE gone_from_source_at IS NOT NULL"
+            )
+        }
+    assert gone == listed
+    after = prune_radar(home, archive, now=facts.now, continues=continues)
+    assert after.candidates == () and after.source_problem is None
