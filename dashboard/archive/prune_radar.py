@@ -366,7 +366,7 @@ def _lineages(
         return sid
 
     for sid, s in sessions.items():
-        parent = sessions.get(s["parent_session_id"] or "")
+        parent = sessions.get(str(s["parent_session_id"] or ""))
         if parent is not None and parent is not s and continues(s, parent):
             a, b = top(sid), top(str(parent["id"]))
             if a != b:

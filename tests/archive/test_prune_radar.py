@@ -357,3 +357,31 @@ def test_after_hermess_sweep_the_archive_keeps_exactly_the_listed_sessions_as_go
     assert gone == listed
     after = prune_radar(home, archive, now=facts.now, continues=continues)
     assert after.candidates == () and after.source_problem is None
+
+
+def test_rows_with_odd_times_or_a_parent_loop_are_read_not_raised(tmp_path: Path) -> None:
+    """A damaged file: text where times belong, a session its own parent, two sessions
+    each the other's parent. The radar answers (such rows count as idle since 1970)."""
+    home, ids = _home(tmp_path)
+    with closing(sqlite3.connect(home.state_db)) as conn:
+        conn.execute("UPDATE sessions SET started_at = 'yesterday' WHERE id = ?", (ids["recent"],))
+        conn.execute(
+            "UPDATE messages SET timestamp = 'soon' WHERE session_id = ?", (ids["recent"],)
+        )
+        conn.execute(
+            "UPDATE sessions SET last_activity_at = 'later', end_reason = 'compression',"
+            " parent_session_id = id WHERE id = ?",
+            (ids["recent"],),
+        )
+        for a, b in (("old", "older"), ("older", "old")):
+            conn.execute(
+                "UPDATE sessions SET end_reason = 'compression', parent_session_id = ?"
+                " WHERE id = ?",
+                (ids[b], ids[a]),
+            )
+        conn.commit()
+    radar = prune_radar(home, tmp_path / "none.db", now=NOW, continues=continues)
+    assert radar.source_problem is None
+    by_id = {c.session_id: c for c in radar.candidates}
+    assert ids["recent"] in by_id and by_id[ids["recent"]].last_activity == 0.0
+    assert by_id[ids["old"]].lineage == by_id[ids["older"]].lineage == 2
