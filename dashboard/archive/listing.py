@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.archive.prune_radar import PruneRadar, prune_radar
+from dashboard.archive.prune_radar import ContinuationRule, PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
@@ -139,21 +139,25 @@ def archive_page(
     page: int,
     now: float | None = None,
     *,
+    continues: ContinuationRule,
     profiles: Sequence[Profile] = (),
     scope: Scope = EVERY_PROFILE,
     conn: sqlite3.Connection | None = None,
 ) -> ArchivePage:
     """The prune radar of ``home`` against ``archive``, and one page of the archive's
-    sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
-    from its own source and config, in place of ``home``'s. ``conn``: the archive
-    already open in ``scope`` (one read transaction for the listing and every radar's
-    check), else each opens it."""
+    sessions in ``scope``. ``continues``: the continuation rule the radar groups
+    lineages by (``lineage.links.continues``). ``profiles`` (2+, reading every
+    profile): each one's radar, from its own source and config, in place of ``home``'s.
+    ``conn``: the archive already open in ``scope`` (one read transaction for the
+    listing and every radar's check), else each opens it."""
     if scope.spans(profiles):
         radars = tuple(
-            ProfileRadar(p.name, prune_radar(p.home, archive, now, conn=conn)) for p in profiles
+            ProfileRadar(p.name, prune_radar(p.home, archive, now, continues=continues, conn=conn))
+            for p in profiles
         )
     else:
-        radars = (ProfileRadar(None, prune_radar(home, archive, now, conn=conn)),)
+        radar = prune_radar(home, archive, now, continues=continues, conn=conn)
+        radars = (ProfileRadar(None, radar),)
     if conn is not None:
         listing = _listing(conn, presence, page, PAGE_SIZE)
     else:

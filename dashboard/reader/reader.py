@@ -424,6 +424,7 @@ class StateReader:
                 presence,
                 page,
                 now,
+                continues=links.continues,
                 profiles=profiles,
                 scope=self.scope,
                 conn=conn,
