@@ -105,7 +105,10 @@ def _wait_until_up(proc: subprocess.Popen[str], log: Path, url: str, wait_for_im
             try:
                 health = httpx.get(f"{url}/healthz", timeout=1.0).json()
                 sync = health.get("sync")
-                if not wait_for_import or not sync or sync["last_sync_at"] or sync["reason"]:
+                settled = sync and (
+                    sync["last_sync_at"] or sync["reason"] or sync.get("folder_reason")
+                )
+                if not wait_for_import or not sync or settled:
                     return True
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the first import did not finish: {log.read_text()}")
