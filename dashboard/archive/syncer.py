@@ -259,7 +259,8 @@ class Syncer(_Polling):
                 changed = self._watch.changed()
                 self._moved = self._moved or changed
                 due = self._moved and time.monotonic() >= self._next_reconcile
-                if not (changed or due):
+                # A pass the folder refused is run again each poll until the folder takes it.
+                if not (changed or due or self._state.folder_reason):
                     return False
                 replaced = self._watch.replaced
                 self._run_sync(store, reconcile=due)
