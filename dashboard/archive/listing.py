@@ -27,7 +27,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
 from dashboard.store.fts_upkeep import triggers_off
 from dashboard.store.presence import gone_sql, presence_sql
-from dashboard.store.readonly import open_readonly, read_snapshot
+from dashboard.store.readonly import open_own_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
 from dashboard.store.session_store import SessionStore
 
@@ -167,7 +167,7 @@ def archive_page(
 
 def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
     """The archive read-only, seeing ``scope``'s profiles only."""
-    conn = open_readonly(archive)
+    conn = open_own_readonly(archive)
     try:
         apply_scope(conn, scope)
     except sqlite3.Error:
@@ -265,7 +265,7 @@ def delete_from_archive(
 
 def _importing(archive: Path) -> bool:
     """Whether a first import is under way (its FTS triggers are off)."""
-    conn = open_readonly(archive)
+    conn = open_own_readonly(archive)
     try:
         return triggers_off(conn)
     finally:

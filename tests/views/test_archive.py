@@ -260,14 +260,15 @@ def test_the_radar_and_the_listing_read_the_archive_once(
     client, ids, archive, _ = _client(tmp_path)
     opened = count_snapshots(monkeypatch)
     own: list[Path] = []  # the archive opened by the radar or the listing themselves
-    for module in (listing_module, radar_module):
-        original = module.open_readonly
+    # The listing opens the archive (Recall's own file), the radar the source beside it.
+    for module, opener in ((listing_module, "open_own_readonly"), (radar_module, "open_readonly")):
+        original = getattr(module, opener)
 
         def recorded(path: Path, *args: object, _open=original, **kwargs: object):
             own.append(Path(path))
             return _open(path, *args, **kwargs)
 
-        monkeypatch.setattr(module, "open_readonly", recorded)
+        monkeypatch.setattr(module, opener, recorded)
     html = _html(client, "/archive")
     assert len(opened) == 1  # one snapshot for the listing and the radar's check
     assert archive.resolve() not in [p.resolve() for p in own]  # only the source beside it
