@@ -48,6 +48,7 @@ from dashboard.reader.reader import StateReader
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as hs
+from tests.support import hermes_v31 as hv
 from tests.support.archived import archived_reader
 from tests.support.source_checks import (
     ALL_SHAPES,
@@ -57,13 +58,25 @@ from tests.support.source_checks import (
     digests,
 )
 
-MACHINE_SHAPES = sorted(set(ALL_SHAPES) - {"cjk_without_tokenizer"})
+
+def _build_v31(path: Path) -> Path:
+    """Hermes v31's home (message_uid, both summary forms, head copies) at ``path``."""
+    return hv.build_v31_home(path.parent).db
+
+
+#: Every shape but one (below), and Hermes v31's: its compactions re-insert rows that
+#: keep their message_uid, so one message must count once through every operation.
+SHAPE_BUILDERS = {**ALL_SHAPES, "v31": _build_v31}
+MACHINE_SHAPES = sorted(set(SHAPE_BUILDERS) - {"cjk_without_tokenizer"})
 START = 1_900_000_000.0  # after every fixture row
 HOUR = 3600.0
 DAY = 86400.0
 #: Words in the fixtures' message text, searched on both sides after each sync (not
 #: words of tool calls: the oldest index, seed_external's, holds message text only).
 FIXTURE_WORDS = (hs.UNIQUE_WORD, hs.COMPACTED_WORD, hs.CRON_WORD, hs.WAL_WORD, hs.STALE_WORD)
+
+#: The v31 home's words said in rows its compactions re-inserted (head, tail, each epoch).
+V31_WORDS = (*hv.EPOCH_MARKERS.values(), hv.HEAD_MARKER, hv.TAIL_MARKER, hv.UNDO_MARKER)
 
 MACHINE_SETTINGS = settings(
     max_examples=int(os.environ.get("RECALL_MACHINE_EXAMPLES", "6")),
@@ -83,7 +96,7 @@ class ArchiveMachine(RuleBasedStateMachine):
         self.tmp = Path(tempfile.mkdtemp(prefix="archive-machine-"))
         self.home = self.tmp / "home"
         self.home.mkdir()
-        self.db = ALL_SHAPES[self.shape](self.home / "state.db")
+        self.db = SHAPE_BUILDERS[self.shape](self.home / "state.db")
         self.archive = SessionStore(self.tmp / "archive.db")
         self.key = source_key(self.home)
         self.clock = START
@@ -170,7 +183,10 @@ class ArchiveMachine(RuleBasedStateMachine):
         ids = self.sessions()
         if ids:
             sid = data.draw(st.sampled_from(ids))
-            hs.compact_in_place(self.db, sid, f"so far {self.word(sid)}", self.tick())
+            if self.shape != "v31":
+                hs.compact_in_place(self.db, sid, f"so far {self.word(sid)}", self.tick())
+            elif _live_rows(self.db, sid) > 5:  # Hermes compacts a head, a middle and a tail
+                hv.compact_in_place(self.db, sid, f"so far {self.word(sid)}", self.tick())
 
     @rule(data=st.data())
     def rewind(self, data: st.DataObject) -> None:
@@ -245,6 +261,7 @@ class ArchiveMachine(RuleBasedStateMachine):
         self.remember()
         self.check_kept()
         assert_mirrors(self.archive, self.db, self.home)
+        self.check_counted_once()
         self.check_readers()
 
     def remember(self) -> None:
@@ -291,6 +308,27 @@ class ArchiveMachine(RuleBasedStateMachine):
             if sid not in in_source and shown:  # pruned, or lost to an older copy: found
                 found = reader.search(self.request(word))
                 assert sid in {r.session_id for r in found.results}, word
+
+    def check_counted_once(self) -> None:
+        """Every message counts once: a session's hits for a word are its distinct
+        messages saying it (a uid, else a row) among the rows the archive shows, gone
+        ones included; a restored older copy or a compaction adds no second count."""
+        conn = self.archive.core.conn
+        reader = StateReader(HermesHome(self.home), path=self.archive.path)
+        for word in [*FIXTURE_WORDS, *V31_WORDS, *list(self.seen_words)[-8:]]:
+            rows = conn.execute(
+                "SELECT m.session_id, coalesce(m.message_uid, 'row:' || m.id) FROM messages m"
+                f" WHERE instr(m.content, ?) AND {conventions.visible_sql('m')}",
+                (word,),
+            ).fetchall()
+            messages: dict[str, set[str]] = {}
+            for sid, identity in rows:
+                assert identity not in messages.get(sid, set()), (word, sid, identity)
+                messages.setdefault(sid, set()).add(identity)
+            if self.shape != "v31":
+                continue  # older shapes: tail copies fold by role and content (epochs.py)
+            hits = {r.session_id: r.hit_count for r in reader.search(self.request(word)).results}
+            assert hits == {s: len(m) for s, m in messages.items()}, word
 
     def request(self, word: str) -> SearchRequest:
         """A search for ``word`` in every session, one card each (cron and subagent too)."""
@@ -345,21 +383,44 @@ class ArchiveMachine(RuleBasedStateMachine):
                 assert _chain(mine, self.db) == _chain(source.chain(sid), self.db), sid
 
 
+def _live_rows(db: Path, session_id: str) -> int:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+        return c.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1", (session_id,)
+        ).fetchone()[0]
+
+
 def _sessions_saying(db: Path, word: str) -> set[str]:
     """Sessions of the source with a visible row containing ``word`` (a plain scan, the
-    visible-row rule over whatever flag columns the file has)."""
+    visible-row rule over whatever flag columns the file has; with ``message_uid``, a
+    copy is the message an earlier row of its session is, and a row a later one
+    re-inserts is history though flagged like a rewind)."""
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
         columns = {r[1] for r in c.execute("PRAGMA table_info(messages)")}
         flags = [f for f in conventions.MESSAGE_DEFAULTS if f in columns]
+        uid = "message_uid" if "message_uid" in columns else "NULL"
+        merged = '"_compressed_summary"' if "_compressed_summary" in columns else "0"
         rows = c.execute(
-            f"SELECT session_id, content{''.join(', ' + f for f in flags)} FROM messages "
-            "WHERE instr(lower(content), lower(?))",
+            f"SELECT id, session_id, {uid}, {merged}, instr(lower(content), lower(?)) > 0"
+            f"{''.join(', ' + f for f in flags)} FROM messages ORDER BY id",
             (word,),
         ).fetchall()
+    last = {(r[1], r[2]): r[0] for r in rows if r[2] is not None}
+    seen: dict[tuple[str, str], bool] = {}  # (session, uid) -> a row of it merged a summary
     found = set()
-    for session_id, _content, *values in rows:
+    for row_id, session_id, message_uid, is_merged, says, *values in rows:
+        key = (session_id, message_uid)
+        repeats = None
+        if message_uid is not None:
+            if key in seen and (not is_merged or seen[key]):
+                repeats = row_id
+            seen[key] = seen.get(key, False) or bool(is_merged)
+        superseded = message_uid is not None and last[key] != row_id
         row = {**conventions.MESSAGE_DEFAULTS, **dict(zip(flags, values, strict=True))}
-        if conventions.is_visible(row["active"], row["compacted"], row["display_kind"]):
+        visible = conventions.is_visible(
+            row["active"], row["compacted"], row["display_kind"], repeats, superseded
+        )
+        if says and visible:
             found.add(session_id)
     return found
 
