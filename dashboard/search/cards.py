@@ -81,6 +81,41 @@ def fold_copies(rows: Iterable[Hits], epochs: Mapping[str, Epochs]) -> tuple[lis
     return kept, folded
 
 
+def fold_family_copies(
+    conn: sqlite3.Connection, rows: list[Hits], lineage: Lineage
+) -> tuple[list[Hits], int]:
+    """``rows`` with a message another session of its family re-inserted counted once,
+    as the row it first was (the lowest id), and how many were folded away.
+
+    A rotation child opens with the head copy, which keeps the ``message_uid`` of the
+    ancestor's row (HERMES_FACTS, "Hermes v31"): one message, said once. Only families
+    with hits in two or more sessions are read (rows without a uid pass unchanged).
+    """
+    roots = {sid: lineage.root(sid) for sid in dict.fromkeys(r[1] for r in rows)}
+    sessions: dict[str, set[str]] = {}
+    for sid, root in roots.items():
+        sessions.setdefault(root, set()).add(sid)
+    shared = {root for root, members in sessions.items() if len(members) > 1}
+    if not shared:
+        return rows, 0
+    ids = [r[0] for r in rows if roots[r[1]] in shared]
+    uids = dict(
+        conn.execute(
+            "SELECT m.id, m.message_uid FROM messages m WHERE m.message_uid IS NOT NULL"
+            " AND m.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        ).fetchall()
+    )
+    first: dict[tuple[str, str], int] = {}
+    for r in rows:
+        uid = uids.get(r[0])
+        if uid is not None:
+            key = (roots[r[1]], uid)
+            first[key] = min(first.get(key, r[0]), r[0])
+    kept = [r for r in rows if r[0] not in uids or first[(roots[r[1]], uids[r[0]])] == r[0]]
+    return kept, len(rows) - len(kept)
+
+
 def group_rows(
     rows: Iterable[Row],
     lineage: Lineage,

@@ -31,6 +31,7 @@ from dashboard.search.cards import (
     archived_sessions,
     build_cards,
     fold_copies,
+    fold_family_copies,
     group_rows,
     page_of,
 )
@@ -145,6 +146,8 @@ def _matching(
     # (per card, per chain, the total) and every link reads the row a person reads.
     epochs = cache.get(conn, archived_sessions(found.rows))
     rows, folded = fold_copies(found.rows, epochs)
+    rows, across = fold_family_copies(conn, rows, lineage)
+    folded += across
     groups = group_rows(rows, lineage, request, titles)
     results = build_cards(conn, page_of(groups, request), lineage, parsed, epochs)
     side = "oldest" if request.sort == "oldest" else "newest"

@@ -746,3 +746,19 @@ def test_a_v31_turn_taken_back_is_not_found(
     _, reader, _ = v31_home
     result = reader.search(SearchRequest(query=hv.UNDO_MARKER))
     assert result.results == [] and result.total_matches == 0
+
+
+def test_a_rotation_child_s_head_copy_is_the_message_its_root_said(
+    v31_home: tuple[hv.V31Facts, StateReader, dict[int, int]],
+) -> None:
+    """Every child of the rotation chain opens with the root's first rows (same uid):
+    one message, counted and shown once, in the root, in either grouping."""
+    facts, reader, ids = v31_home
+    marker = facts.markers[hv.ROTATION_MARKER]
+    assert marker.messages == 1 and len(marker.rows) > 1
+    for group in ("chain", "session"):
+        result = reader.search(SearchRequest(query=marker.word, group=group))
+        (card,) = result.results
+        (hit,) = card.hits
+        assert result.total_matches == card.hit_count == 1, group
+        assert (hit.session_id, hit.message_id) == (facts.rotation[0], ids[marker.rows[0]])
