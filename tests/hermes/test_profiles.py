@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,35 @@ def test_every_module_asks_scope_spans() -> None:
         )
     ]
     assert counted == []
+
+
+def test_an_older_archives_colon_id_is_refiled_and_its_old_row_kept(tmp_path: Path) -> None:
+    """An archive made before ArchiveIds kept a primary id holding ':' as it was; the next
+    sync files it as ``default:<id>`` and keeps the old row, marked gone (docs/profiles.md):
+    nothing is lost, and no id of another profile's shape is left to the primary."""
+    home = tmp_path / "hermes"
+    db = hs.build_current_views(home / "state.db")
+    hs.start_session(db, "telegram:42", 1.7905e9)
+    hs.append_turn(db, "telegram:42", "hello from the colon", "hi", 1.7905e9)
+    archive = tmp_path / "archive.db"
+    reading_for(HermesHome(home), archive, inline=True).syncer.poll()
+    with closing(sqlite3.connect(archive)) as conn:  # as the rule before this one left it
+        for table, column in (("sessions", "id"), ("messages", "session_id")):
+            conn.execute(
+                f"UPDATE {table} SET {column} = 'telegram:42'"
+                f" WHERE {column} = 'default:telegram:42'"
+            )
+        conn.commit()
+    reading = reading_for(HermesHome(home), archive, inline=True)
+    reading.syncer.poll()
+    with closing(sqlite3.connect(archive)) as conn:
+        rows = conn.execute(
+            "SELECT id, gone_from_source_at IS NOT NULL,"
+            " (SELECT count(*) FROM messages m WHERE m.session_id = s.id"
+            "  AND m.gone_from_source_at IS NULL)"
+            " FROM sessions s WHERE src_id = 'telegram:42' ORDER BY id"
+        ).fetchall()
+    assert rows == [("default:telegram:42", 0, 2), ("telegram:42", 1, 0)]
+    assert reading.reader.transcript("default:telegram:42").messages[0].text == (
+        "hello from the colon"
+    )
