@@ -16,13 +16,14 @@ from typing import TextIO
 from flask import Flask
 
 from dashboard.app import create_app
+from dashboard.archive.files import archive_files
 from dashboard.archive.importer import Progress
 from dashboard.archive.syncer import Syncer
 from dashboard.demo.home import chosen_home, ensure_demo_home
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome, resolve_home
 from dashboard.hermes.profiles import ALL, discover, parse_profile
-from dashboard.store.datadir import recall_data_dir
+from dashboard.store.datadir import folder_fault, recall_data_dir
 from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
 from dashboard.web.rollup import prepare_cost_rollup
 
@@ -170,7 +171,15 @@ def serve(
         print(f"recall: {plan.note}", flush=True)
     if plan.demo:
         ensure_demo_home(plan.home, sys.stdout)
-    plan.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        plan.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(
+            f"recall: can't make Recall's data folder {plan.data_dir} ({exc.strerror}): "
+            "start Recall with --data-dir on a writable folder",
+            file=sys.stderr,
+        )
+        return 2
     app = create_app(
         {
             "HERMES_HOME": str(plan.home.root),
@@ -196,6 +205,11 @@ def serve(
             file=sys.stderr,
         )
         return 2
+    unusable = _folder_line(plan.data_dir, syncer.archive_path if syncer else None)
+    if unusable is not None:
+        print(unusable.line, file=sys.stderr, flush=True)
+        if unusable.fatal:
+            return 2
     try:
         server = waitress.create_server(app, host=host, port=port, threads=threads, ident="Recall")
     except OSError as exc:
@@ -232,6 +246,47 @@ def serve(
         with app.app_context():
             stop_syncer()
     return 0
+
+
+@dataclass(frozen=True)
+class FolderLine:
+    """What ``recall serve`` says at start about a folder of its own it cannot write."""
+
+    line: str
+    fatal: bool  # nothing archived there yet: there is nothing to serve
+
+
+def _folder_line(data_dir: Path, archive: Path | None) -> FolderLine | None:
+    """The archive's folder (or the data directory) read-only or full, said in one line.
+
+    With no archive there yet, Recall cannot serve anything: every page reads the
+    archive, and Hermes's own file is read only to fill it. So that is an error (the
+    caller exits 2). With one, its pages are served as they are, and the banner keeps
+    saying that new history is not saved.
+    """
+    for folder, files in (
+        (archive.parent, archive_files(archive)) if archive else (data_dir, ()),
+        (data_dir, ()),
+    ):
+        fault = folder_fault(folder, files)
+        if fault is None:
+            continue
+        if archive is None or folder != archive.parent:
+            # Recall's own small file only (summaries, memory revisions, cost sums).
+            return FolderLine(f"recall: {fault.sentence}; serving without it", fatal=False)
+        if not _holds_data(archive):
+            return FolderLine(f"recall: {fault.sentence}.", fatal=True)
+        return FolderLine(
+            f"recall: {fault.sentence}; serving the archive as it is until then", fatal=False
+        )
+    return None
+
+
+def _holds_data(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from dashboard.archive.marks import LAST_SYNC_PREFIX, read_watermark, source_key
 from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.store.datadir import recall_data_dir
-from dashboard.store.readonly import open_readonly
+from dashboard.store.readonly import open_own_readonly, open_readonly
 from dashboard.store.schema import LATEST_VERSION, current_version
 from dashboard.store.session_store import SessionStore
 
@@ -64,6 +65,63 @@ def open_archive(path: Path, *, to_sync: bool = False) -> SessionStore:
         )
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return SessionStore(path, finish_index=not to_sync)
+
+
+def archive_files(path: Path) -> tuple[Path, Path]:
+    """The archive and its ``-wal``: what a sync writes (the ``-shm`` is only mapped)."""
+    return path, Path(f"{path}-wal")
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path``; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def reopen_archive(store: SessionStore) -> tuple[SessionStore, bool]:
+    """The archive ``store`` has open is no longer the file at its path: reopen that path,
+    and whether the open copy was written back first.
+
+    Deleted (its folder removed while Recall ran): the copy still open is the only one
+    left, and it holds sessions Hermes may have pruned since, so it is written back to
+    the path (SQLite's backup API, the folder made anew) rather than imported afresh.
+    Another file there (a backup restored): that file is the archive now. When the
+    folder cannot be made, this raises and ``store`` stays open for the next try.
+    """
+    path = store.path
+    restored = file_identity(path) is None
+    if restored:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        incoming = path.with_name(f"{path.name}.restoring-{os.getpid()}")
+        try:
+            with closing(sqlite3.connect(incoming)) as copy:
+                store.core.conn.backup(copy)
+            os.replace(incoming, path)
+        finally:
+            incoming.unlink(missing_ok=True)
+    store.close()
+    return open_archive(path, to_sync=True), restored
+
+
+def holds_home(path: Path, home_root: Path) -> bool:
+    """Whether the archive at ``path`` holds rows of the home at ``home_root``, read
+    without writing (for an archive its syncer cannot open: a read-only folder)."""
+    try:
+        conn = open_own_readonly(path, timeout=0, io_retries=0)
+    except StoreUnavailableError:
+        return False
+    try:
+        row = conn.execute(
+            "SELECT 1 FROM sessions WHERE src_home=? LIMIT 1", (source_key(home_root),)
+        ).fetchone()
+        return row is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def foreign_file(path: Path) -> bool:

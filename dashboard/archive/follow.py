@@ -44,6 +44,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from dashboard.archive.copies import mark_repeats
 from dashboard.archive.marks import LAST_SYNC_PREFIX, put_meta
 from dashboard.archive.source import (
     FLAG_COLUMNS,
@@ -425,6 +426,14 @@ def insert_messages(
         "ON CONFLICT(src_home, src_id) WHERE src_id IS NOT NULL DO NOTHING",
         [(*(m[k] for k in MESSAGE_COLUMNS), home, str(m["id"]), now) for m in rows],
     ).rowcount
+    sessions = sorted({str(m["session_id"]) for m in rows if m.get("message_uid")})
+    for chunk in _chunks(sessions):
+        marks = ",".join("?" for _ in chunk)
+        mark_repeats(
+            c,
+            f"session_id IN ({marks}) AND src_home = ? AND archive_first_seen = ?",
+            (*chunk, home, now),
+        )
     return max(added, 0)
 
 

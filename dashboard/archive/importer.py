@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard.archive.copies import has_uids, mark_repeats, take_uids
 from dashboard.archive.follow import follow
 from dashboard.archive.layout import detect_layout
 from dashboard.archive.marks import WATERMARK_PREFIX, put_meta, read_watermark, source_key
@@ -129,6 +130,7 @@ def sync(
             still = conn.execute("PRAGMA data_version").fetchone()[0] == version
         check = reconcile or resumed or (first and not still)
         followed = follow(archive, adapter, home, state_db, reconcile=check, copied=first)
+        archive.core.write(lambda c: take_uids(c, adapter, home))
     finally:
         conn.close()
     c = followed.changes
@@ -197,6 +199,7 @@ def _first_import(
     done = total - len(todo)
 
     copy = adapter.messages_select(SOURCE_SCHEMA)
+    uids = has_uids(adapter)
     # The trigram index built on the second core as batches land (store/trigram_build.py),
     # when every message the archive will hold comes through this pass.
     any_message = archive.core.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone()
@@ -233,6 +236,8 @@ def _first_import(
                 added[at] = _insert(c, home, rows, now)
                 added[at][1] = _copy_messages(c, home, copy, [s.row["_src_id"] for s in rows], now)
                 landed[at] = _landed(home, rows, now)
+                if uids:
+                    mark_repeats(c, *landed[at])
                 index_messages(c, *landed[at], trigram=both)
                 put_meta(c, WATERMARK_PREFIX + home, covered)
 

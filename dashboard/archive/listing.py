@@ -21,14 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dashboard.archive.prune_radar import Candidate, PruneRadar, prune_radar
+from dashboard.archive.prune_radar import Candidate, ContinuationRule, PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
 from dashboard.store.fts_upkeep import triggers_off
 from dashboard.store.names import names_of, session_names
 from dashboard.store.presence import gone_sql, presence_sql
-from dashboard.store.readonly import open_readonly, read_snapshot
+from dashboard.store.readonly import open_own_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
 from dashboard.store.session_store import SessionStore
 
@@ -160,21 +160,25 @@ def archive_page(
     page: int,
     now: float | None = None,
     *,
+    continues: ContinuationRule,
     profiles: Sequence[Profile] = (),
     scope: Scope = EVERY_PROFILE,
     conn: sqlite3.Connection | None = None,
 ) -> ArchivePage:
     """The prune radar of ``home`` against ``archive``, and one page of the archive's
-    sessions in ``scope``. ``profiles`` (2+, reading every profile): each one's radar,
-    from its own source and config, in place of ``home``'s. ``conn``: the archive
-    already open in ``scope`` (one read transaction for the listing and every radar's
-    check), else each opens it."""
+    sessions in ``scope``. ``continues``: the continuation rule the radar groups
+    lineages by (``lineage.links.continues``). ``profiles`` (2+, reading every
+    profile): each one's radar, from its own source and config, in place of ``home``'s.
+    ``conn``: the archive already open in ``scope`` (one read transaction for the
+    listing and every radar's check), else each opens it."""
     if scope.spans(profiles):
         radars = tuple(
-            ProfileRadar(p.name, prune_radar(p.home, archive, now, conn=conn)) for p in profiles
+            ProfileRadar(p.name, prune_radar(p.home, archive, now, continues=continues, conn=conn))
+            for p in profiles
         )
     else:
-        radars = (ProfileRadar(None, prune_radar(home, archive, now, conn=conn)),)
+        radar = prune_radar(home, archive, now, continues=continues, conn=conn)
+        radars = (ProfileRadar(None, radar),)
     if conn is None:
         return ArchivePage(
             str(archive), radars, list_archived(archive, presence, page, scope=scope)
@@ -186,7 +190,7 @@ def archive_page(
 
 def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
     """The archive read-only, seeing ``scope``'s profiles only."""
-    conn = open_readonly(archive)
+    conn = open_own_readonly(archive)
     try:
         apply_scope(conn, scope)
     except sqlite3.Error:
@@ -289,7 +293,7 @@ def delete_from_archive(
 
 def _importing(archive: Path) -> bool:
     """Whether a first import is under way (its FTS triggers are off)."""
-    conn = open_readonly(archive)
+    conn = open_own_readonly(archive)
     try:
         return triggers_off(conn)
     finally:

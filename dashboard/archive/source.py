@@ -81,7 +81,18 @@ MESSAGE_COLUMNS = (
     "active",
     "compacted",
     "display_kind",
+    "message_uid",
+    "compressed_summary",
 )
+
+#: Archive message columns named otherwise in a source (schema 31's leading underscore).
+MESSAGE_SOURCE_NAMES = {"compressed_summary": "_compressed_summary"}
+#: What an archive message column holds when its source lacks it (beyond the flags').
+MESSAGE_COLUMN_DEFAULTS: dict[str, Any] = {
+    **conventions.MESSAGE_DEFAULTS,
+    "message_uid": None,
+    "compressed_summary": 0,
+}
 
 
 USAGE_COLUMNS = (
@@ -227,7 +238,7 @@ class Adapter:
         self, where: str, params: tuple[Any, ...], columns: Sequence[str] = ()
     ) -> list[dict[str, Any]]:
         """Messages (``columns``, default every copied one) matching ``where``, by id."""
-        select = self._select("messages", columns or MESSAGE_COLUMNS, conventions.MESSAGE_DEFAULTS)
+        select = self._select("messages", columns or MESSAGE_COLUMNS, MESSAGE_COLUMN_DEFAULTS)
         return [
             dict(r)
             for r in self.conn.execute(
@@ -238,7 +249,7 @@ class Adapter:
     def messages_select(self, schema: str) -> str:
         """A SELECT of every copied message column (``m``) from ``schema``'s ``messages``:
         the first import's ``INSERT … SELECT`` from the attached source."""
-        select = self._select("messages", MESSAGE_COLUMNS, conventions.MESSAGE_DEFAULTS)
+        select = self._select("messages", MESSAGE_COLUMNS, MESSAGE_COLUMN_DEFAULTS)
         return f"SELECT {select} FROM {schema}.messages m"
 
     def digest_sql(self) -> str:
@@ -326,7 +337,11 @@ class Adapter:
         have = self._source_columns(table)
         alias = table[0]
 
+        renamed = MESSAGE_SOURCE_NAMES if table == "messages" else {}
+
         def one(c: str) -> str:
+            if renamed.get(c) in have:
+                return f'{alias}."{renamed[c]}" AS {c}'
             if c not in have:
                 return f"{_literal(defaults.get(c))} AS {c}"
             if c == "session_id":

@@ -12,7 +12,11 @@ miss) at start and every ``RECONCILE_S`` when the source moved meanwhile.
 Nothing that goes wrong with the source stops the thread: a missing, locked,
 corrupt file becomes :attr:`SyncState.error` (and ``reason``; a replaced one is
 imported again and noted in ``replaced_at``), the
-pages keep reading the archive, the next poll tries again.
+pages keep reading the archive, the next poll tries again. A pass that fails because
+of the archive's own folder (gone, read-only, full: :func:`datadir.folder_fault`) is
+said as that (``folder_reason``, ``folder_error``), never as a fault of the source; a
+folder deleted under the open archive gets the archive written back
+(:func:`files.reopen_archive`, ``restored_at``).
 
 Pages use :meth:`Syncer.before_read` (a :class:`StateReader` hook): with
 ``inline=True`` (tests, one-shot commands) it syncs on the calling thread when the
@@ -33,11 +37,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dashboard.archive.files import (
+    archive_files,
+    file_identity,
+    holds_home,
     open_archive,
+    reopen_archive,
 )
 from dashboard.archive.importer import BATCH_SESSIONS, Progress, sync
 from dashboard.archive.marks import read_watermark, source_key
 from dashboard.errors import StoreUnavailableError
+from dashboard.store.datadir import folder_fault
 from dashboard.store.readonly import classify, open_readonly
 from dashboard.store.session_store import SessionStore
 
@@ -65,6 +74,11 @@ class SyncState:
     error: str | None = None  # the sentence a person reads
     imported: bool = False  # the archive holds rows from this home
     replaced_at: float | None = None  # when another file was last found at the path
+    # Recall's own folder (the archive's), not the source: gone, read-only or full
+    # (datadir.FolderFault: folder-missing, folder-readonly, folder-full), and its sentence.
+    folder_reason: str | None = None
+    folder_error: str | None = None
+    restored_at: float | None = None  # when the archive was written back to a deleted folder
 
     @property
     def percent(self) -> int:
@@ -159,6 +173,9 @@ class _Polling(ABC):
         if self.inline:
             self.poll()
         state = self.state()
+        if not state.imported and state.folder_reason is not None:
+            folder = str(Path(state.archive).parent)
+            raise StoreUnavailableError(state.folder_reason, folder, state.folder_error or "")
         if not state.imported and state.reason is not None:
             raise StoreUnavailableError(state.reason, state.source, state.error or "")
 
@@ -204,6 +221,7 @@ class Syncer(_Polling):
         self.on_progress = on_progress  # each committed batch (the terminal's line)
         self._watch = SourceWatch(self.state_db)
         self._store: SessionStore | None = None
+        self._store_id: tuple[int, int] | None = None  # the archive file it has open
         self._state = SyncState(source=str(self.state_db), archive=str(self.archive_path))
         self._state_lock = threading.Lock()
         self._sync_lock = threading.Lock()  # one sync at a time (inline: request threads)
@@ -241,7 +259,8 @@ class Syncer(_Polling):
                 changed = self._watch.changed()
                 self._moved = self._moved or changed
                 due = self._moved and time.monotonic() >= self._next_reconcile
-                if not (changed or due):
+                # A pass the folder refused is run again each poll until the folder takes it.
+                if not (changed or due or self._state.folder_reason):
                     return False
                 replaced = self._watch.replaced
                 self._run_sync(store, reconcile=due)
@@ -249,24 +268,50 @@ class Syncer(_Polling):
                     self._moved = False
                     self.reconciliations += 1
                     self._next_reconcile = time.monotonic() + self.reconcile_s
-                self._set(reason=None, error=None)
+                self._set(reason=None, error=None, folder_reason=None, folder_error=None)
                 if replaced:
                     self._set(replaced_at=time.time())
                 return True
             except SyncStopped:
                 pass  # the next start resumes from the watermark
             except StoreUnavailableError as exc:
-                self._set(importing=False, reason=exc.reason, error=_sentence(exc))
+                if exc.path == str(self.state_db) or not self._folder_failed(exc):
+                    self._set(importing=False, reason=exc.reason, error=_sentence(exc))
             except sqlite3.Error as exc:
-                error = classify(exc, self.state_db)
-                self._set(importing=False, reason=error.reason, error=_sentence(error))
+                if not self._folder_failed(exc):
+                    error = classify(exc, self.state_db)
+                    self._set(importing=False, reason=error.reason, error=_sentence(error))
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any bad file
-                self._set(importing=False, reason="error", error=f"sync failed: {exc}")
+                if not self._folder_failed(exc):
+                    self._set(importing=False, reason="error", error=f"sync failed: {exc}")
             return False
 
+    def _folder_failed(self, exc: BaseException) -> bool:
+        """Whether a failed pass is the archive's folder's fault (then said so, not the
+        source's): gone, read-only or full, as :func:`datadir.folder_fault` sees it."""
+        fault = folder_fault(self.archive_path.parent, archive_files(self.archive_path), exc)
+        if fault is None:
+            return False
+        # An archive it could not open may still hold this home: the pages read it as is.
+        held = self._store is not None or holds_home(self.archive_path, self.home_root)
+        self._set(
+            importing=False,
+            folder_reason=fault.reason,
+            folder_error=fault.sentence,
+            imported=self._state.imported or held,
+        )
+        return True
+
     def _archive(self) -> SessionStore:
+        if self._store is not None and self._store_id != file_identity(self.archive_path):
+            # Its folder was deleted (or the file replaced) under the open connection.
+            self._store, restored = reopen_archive(self._store)
+            self._store_id = file_identity(self.archive_path)
+            if restored:
+                self._set(restored_at=time.time())
         if self._store is None:
             self._store = open_archive(self.archive_path, to_sync=True)
+            self._store_id = file_identity(self.archive_path)
             self._set(imported=self._holds_home(self._store))
         return self._store
 
@@ -395,6 +440,10 @@ class SyncGroup(_Polling):
             error=failing[0].error if failing else None,
             imported=any(st.imported for st in states),
             replaced_at=max((st.replaced_at for st in states if st.replaced_at), default=None),
+            # One archive, one folder: any member's word on it is the group's.
+            folder_reason=next((st.folder_reason for st in states if st.folder_reason), None),
+            folder_error=next((st.folder_error for st in states if st.folder_error), None),
+            restored_at=max((st.restored_at for st in states if st.restored_at), default=None),
         )
 
     def poll(self) -> bool:

@@ -205,30 +205,40 @@ class CostRollup:
     def refresh(
         self, conn: sqlite3.Connection, zone: ZoneInfo, mark: SpendMark | None = None
     ) -> bool:
-        """Bring the sums up to date with the file; False when a background build started."""
+        """Bring the sums up to date with the file; False when a background build started,
+        or when Recall's file cannot take the sums now (its folder read-only or full): the
+        caller answers from the raw rows, as while a build runs."""
         with self._lock:
             if self._builder is not None and self._builder.is_alive():
                 return False  # answered from the raw rows meanwhile; never wait for a build
-            state = self._state()
-            if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
-                return self._rebuild_soon(conn, zone)
-            with read_snapshot(conn):  # one state of the file: the fingerprint and the rows
-                mark = mark if mark is not None else fingerprint(conn)
-                if repr(mark) == state.fingerprint:
-                    self.last_refresh = {"changed": 0}
-                    return True
-                newest = conn.execute(
-                    "SELECT session_id FROM session_model_usage WHERE rowid = ?", (state.max_rid,)
-                ).fetchone()
-                changed = self._read_rows(conn, zone, state)
-            t0 = time.perf_counter()
-            if not self._apply(changed, state, mark, newest[0] if newest else None):
-                return self._rebuild_soon(conn, zone)
-            self.last_refresh = {
-                "changed": len(changed),
-                "apply_ms": (time.perf_counter() - t0) * 1000,
-            }
-            return True
+            try:
+                return self._refresh(conn, zone, mark)
+            except sqlite3.OperationalError:
+                # Read-only or full (the syncer's banner names the folder); a damaged
+                # archive raises again from the raw rows, where the page explains it.
+                return False
+
+    def _refresh(self, conn: sqlite3.Connection, zone: ZoneInfo, mark: SpendMark | None) -> bool:
+        state = self._state()
+        if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
+            return self._rebuild_soon(conn, zone)
+        with read_snapshot(conn):  # one state of the file: the fingerprint and the rows
+            mark = mark if mark is not None else fingerprint(conn)
+            if repr(mark) == state.fingerprint:
+                self.last_refresh = {"changed": 0}
+                return True
+            newest = conn.execute(
+                "SELECT session_id FROM session_model_usage WHERE rowid = ?", (state.max_rid,)
+            ).fetchone()
+            changed = self._read_rows(conn, zone, state)
+        t0 = time.perf_counter()
+        if not self._apply(changed, state, mark, newest[0] if newest else None):
+            return self._rebuild_soon(conn, zone)
+        self.last_refresh = {
+            "changed": len(changed),
+            "apply_ms": (time.perf_counter() - t0) * 1000,
+        }
+        return True
 
     def _rebuild_soon(self, conn: sqlite3.Connection, zone: ZoneInfo) -> bool:
         """Rebuild in the background when it can (False: not ready yet), else right now."""
@@ -318,6 +328,8 @@ class CostRollup:
                 finally:
                     conn.close()
             except StoreUnavailableError as exc:  # the pages explain a missing or broken file
+                log.warning("cost rollup not built: %s", exc)
+            except sqlite3.OperationalError as exc:  # Recall's folder read-only or full
                 log.warning("cost rollup not built: %s", exc)
             except Exception:  # the page keeps answering from the raw rows
                 log.exception("building the cost rollup failed")

@@ -173,5 +173,8 @@ def _write_config(root: Path) -> None:
             MEMORY_FILE.limit_key: MEMORY_FILE.default_limit,
         },
         "compression": {"enabled": True, "threshold": 0.85},
+        # No Hermes ever runs on the demo home: its prune radar says so calmly
+        # instead of listing months of history as about to go.
+        "sessions": {"auto_prune": False, "retention_days": 90},
     }
     (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

@@ -11,8 +11,9 @@ Each constant or rule here is the only copy in the project (HERMES_FACTS.md,
   estimate and a NULL ``cost_status``; costs.rules.read_cost reads them.
 * A file without ``session_model_usage`` keeps its usage on the ``sessions`` row:
   one derived usage row per session (``archive.source.derived_usage_row``).
-* Visible rows: ``(active=1 OR compacted=1) AND display_kind <> 'hidden'``;
-  a rewound row is ``active=0, compacted=0``.
+* Visible rows: ``(active=1 OR compacted=1 OR superseded) AND display_kind <> 'hidden'``,
+  re-inserted copies counted once (:func:`is_visible`); a rewound row is ``active=0,
+  compacted=0`` with no later copy.
 * Memory files: ``memories/USER.md`` and ``memories/MEMORY.md``, each with its
   config.yaml limit and its header in the agent's prompt (:data:`MEMORY_FILES`).
 """
@@ -27,8 +28,17 @@ from typing import Any
 JSON_PREFIX = "\x00json:"
 COMPACTION_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 LEGACY_SUMMARY_MARKER = "[CONTEXT SUMMARY]:"
-SUMMARY_PREFIXES = (COMPACTION_MARKER, LEGACY_SUMMARY_MARKER)
+#: A summary merged into the first retained row (schema 31): that row's ``_compressed_summary``
+#: is 1 and its content opens with this, then the row's own text, then
+#: :data:`MERGED_SUMMARY_END`, then the summary (led by :data:`COMPACTION_MARKER`).
+MERGED_SUMMARY_OPEN = "[PRIOR CONTEXT — for reference only; not a new message]"
+MERGED_SUMMARY_END = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]"
+SUMMARY_PREFIXES = (COMPACTION_MARKER, LEGACY_SUMMARY_MARKER, MERGED_SUMMARY_OPEN)
 SUMMARY_END_MARKER = "--- END OF CONTEXT SUMMARY"
+#: How Hermes's boilerplate paragraph after the marker opens (its wording has changed
+#: from release to release; this opening has not).
+SUMMARY_BOILERPLATE_OPENING = "Earlier turns were compacted"
+BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
 
 #: ``model_config`` keys a child session uses to say how it came from its parent.
 BRANCHED_FROM = "_branched_from"
@@ -89,8 +99,11 @@ USAGE_COLUMNS_ON_SESSIONS = (
 )
 
 
-def is_summary(content: str | None) -> bool:
-    """Whether a message is a compaction summary carrier (either form's prefix)."""
+def is_summary(content: str | None, compressed_summary: object = 0) -> bool:
+    """Whether a message is a compaction summary carrier: a standalone summary row, or a
+    retained row a summary was merged into (``_compressed_summary = 1``, or its prefix)."""
+    if compressed_summary == 1:
+        return True
     if not content:
         return False
     if content.startswith(SUMMARY_PREFIXES):
@@ -98,6 +111,34 @@ def is_summary(content: str | None) -> bool:
     # lstrip copies the whole text: only for the rare row that starts with whitespace
     # (epochs.py asks this of every row of a session).
     return content[:1].isspace() and content.lstrip().startswith(SUMMARY_PREFIXES)
+
+
+def summary_text(content: str | None) -> str:
+    """A compaction summary's own text: what the summary says, without its marker, the
+    prior row a merged summary carries, Hermes's boilerplate paragraph and end marker.
+
+    Text that is no summary comes back as it is.
+    """
+    text = (content or "").lstrip()
+    if text.startswith(MERGED_SUMMARY_OPEN):
+        _prior, found, after = text.partition(MERGED_SUMMARY_END)
+        text = after.lstrip() if found else text[len(MERGED_SUMMARY_OPEN) :].lstrip()
+    for prefix in (COMPACTION_MARKER, LEGACY_SUMMARY_MARKER):
+        if text.startswith(prefix):
+            text = text[len(prefix) :].lstrip()
+            break
+    else:
+        return content or ""
+    text = text.split(SUMMARY_END_MARKER, 1)[0].strip()
+    if text.startswith(SUMMARY_BOILERPLATE_OPENING):
+        # The boilerplate is one paragraph, ended by a blank line or (newer releases)
+        # by the line break before the summary.
+        _head, sep, rest = text.partition("\n")
+        return rest.strip() if sep else ""
+    head, sep, rest = text.partition("\n\n")
+    if sep and rest.strip() and len(head) <= BOILERPLATE_MAX_CHARS and "summary" in head.lower():
+        return rest.strip()
+    return text
 
 
 def lineage_markers(model_config: Any) -> dict[str, Any]:
@@ -111,28 +152,58 @@ def lineage_markers(model_config: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def is_visible(active: object, compacted: object, display_kind: object) -> bool:
-    """The visible-row rule: live or compacted (archived) rows, never hidden ones.
+def is_visible(
+    active: object,
+    compacted: object,
+    display_kind: object,
+    repeats: object = None,
+    superseded: bool = False,
+) -> bool:
+    """The visible-row rule: each message once, as the history a person reads.
 
+    A row is shown when it is live, kept as history by a compaction (``compacted``), or
+    *superseded* (schema 31: ``active=0, compacted=0`` like a rewound row, but a later
+    row of its session has its ``message_uid``: the compaction re-inserted it). A
+    re-inserted copy (``repeats``, archive/copies.py) is the message its original is, so
+    it is never counted again; hidden rows never show.
     :func:`visible_rows_sql` is the same rule for a query (a test holds them equal).
     """
-    return (active == 1 or compacted == 1) and (display_kind or "") != "hidden"
+    return (
+        repeats is None
+        and (active == 1 or compacted == 1 or superseded)
+        and (display_kind or "") != "hidden"
+    )
+
+
+def superseded_sql(alias: str = "m") -> str:
+    """Whether ``alias`` (a row with ``message_uid``) has a later row of its session with
+    the same uid: a retained row's original, not a rewound one (one index seek)."""
+    return (
+        f"({alias}.message_uid IS NOT NULL AND EXISTS (SELECT 1 FROM messages c"
+        f" WHERE c.session_id = {alias}.session_id AND c.message_uid = {alias}.message_uid"
+        f" AND c.id > {alias}.id))"
+    )
 
 
 def visible_rows_sql(columns: frozenset[str] | set[str], alias: str = "m") -> str:
     """The visible-row rule as a WHERE fragment over the flag columns a file has ("1": none)."""
     parts = []
+    if "repeats" in columns:
+        parts.append(f"{alias}.repeats IS NULL")
+    kept = "message_uid" in columns and "active" in columns
     if "active" in columns and "compacted" in columns:
-        parts.append(f"({alias}.active = 1 OR {alias}.compacted = 1)")
+        more = f" OR {superseded_sql(alias)}" if kept else ""
+        parts.append(f"({alias}.active = 1 OR {alias}.compacted = 1{more})")
     elif "active" in columns:
-        parts.append(f"{alias}.active = 1")
+        more = f" OR {superseded_sql(alias)}" if kept else ""
+        parts.append(f"({alias}.active = 1{more})")
     if "display_kind" in columns:
         parts.append(f"coalesce({alias}.display_kind, '') <> 'hidden'")
     return " AND ".join(parts) if parts else "1"
 
 
-#: The flag columns Recall's archive always has (schema migration 3).
-ARCHIVE_FLAG_COLUMNS = frozenset(MESSAGE_DEFAULTS)
+#: The flag columns Recall's archive always has (schema migrations 3 and 7).
+ARCHIVE_FLAG_COLUMNS = frozenset({*MESSAGE_DEFAULTS, "message_uid", "repeats"})
 
 
 def visible_sql(alias: str = "m") -> str:
@@ -140,9 +211,10 @@ def visible_sql(alias: str = "m") -> str:
     return visible_rows_sql(ARCHIVE_FLAG_COLUMNS, alias)
 
 
-def is_rewound(active: object, compacted: object) -> bool:
-    """A row undone by a rewind: neither live nor kept as compacted history."""
-    return active == 0 and compacted == 0
+def is_rewound(active: object, compacted: object, superseded: bool = False) -> bool:
+    """A row undone by a rewind: neither live nor kept as compacted history, nor the
+    original of a re-inserted copy (``superseded``: the same flags)."""
+    return active == 0 and compacted == 0 and not superseded
 
 
 def profile_of(home_root: str | Path) -> str:

@@ -22,7 +22,7 @@ from dashboard.costs.rules import NO_COST, CostSummary, RowCost, combine, covera
 from dashboard.costs.usage import session_costs, usage_spans
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content
-from dashboard.hermes.conventions import SUMMARY_END_MARKER, SUMMARY_PREFIXES, TOKEN_KINDS
+from dashboard.hermes.conventions import TOKEN_KINDS, is_summary, summary_text
 from dashboard.lineage import links
 from dashboard.lineage.epochs import Epochs, compacted_epochs, usage_epoch
 from dashboard.store.names import session_names
@@ -31,7 +31,9 @@ from dashboard.store.presence import gone_sql
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
 MAX_SEGMENTS = 2_000  # a family larger than this is cut (and the page says so)
 SUMMARY_PREVIEW_CHARS = 280
-BOILERPLATE_MAX_CHARS = 600  # the standard paragraph after the marker is ~250 characters
+#: A session's first rows (by id) looked through for its opening summary: a rotation
+#: child re-inserts the protected head (Hermes protects 3 rows by default) before it.
+OPENING_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -348,42 +350,35 @@ def _session_rows(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
 
 
 def _first_messages(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
-    """Opening of each session's first message (the compaction summary of a continuation)."""
+    """Each session's opening, for its segment line: a continuation's compaction summary
+    (its own text), else its first message.
+
+    A rotation child opens with the re-inserted head, *then* the summary (HERMES_FACTS,
+    "Hermes v31"), so the summary is looked for among a session's first rows by id.
+    """
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT m.session_id, substr(m.content, 1, 4000) FROM messages m WHERE m.id IN ("
-        " SELECT (SELECT x.id FROM messages x WHERE x.session_id = j.value"
-        "  ORDER BY x.timestamp, x.id LIMIT 1) FROM json_each(?) j)",
+        "SELECT j.value, m.id, substr(m.content, 1, 4000), m.compressed_summary"
+        " FROM json_each(?) j JOIN messages m ON m.id IN ("
+        "  SELECT x.id FROM messages x WHERE x.session_id = j.value"
+        f"  ORDER BY x.id LIMIT {OPENING_ROWS}) ORDER BY j.value, m.id",
         (json.dumps(ids),),
     ).fetchall()
+    firsts: dict[str, str] = {}
+    summaries: dict[str, str] = {}
+    for sid, _id, content, compressed in rows:
+        text = decode_content(content)
+        firsts.setdefault(sid, text)
+        if is_summary(text, compressed):
+            summaries.setdefault(sid, summary_text(text))
     out = {}
-    for sid, content in rows:
-        text = " ".join(summary_body(decode_content(content)).split())
+    for sid, first in firsts.items():
+        text = " ".join(summaries.get(sid, first).split())
         out[sid] = (
             text if len(text) <= SUMMARY_PREVIEW_CHARS else text[:SUMMARY_PREVIEW_CHARS] + "…"
         )
     return out
-
-
-def summary_body(text: str) -> str:
-    """A compaction summary without its marker and the boilerplate paragraph after it.
-
-    Hermes opens every summary with the same "Earlier turns were compacted into the
-    summary below…" paragraph; a preview of that says nothing about the segment.
-    """
-    stripped = text.lstrip()
-    for prefix in SUMMARY_PREFIXES:
-        if stripped.startswith(prefix):
-            stripped = stripped[len(prefix) :].lstrip()
-            break
-    else:
-        return text
-    stripped = stripped.split(SUMMARY_END_MARKER, 1)[0].rstrip()
-    head, sep, rest = stripped.partition("\n\n")
-    if sep and rest.strip() and len(head) <= BOILERPLATE_MAX_CHARS and "summary" in head.lower():
-        return rest
-    return stripped
 
 
 def _segment(

@@ -1,24 +1,34 @@
 """In-place compaction epochs: the history inside one session, from its rows alone.
 
 Today's Hermes compacts a long conversation in place (HERMES_FACTS.md, "Today's
-Hermes"): one write flips every live row to ``active=0, compacted=1`` and inserts a
-summary carrier (content led by a compaction prefix, conventions.is_summary) and a
-copy of the retained tail as fresh live rows. A rewind leaves rows ``active=0,
-compacted=0``. So a session's rows, in id order, read as epochs:
+Hermes" and "Hermes v31"): one write flips the live rows it summarizes to ``active=0,
+compacted=1``, and inserts a summary carrier and a copy of the retained tail as fresh
+live rows. So a session's rows, in id order, read as epochs:
 
-* epoch 1 runs from the first row to the first carrier that follows some rows;
-* each later carrier opens the next epoch: compaction *k* closed epoch *k* at the
-  carrier's time;
-* the rows right after a carrier that repeat, role and content in order, the last
-  rows before it are the re-inserted tail: copies, shown once (as the row they copy).
-  The same rule drops a whole transcript Hermes re-inserts by mistake (the known
-  duplicate-rows bug): dedupe by role, content and order, never by deleting.
+* **Carriers.** A summary row (a compaction prefix, conventions.is_summary) or a retained
+  row a summary was merged into (``compressed_summary``). A plain copy of a carrier (a
+  later compaction retaining it) is a copy, not a new compaction.
+* **Copies.** With ``message_uid`` (schema 31) a copy is the row ``repeats`` names
+  (archive/copies.py): the head a first compaction re-inserts before its summary, the
+  retained tail. Without it (older files), the rows right after a carrier that repeat,
+  role and content in order, the last rows before it; the same rule drops a whole
+  transcript Hermes re-inserts by mistake (dedupe, never delete). A copy is shown once,
+  as the row it repeats, in the epoch that row was said in.
+* **Superseded is not rewound.** Schema 31 leaves the retained tail's originals
+  ``active=0, compacted=0``, a rewind's flags; a row with a later copy (same uid) is
+  superseded (history), one without is rewound (``/undo``: not history).
+* **Bounds.** Epoch 1 runs from the first row to the first carrier that opens an
+  in-place compaction; each later carrier opens the next epoch, and compaction *k*
+  closed epoch *k* at the carrier's time. A session's *opening* summary is not a
+  compaction: a session's first row, or, in a child session (a rotation child opens with
+  the head copy, then its summary), its first carrier when nothing before it was
+  archived or no re-inserted head precedes it (:func:`_opens_child`). Elsewhere a
+  carrier after the first row is a compaction, as before schema 31.
 
-A carrier that is a session's first row is a rotation child's summary (chains.py),
-not an in-place compaction. :func:`derive_epochs` is the rule over rows
-(:class:`EpochRow`); :func:`session_epochs` and :func:`epochs_of` read them from the archive;
-:class:`EpochsCache` keeps them between requests (search asks for the same long
-conversations again and again).
+:func:`derive_epochs` is the rule over rows (:class:`EpochRow`), asked by the chain view,
+the session page, search and the chains index alike; :func:`session_epochs` and
+:func:`epochs_of` read them from the archive; :class:`EpochsCache` keeps them between
+requests (search asks for the same long conversations again and again).
 """
 
 from __future__ import annotations
@@ -27,11 +37,11 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from dashboard.hermes.conventions import SUMMARY_PREFIXES, is_rewound, is_summary
+from dashboard.hermes.conventions import is_rewound, is_summary, summary_text
 from dashboard.store.schema import WRITES_KEY
 
 OPENING_CHARS = 160  # of a summary, for the epoch's line on the chain page
@@ -48,6 +58,9 @@ class EpochRow(NamedTuple):
     active: int = 1
     compacted: int = 0
     token_count: int | None = None
+    message_uid: str | None = None
+    repeats: int | None = None  # the row this one re-inserts (archive/copies.py)
+    compressed_summary: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,7 @@ class Epoch:
     compacted_at: float | None  # when the compaction closing it ran; None: the live epoch
     archived: int  # rows that compaction flipped to archived (0 for the live epoch)
     summary_id: int | None  # the carrier opening it (None for epoch 1)
-    summary_opening: str | None
+    summary_opening: str | None  # the first line of that summary's own text
     tokens: int | None  # sum of its distinct rows' token_count; None when none recorded
 
     @property
@@ -79,6 +92,11 @@ class Epochs:
     copies: dict[int, int] = field(default_factory=dict)  # copy id -> the row it repeats
     rewound: frozenset[int] = frozenset()
     epoch_of: dict[int, int] = field(default_factory=dict)  # row id -> epoch number
+    #: retained rows' originals a compaction re-inserted (active=0, compacted=0: history)
+    superseded: frozenset[int] = frozenset()
+    #: a carrier a summary was merged into -> the retained row it also re-inserts
+    merged: dict[int, int] = field(default_factory=dict)
+    opening: int | None = None  # the summary a rotation child opens with (no compaction)
 
     @property
     def compactions(self) -> int:
@@ -99,7 +117,10 @@ class Epochs:
         return number
 
 
-_ROW_SELECT = "SELECT session_id, id, role, content, timestamp, active, compacted, token_count"
+_ROW_SELECT = (
+    "SELECT session_id, id, role, content, timestamp, active, compacted, token_count,"
+    " message_uid, repeats, compressed_summary"
+)
 
 
 def session_epochs(conn: sqlite3.Connection, session_id: str) -> Epochs:
@@ -114,6 +135,7 @@ def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str,
     page of search cards both ask for many at once.
     """
     rows: dict[str, list[EpochRow]] = {}
+    children: set[str] = set()
     unique = list(dict.fromkeys(session_ids))
     # Plain tuples and no ORDER BY (derive_epochs orders by id): sorting in SQL copied
     # every row's content through the sorter, and sqlite3.Row unpacks slower; together
@@ -125,30 +147,43 @@ def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str,
         marks = ",".join("?" for _ in part)
         for row in cur.execute(f"{_ROW_SELECT} FROM messages WHERE session_id IN ({marks})", part):
             rows.setdefault(row[0], []).append(EpochRow._make(row[1:]))
-    return {sid: derive_epochs(found) for sid, found in rows.items()}
+        children.update(
+            r[0]
+            for r in cur.execute(
+                f"SELECT id FROM sessions WHERE id IN ({marks}) AND parent_session_id IS NOT NULL",
+                part,
+            )
+        )
+    return {sid: derive_epochs(found, child=sid in children) for sid, found in rows.items()}
 
 
-def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
-    """The epochs of one session's rows (any order: they are read by id)."""
+def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
+    """The epochs of one session's rows (any order: they are read by id).
+
+    ``child``: the session has a parent, so its first summary may be a rotation child's
+    opening one (see the module).
+    """
     ordered = sorted(rows, key=lambda r: r.id)
     if not ordered:
         return Epochs()
-    bounds = [
-        i
-        for i, row in enumerate(ordered)
-        if i > 0 and is_summary(row.content) and not is_rewound(row.active, row.compacted)
-    ]
+    pure = {r.id: r.repeats for r in ordered if r.repeats is not None}
+    superseded = _superseded(ordered)
+    rewound = frozenset(
+        r.id for r in ordered if is_rewound(r.active, r.compacted, r.id in superseded)
+    )
+    bounds, opening = _bounds(ordered, pure, superseded, rewound, child)
     starts = [0, *bounds]
     ends = [*bounds, len(ordered)]
-    copies: dict[int, int] = {}
-    rewound = frozenset(r.id for r in ordered if is_rewound(r.active, r.compacted))
+    copies: dict[int, int] = dict(pure)
+    skipped = rewound | pure.keys()  # never a tail original
     epoch_of: dict[int, int] = {}
     epochs: list[Epoch] = []
     for number, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
         part = ordered[start:end]
         if number > 1:
-            before = [r for r in ordered[starts[number - 2] : start] if r.id not in rewound]
-            copies.update(_tail_copies(before, part[1:]))
+            # Files without message_uid: the retained tail by role and content.
+            before = [r for r in ordered[starts[number - 2] : start] if r.id not in skipped]
+            copies.update(_tail_copies(before, [r for r in part[1:] if r.id not in pure]))
         for row in part:
             epoch_of[row.id] = number
         distinct = [r for r in part if r.id not in copies and r.id not in rewound]
@@ -163,14 +198,99 @@ def derive_epochs(rows: Sequence[EpochRow]) -> Epochs:
                 started_at=part[0].timestamp,
                 ended_at=part[-1].timestamp,
                 rows=len(distinct),
-                compacted_at=closing.timestamp if closing is not None else None,
+                compacted_at=_compacted_at(ordered, end, copies) if end < len(ordered) else None,
                 archived=sum(1 for r in part if r.compacted == 1) if closing is not None else 0,
                 summary_id=carrier.id if carrier else None,
                 summary_opening=_opening(carrier.content) if carrier else None,
                 tokens=sum(tokens) if tokens else None,
             )
         )
-    return Epochs(tuple(epochs), copies, rewound, epoch_of)
+    merged = _merged(ordered, bounds, pure)
+    return Epochs(tuple(epochs), copies, rewound, epoch_of, superseded, merged, opening)
+
+
+def _compacted_at(ordered: Sequence[EpochRow], bound: int, copies: Collection[int]) -> float:
+    """When the compaction whose carrier is ``ordered[bound]`` ran.
+
+    A standalone summary is written then. A merged carrier keeps the retained row's
+    time, as the copies after it do; Hermes compacts as a turn begins, so the first
+    row written after them is the nearest time the rows give (else the carrier's).
+    """
+    carrier = ordered[bound]
+    if not carrier.compressed_summary:
+        return carrier.timestamp
+    later = (r.timestamp for r in ordered[bound + 1 :] if r.id not in copies)
+    return max(carrier.timestamp, next(later, carrier.timestamp))
+
+
+def _superseded(ordered: Sequence[EpochRow]) -> frozenset[int]:
+    """Rows flagged like a rewind (``active=0, compacted=0``) that a later row of the
+    session re-inserts (same ``message_uid``)."""
+    last: dict[str, int] = {}
+    for r in ordered:
+        if r.message_uid:
+            last[r.message_uid] = r.id
+    return frozenset(
+        r.id
+        for r in ordered
+        if r.message_uid and r.active == 0 and r.compacted == 0 and last[r.message_uid] != r.id
+    )
+
+
+def _bounds(
+    ordered: Sequence[EpochRow],
+    pure: Collection[int],
+    superseded: Collection[int],
+    rewound: Collection[int],
+    child: bool,
+) -> tuple[list[int], int | None]:
+    """The indexes of the carriers that open an epoch, and the id of the session's
+    opening summary when it has one (see the module)."""
+    bounds: list[int] = []
+    opening: int | None = None
+    first = True
+    for i, row in enumerate(ordered):
+        if row.id in pure or row.id in rewound:
+            continue
+        if not is_summary(row.content, row.compressed_summary):
+            continue
+        if first:
+            first = False
+            if i == 0 or (child and _opens_child(ordered[:i], pure, superseded)):
+                opening = row.id  # the session's opening summary (a rotation child's)
+                continue
+        bounds.append(i)
+    return bounds, opening
+
+
+def _opens_child(
+    before: Sequence[EpochRow], pure: Collection[int], superseded: Collection[int]
+) -> bool:
+    """Whether a child session's first summary, after the rows ``before`` it, is the one
+    it opens with: nothing before it was archived in place (the head copy a rotation
+    child starts with is live), or, where rows carry ``message_uid``, no re-inserted
+    head precedes it (a first in-place compaction inserts one before its summary; a
+    child compacted in place later archives its opening rows too)."""
+    if not any(r.compacted == 1 or r.id in superseded for r in before):
+        return True
+    return any(r.message_uid for r in before) and not any(r.id in pure for r in before)
+
+
+def _merged(
+    ordered: Sequence[EpochRow], bounds: Sequence[int], pure: Collection[int]
+) -> dict[int, int]:
+    """Each carrier a summary was merged into -> the first row with its uid."""
+    first: dict[str, int] = {}
+    for r in ordered:
+        if r.message_uid and r.id not in pure:
+            first.setdefault(r.message_uid, r.id)
+    out: dict[int, int] = {}
+    for i in bounds:
+        row = ordered[i]
+        original = first.get(row.message_uid or "")
+        if original is not None and original != row.id:
+            out[row.id] = original
+    return out
 
 
 def _tail_copies(before: Sequence[EpochRow], after: Sequence[EpochRow]) -> dict[int, int]:
@@ -195,12 +315,8 @@ def _key(row: EpochRow) -> tuple[str, str]:
 
 
 def _opening(content: str | None) -> str:
-    """A summary's first words after its prefix, for one line."""
-    text = (content or "").lstrip()
-    for prefix in SUMMARY_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
+    """The first line of a summary's own text (conventions.summary_text)."""
+    text = summary_text(content)
     return next((line.strip() for line in text.splitlines() if line.strip()), "")[:OPENING_CHARS]
 
 

@@ -55,7 +55,7 @@ from dashboard.sessions.transcript import (
     load_transcript,
     match_entries,
 )
-from dashboard.store.readonly import classify, open_readonly, read_snapshot
+from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
 from dashboard.store.state import StoreState, read_state
 
@@ -163,7 +163,7 @@ class StateReader:
     def _open_whole(self) -> sqlite3.Connection:
         """:meth:`open_for_rollup` without the sync before it (inside a snapshot, which
         ran it)."""
-        conn = open_readonly(self.path)
+        conn = open_own_readonly(self.path)
         try:
             read_state(conn, self.path)  # the archive at the current schema, or why not
         except BaseException:
@@ -179,7 +179,7 @@ class StateReader:
         ``before_read`` first (the archive page reads the archive as it is)."""
         if sync and self._before_read is not None:
             self._before_read()
-        conn = open_readonly(self.path)
+        conn = open_own_readonly(self.path)
         try:
             try:
                 state = read_state(conn, self.path)
@@ -203,7 +203,7 @@ class StateReader:
         """
         if self._demo is None:
             try:
-                conn = open_readonly(self.path, timeout=0, io_retries=0)
+                conn = open_own_readonly(self.path, timeout=0, io_retries=0)
             except StoreUnavailableError:
                 return False
             try:
@@ -433,6 +433,7 @@ class StateReader:
                 presence,
                 page,
                 now,
+                continues=links.continues,
                 profiles=profiles,
                 scope=self.scope,
                 conn=conn,

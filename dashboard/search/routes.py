@@ -40,8 +40,9 @@ SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "searc
 # What a scan searches: the columns both FTS indexes cover.
 SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
 
-# message id, session id, score, timestamp, archived (compacted=1: an in-place compaction
-# kept it as history, so its session may hold re-inserted copies: epochs.py)
+# message id, session id, score, timestamp, archived (active=0 yet visible: an in-place
+# compaction kept it as history or re-inserted it, so its session may hold copies and
+# its hits an epoch label: epochs.py)
 Row = tuple[int, str, float, float, int]
 
 
@@ -177,7 +178,7 @@ def _fts(
     # Score inside the FTS table alone, then join, then sort here: ordering the
     # joined rows by rank made SQLite twice as slow, and ~10k floats sort in a blink.
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), m.compacted = 1 FROM "
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), m.active = 0 FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE 1{filters.sql}{literal}",
@@ -212,7 +213,7 @@ def _scan(
         upper = min(upper, lower + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), m.compacted = 1 FROM messages m "
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), m.active = 0 FROM messages m "
         f"JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
         f"LIMIT ?",

@@ -2,9 +2,11 @@
 
 * ``everything`` (the default): the whole history as a person reads it — archived
   epochs and the live one, each in-place compaction's carrier as a divider, each
-  re-inserted tail row once (as the row it copies), rewound and hidden rows left out.
-* ``live``: what the agent sees now — the ``active=1`` rows, the re-inserted tail
-  copies and the carrier opening them included, as Hermes feeds them.
+  re-inserted row once (as the row it copies, in the epoch it was said in: a
+  superseded original is shown), rewound and hidden rows left out.
+* ``live``: what the agent sees now — exactly the ``active=1`` rows, by id, as Hermes
+  feeds them: the re-inserted head and tail copies (each marked with the row it
+  repeats) and the carrier opening them included.
 
 ``include_inactive`` (``all=1``) adds the rows the view leaves out, flagged by the
 page: rewound and hidden rows to ``everything``, hidden live rows to ``live`` (a
@@ -59,6 +61,8 @@ class ShownRows:
     aliases: dict[int, tuple[int, ...]] = field(default_factory=dict)
     left_out: int = 0  # rows this view could show only with include_inactive
     compactions: int = 0  # how many times the session compacted in place
+    #: shown rows a compaction re-inserted (active=0 like a rewound row, but history)
+    superseded: frozenset[int] = frozenset()
 
     def land(self, message_id: int | None) -> int | None:
         """The shown row a link to ``message_id`` lands on (None: no row stands for it)."""
@@ -94,7 +98,7 @@ def shown_rows(
     if epochs is None:
         epochs = session_epochs(conn, session_id)
     rows = conn.execute(
-        "SELECT m.id, m.active, m.compacted, m.display_kind FROM messages m"
+        "SELECT m.id, m.active, m.compacted, m.display_kind, m.repeats FROM messages m"
         f" WHERE m.session_id = ? ORDER BY {ORDER_SQL}",
         (session_id,),
     ).fetchall()
@@ -104,10 +108,15 @@ def shown_rows(
 
 
 def _everything(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> ShownRows:
-    base = [r[0] for r in rows if include_inactive or is_visible(r[1], r[2], r[3])]
+    superseded = epochs.superseded
+    base = [
+        r[0]
+        for r in rows
+        if include_inactive or is_visible(r[1], r[2], r[3], r[4], r[0] in superseded)
+    ]
     kept = set(base)
     # A copy is folded into the row it repeats when that row is shown; else it stands.
-    folded = {c for c in epochs.copies if c in kept and epochs.shown_once(c) in kept}
+    folded = {c for c in epochs.copies if epochs.shown_once(c) in kept}
     aliases: dict[int, list[int]] = {}
     for copy in folded:
         aliases.setdefault(epochs.shown_once(copy), []).append(copy)
@@ -120,6 +129,7 @@ def _everything(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> Sh
         {k: tuple(sorted(v)) for k, v in aliases.items()},
         len(rows) - len(base),
         epochs.compactions,
+        superseded & kept,
     )
 
 
@@ -129,6 +139,8 @@ def _live(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> ShownRow
     shown = set(order)
     copy_of = {c: epochs.shown_once(c) for c in epochs.copies if c in shown}
     aliases = {c: tuple(_repeated(epochs, c)) for c in copy_of}
+    # A carrier a summary was merged into also re-inserts a retained row.
+    copy_of.update({c: o for c, o in epochs.merged.items() if c in shown})
     return ShownRows(
         "live",
         order,

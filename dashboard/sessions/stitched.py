@@ -8,11 +8,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from dashboard.hermes.content import decode_content
-from dashboard.hermes.conventions import is_summary
 from dashboard.lineage.chains import Chain, Segment
 from dashboard.lineage.epochs import Epochs, epochs_of
-from dashboard.sessions.rows import ORDER_SQL, ShownRows, shown_rows
+from dashboard.sessions.rows import ShownRows, shown_rows
 from dashboard.sessions.transcript import (
     Paging,
     SessionInfo,
@@ -140,6 +138,7 @@ def _stitch_plan(
     """Which message ids each part of the line holds, read without their text."""
     plans: list[_PartPlan] = []
     seen: set[int] = set()
+    said: set[str] = set()
     start = 0
     found = epochs_of(conn, chain.line)  # the whole line's epochs in one read
     for n, session_id in enumerate(chain.line, start=1):
@@ -154,7 +153,13 @@ def _stitch_plan(
             rows = replace(rows, order=(), dividers={}, copy_of={}, aliases={}, left_out=0)
         ids = [i for i in rows.order if i not in seen]
         seen.update(ids)
-        divider = _opening_summary(conn, ids, rows)
+        # A rotation child opens with the head copy (same message_uid as the root's
+        # rows): one message, shown where it was first said.
+        uids = _uids(conn, ids)
+        ids = [i for i in ids if uids.get(i) is None or uids[i] not in said]
+        said.update(u for u in uids.values() if u is not None)
+        opening = found.get(session_id, Epochs()).opening
+        divider = opening if opening in ids else None
         if divider is not None:
             ids.remove(divider)
             ids.insert(0, divider)
@@ -163,18 +168,12 @@ def _stitch_plan(
     return plans
 
 
-def _opening_summary(conn: sqlite3.Connection, ids: Sequence[int], rows: ShownRows) -> int | None:
-    """The rotation summary a part starts from: its first row a person sees, when that
-    is a summary carrier and not one of the session's own in-place compactions."""
-    found = conn.execute(
-        f"SELECT m.id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-        f" AND coalesce(m.display_kind, '') <> 'hidden' ORDER BY {ORDER_SQL} LIMIT 1",
-        (json.dumps(list(ids)),),
-    ).fetchone()
-    if found is None or found[0] in rows.dividers:
-        return None
-    content = found[1]
-    if isinstance(content, bytes):
-        content = content.decode("utf-8", errors="replace")
-    text = decode_content(content) if isinstance(content, str) else ""
-    return found[0] if is_summary(text) else None
+def _uids(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str | None]:
+    """The ``message_uid`` of each row (None where the source had none)."""
+    return dict(
+        conn.execute(
+            "SELECT m.id, m.message_uid FROM messages m"
+            " WHERE m.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        ).fetchall()
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content, is_structured
-from dashboard.hermes.conventions import is_summary
+from dashboard.hermes.conventions import is_summary, summary_text
 from dashboard.lineage.epochs import Epochs
 from dashboard.params import whole_number
 from dashboard.sessions.rows import (
@@ -79,6 +79,7 @@ _MESSAGE_COLUMNS = (
     "active",
     "compacted",
     "display_kind",
+    "compressed_summary",
 )
 _MESSAGE_SELECT = ", ".join(f"m.{c}" for c in _MESSAGE_COLUMNS)
 
@@ -224,9 +225,17 @@ class TranscriptMessage:
     finish_reason: str | None = None
     token_count: int | None = None
     is_compaction_summary: bool = False
-    inactive: bool = False  # active=0: compacted in place, or rewound
+    inactive: bool = False  # active=0: compacted in place, superseded, or rewound
+    #: a retained row's original: a compaction re-inserted it (its copy is live); history
+    superseded: bool = False
     compacted: bool = False  # kept as history by in-place compaction (still visible)
     hidden: bool = False  # display_kind='hidden': never shown unless all rows are asked for
+
+    @property
+    def summary(self) -> str:
+        """A carrier's summary in its own words: without its marker, Hermes's boilerplate
+        and the prior row a merged summary carries (conventions.summary_text)."""
+        return summary_text(self.text)
 
     @property
     def search_text(self) -> str:
@@ -294,6 +303,7 @@ class Transcript:
                     "is_compaction_summary": m.is_compaction_summary,
                     "compaction": self.dividers[m.id].compaction if m.id in self.dividers else None,
                     "inactive": m.inactive,
+                    "superseded": m.superseded,
                     "copy_of": self.copy_of.get(m.id),
                     # everything: the re-inserted copies folded into this row
                     "copies": list(self.aliases.get(m.id, ())) if self.view == "everything" else [],
@@ -355,8 +365,14 @@ def load_transcript(
 
 def with_rows(transcript: Transcript, rows: ShownRows) -> Transcript:
     """``transcript`` carrying how its view shows the rows (dividers, copies, aliases)."""
+    messages = transcript.messages
+    if rows.superseded:
+        messages = tuple(
+            replace(m, superseded=True) if m.id in rows.superseded else m for m in messages
+        )
     return replace(
         transcript,
+        messages=messages,
         view=rows.view,
         compactions=rows.compactions,
         dividers=rows.dividers,
@@ -437,7 +453,7 @@ def _message(row: dict[str, Any]) -> TranscriptMessage:
         timestamp=row.get("timestamp"),
         finish_reason=row.get("finish_reason"),
         token_count=row.get("token_count"),
-        is_compaction_summary=is_summary(text),
+        is_compaction_summary=is_summary(text, row.get("compressed_summary")),
         inactive=active is not None and not active,
         compacted=bool(row.get("compacted")),
         hidden=row.get("display_kind") == "hidden",

@@ -11,6 +11,11 @@ folder keeps writing to the same files), else a copy through SQLite's backup API
 into a temporary folder renamed into place, then the old folder is removed. A folder
 holding files Recall did not write, or a data directory that already holds data, is
 left alone and said so.
+
+The folder itself can fail while Recall runs: it is deleted, becomes read-only or its
+disk fills. :func:`folder_fault` tells which, so every place that writes there (the
+syncer, ``recall serve``, the pages' own file) names Recall's folder and what to do,
+never a damaged Hermes ``state.db``.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ import os
 import re
 import shutil
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard.errors import NotWritableError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 
 LEGACY_FOLDER = "recall"  # what older Recalls wrote inside the home
@@ -112,3 +120,103 @@ def _copy_across(source: Path, target: Path, names: list[str]) -> None:
         shutil.rmtree(incoming, ignore_errors=True)
         raise
     shutil.rmtree(source)
+
+
+# SQLite's primary result codes that a write into a full or unwritable folder gives.
+_SQLITE_FULL = 13
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# Below this much free space a folder counts as full even without an error saying so:
+# one sync pass of a busy home writes a few pages of WAL (4 KiB each) and an index merge.
+FULL_BELOW_BYTES = 256 * 1024
+FOLDER_REASONS = ("folder-missing", "folder-readonly", "folder-full")
+
+
+@dataclass(frozen=True)
+class FolderFault:
+    """What is wrong with one of Recall's own folders: ``missing``, ``readonly`` or ``full``."""
+
+    kind: str
+    folder: Path
+    detail: str = ""
+
+    @property
+    def reason(self) -> str:
+        """:meth:`error`'s reason: ``folder-missing``, ``folder-readonly``, ``folder-full``."""
+        return f"folder-{self.kind}"
+
+    @property
+    def sentence(self) -> str:
+        """The one line a person reads: the folder, what it stops and what to do."""
+        where = f"Recall's data folder {self.folder}"
+        if self.kind == "missing":
+            return (
+                f"{where} is gone: Recall can't save its archive there. Start Recall "
+                "again (it makes the folder anew), or start it with --data-dir on another folder"
+            )
+        if self.kind == "full":
+            return (
+                f"{where} is on a full disk: Recall can't save new history to its archive. "
+                "Free some space there, or start Recall with --data-dir on another disk"
+            )
+        return (
+            f"{where} is read-only: Recall can't save its archive there. Make it "
+            "writable, or start Recall with --data-dir on a writable folder"
+        )
+
+    def error(self) -> StoreUnavailableError:
+        """The error a page answers with while nothing can be read because of this."""
+        return StoreUnavailableError(self.reason, str(self.folder), self.sentence)
+
+
+def folder_fault(
+    folder: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]] = (),
+    error: BaseException | None = None,
+) -> FolderFault | None:
+    """What keeps Recall from writing in ``folder`` now (None: nothing seen).
+
+    ``files`` are Recall's files there that must stay writable (an archive and its
+    ``-wal``); ``error`` the failure that made the caller look (a write saying the disk
+    is full is believed even when some space has come back since). Looks only: creates
+    nothing, and costs a few ``stat`` calls, so callers ask after a failure.
+    """
+    where = Path(folder)
+    if not where.is_dir():
+        return FolderFault("missing", where, "no such folder")
+    if _says_full(error):
+        return FolderFault("full", where, str(error))
+    # access() answers for this process: root too is refused a read-only mount or an
+    # immutable file, and a user without write permission is refused the folder.
+    unwritable = [p for p in (where, *map(Path, files)) if p.exists() and not _writable(p)]
+    if unwritable:
+        return FolderFault("readonly", where, f"not writable: {unwritable[0]}")
+    try:
+        room = os.statvfs(where)
+    except OSError:
+        return None
+    free = room.f_bavail * room.f_frsize
+    if free < FULL_BELOW_BYTES:
+        return FolderFault("full", where, f"{free:,} bytes free")
+    return None
+
+
+def _writable(path: Path) -> bool:
+    mode = os.W_OK | (os.X_OK if path.is_dir() else 0)
+    return os.access(path, mode)
+
+
+def _says_full(error: BaseException | None) -> bool:
+    if isinstance(error, OSError):
+        return error.errno in _FULL_ERRNOS
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == _SQLITE_FULL
+
+
+def unwritable(path: str | os.PathLike[str], error: BaseException) -> NotWritableError | None:
+    """``error`` (a failed write of Recall's file ``path``) as its folder's fault, or None
+    when the folder looks fine (then the error is something else: raise it as it is)."""
+    where = Path(path)
+    fault = folder_fault(where.parent, (where, Path(f"{where}-wal")), error)
+    if fault is None:
+        return None
+    return NotWritableError(f"{fault.sentence}. Nothing was saved.", str(fault.folder))

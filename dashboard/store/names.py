@@ -62,17 +62,18 @@ def first_words(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT x.session_id, x.content FROM json_each(?) j CROSS JOIN messages x"
+        "SELECT x.session_id, x.content, x.compressed_summary"
+        " FROM json_each(?) j CROSS JOIN messages x"
         " ON x.id IN (SELECT y.id FROM messages y WHERE y.session_id = j.value"
         f"  AND y.role = 'user' AND {visible_sql('y')} ORDER BY y.timestamp, y.id LIMIT ?)"
         " ORDER BY x.session_id, x.timestamp, x.id",
         (json.dumps(list(dict.fromkeys(ids))), ROWS_LOOKED_AT),
     )
     found: dict[str, str] = {}
-    for sid, content in rows:
+    for sid, content, merged in rows:
         if sid in found or content is None:
             continue
         text = decode_content(content)
-        if text.strip() and not is_summary(text):
+        if text.strip() and not is_summary(text, merged):
             found[sid] = text
     return found

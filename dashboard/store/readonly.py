@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dashboard.errors import StoreUnavailableError
+from dashboard.store.datadir import folder_fault
 
 BUSY_TIMEOUT_S = 5.0
 IO_RETRIES = 3
@@ -75,6 +76,39 @@ def open_readonly(
                 raise error from exc
         time.sleep(IO_RETRY_SLEEP_S * (attempt + 1))
     raise AssertionError("unreachable: the last attempt raises")
+
+
+def open_own_readonly(
+    path: str | Path, *, timeout: float = BUSY_TIMEOUT_S, io_retries: int = IO_RETRIES
+) -> sqlite3.Connection:
+    """:func:`open_readonly` for a file of Recall's own (the archive), whose folder may fail.
+
+    A WAL file needs its ``-shm`` even to be read, and a read-only folder cannot hold a
+    new one: there nobody can write the file either, so it is opened ``immutable``
+    (SQLite then needs no ``-shm`` and takes no lock). A file that cannot be opened
+    because of its folder (gone, read-only) says so: the folder's fault, not the file's.
+    """
+    try:
+        return open_readonly(path, timeout=timeout, io_retries=io_retries)
+    except StoreUnavailableError as exc:
+        if exc.reason not in ("readonly", "missing", "io"):
+            raise
+        fault = folder_fault(Path(path).parent, (), exc.__cause__ or exc)
+        if fault is None:
+            raise
+        if fault.kind != "readonly" or not Path(path).is_file():
+            raise fault.error() from exc
+    try:
+        conn = sqlite3.connect(
+            readonly_uri(path) + "&immutable=1", uri=True, timeout=timeout, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA query_only=1")
+        conn.execute("PRAGMA mmap_size=0")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as exc:
+        raise classify(exc, Path(path)) from exc
 
 
 @contextmanager

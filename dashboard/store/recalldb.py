@@ -10,12 +10,17 @@ import hashlib
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from dashboard.errors import NotFoundError
+from dashboard.store.datadir import unwritable
 from dashboard.store.schema import Migration, migrate
 from dashboard.store.writecore import WriteCore
+
+T = TypeVar("T")
 
 
 def _v1_summary_cache(conn: sqlite3.Connection) -> None:
@@ -208,13 +213,35 @@ class RecallData:
     """Recall's own database file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Open (creating, migrating) the file; :class:`NotWritableError` naming the folder
+        when its folder cannot take it (gone and not made, read-only, full)."""
         self.path = Path(path)
-        self.core = WriteCore(self.path)
+        try:
+            self.core = WriteCore(self.path)
+        except (sqlite3.Error, OSError) as exc:
+            self._refused(exc)
+            raise
         try:
             migrate(self.core, migrations=MIGRATIONS)
-        except BaseException:
+        except BaseException as exc:
             self.core.close()
+            if isinstance(exc, sqlite3.Error):
+                self._refused(exc)
             raise
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """One write; a folder that refuses it is :class:`NotWritableError`, said so."""
+        try:
+            return self.core.write(fn)
+        except sqlite3.Error as exc:
+            self._refused(exc)
+            raise
+
+    def _refused(self, exc: BaseException) -> None:
+        """Raise ``exc`` as its folder's fault when it is one (datadir.unwritable)."""
+        error = unwritable(self.path, exc)
+        if error is not None:
+            raise error from exc
 
     def close(self) -> None:
         self.core.close()
@@ -230,7 +257,7 @@ class RecallData:
 
     def store_summary(self, key: SummaryKey, text: str, at: float | None = None) -> None:
         when = time.time() if at is None else at
-        self.core.write(
+        self._write(
             lambda conn: conn.execute(
                 "INSERT OR REPLACE INTO summary_cache VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key.home, key.session_id, key.query, key.last_message_id, key.model, text, when),
@@ -245,7 +272,7 @@ class RecallData:
         """Record one saved version of a memory file; returns the revision id."""
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         when = time.time() if at is None else at
-        return self.core.write(
+        return self._write(
             lambda conn: (
                 conn.execute(
                     "INSERT INTO memory_revisions(home, name, content, sha256, saved_at, note) "

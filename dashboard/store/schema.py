@@ -243,12 +243,31 @@ def _v6_profile_index(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_sessions_profile ON sessions(profile, id)")
 
 
+def _v7_message_identity(conn: sqlite3.Connection) -> None:
+    """Schema 31's message identity (HERMES_FACTS, "Hermes v31"): ``message_uid`` (a
+    re-inserted copy keeps its original's), ``compressed_summary`` (the source's
+    ``_compressed_summary``: a summary merged into a retained row), and ``repeats``,
+    which Recall derives on import (archive/copies.py): the row a re-inserted copy
+    repeats, in its session. NULL for every row of an older source: today's rules hold.
+    """
+    for sql in (
+        "ALTER TABLE messages ADD COLUMN message_uid TEXT",
+        "ALTER TABLE messages ADD COLUMN compressed_summary INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE messages ADD COLUMN repeats INTEGER",
+        # Finding a row's copies (and a copy's original) is one seek in its session.
+        "CREATE INDEX idx_messages_uid ON messages(session_id, message_uid)"
+        " WHERE message_uid IS NOT NULL",
+    ):
+        conn.execute(sql)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
     name: str
     apply: Callable[[sqlite3.Connection], None]
-    # False for a migration that only adds an index: nothing to lose, so no backup
+    # False for a migration that only adds indexes (or columns with a default, which
+    # SQLite adds without rewriting a row): nothing to lose, so no backup
     # (of an archive that may be gigabytes) before it.
     changes_rows: bool = True
 
@@ -265,6 +284,13 @@ MIGRATIONS: Sequence[Migration] = (
         changes_rows=False,
     ),
     Migration(6, "archive: sessions by profile", _v6_profile_index, changes_rows=False),
+    # Columns with defaults and an index: SQLite rewrites no row, so nothing to back up.
+    Migration(
+        7,
+        "archive: message identity (message_uid, merged summaries)",
+        _v7_message_identity,
+        changes_rows=False,
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

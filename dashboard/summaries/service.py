@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from dashboard.errors import QuerySyntaxError
+from dashboard.errors import NotWritableError, QuerySyntaxError
 from dashboard.reader.reader import StateReader
 from dashboard.search.query import parse_query
 from dashboard.search.sessions import SearchRequest
@@ -171,7 +171,10 @@ class SummaryService:
                 key.session_id, "preview", extractive_preview(full, query), reason=str(exc)
             )
         now = time.time()
-        self.data.store_summary(key, text, at=now)
+        try:
+            self.data.store_summary(key, text, at=now)
+        except NotWritableError:
+            pass  # Recall's folder is read-only or full: the summary is shown, not kept
         return Summary(key.session_id, "model", text, key.model, now)
 
     def _preview(self, session_id: str, query: str, reason: str) -> Summary:

@@ -12,12 +12,14 @@ bp = Blueprint("health", __name__)
 @bp.get("/healthz")
 def healthz():
     """Whether the store the pages read can be read (200) or why not (503), and the
-    syncer's state: importing, last sync, what is wrong with the source."""
+    syncer's state: importing, last sync, what is wrong with the source or with Recall's
+    own data folder."""
     state = get_reader().health()
     syncing = sync_state()
     if syncing is not None:
         state["sync"] = syncing.to_json()
         state["source_ok"] = syncing.reason is None
+        state["folder_ok"] = syncing.folder_reason is None  # Recall's own data folder
     return jsonify(state), 200 if state["status"] == "ok" else 503
 
 

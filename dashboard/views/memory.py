@@ -181,7 +181,7 @@ def _last_change(file: MemoryFile) -> dict[str, Any] | None:
     key = home_key(_home())
     try:
         new, old = _data().revision(change), _data().revision(before)
-    except NotFoundError:
+    except (NotFoundError, NotWritableError):
         return None
     if any(r["home"] != key or r["name"] != file.name for r in (new, old)):
         return None
@@ -194,7 +194,11 @@ def _last_change(file: MemoryFile) -> dict[str, Any] | None:
 
 def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
     entries, whole = _entries_with_findings(file.text, file.limit)
-    revisions = _data().revisions(home_key(_home()), file.name, limit=HISTORY_LIMIT)
+    try:
+        revisions = _data().revisions(home_key(_home()), file.name, limit=HISTORY_LIMIT)
+        history_error = None
+    except NotWritableError as exc:  # Recall's folder: the file is shown, its history not
+        revisions, history_error = [], f"The history cannot be shown: {exc}"
     context: dict[str, Any] = {
         "file": file,
         "names": MEMORY_FILE_NAMES,
@@ -202,6 +206,7 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "whole_findings": whole,
         "agent_block": agent_block(file),
         "revisions": _history(file.name, revisions),
+        "history_error": history_error,
         "over_limit": file.used > file.limit,
         "edit_text": file.text,
         "edit_base": file.sha256,
@@ -291,7 +296,10 @@ def show(name: str):
         )
     home = _home()
     file = read_memory_file(home, name)
-    remember_loaded(home, file, _data())  # a save from this page can then merge
+    try:
+        remember_loaded(home, file, _data())  # a save from this page can then merge
+    except NotWritableError:
+        pass  # Recall's folder cannot take it: the history says so, a save would too
     return _render(file, last_change=_last_change(file))
 
 

@@ -43,8 +43,12 @@ STORE_STATUS = {
     "not-archive": 503,
     "missing": 500,
     "corrupt": 500,
+    # Recall's own folder (datadir.FolderFault): a fault of the machine, not of a file.
+    "folder-missing": 503,
+    "folder-readonly": 503,
+    "folder-full": 503,
 }
-TRANSIENT = frozenset(("locked", "io", "readonly", "rollback"))
+TRANSIENT = frozenset(("locked", "io", "readonly", "rollback", "folder-missing"))
 RETRY_AFTER_S = "2"
 
 STORE_ADVICE = {
@@ -63,6 +67,12 @@ STORE_ADVICE = {
     "(a Hermes state.db given as --archive, or an archive written by another Recall). "
     "Point --archive at Recall's own archive, or leave it out: Recall then keeps one in its "
     "data directory.",
+    "folder-missing": "Recall's own data folder (where it keeps its archive) is gone. If it "
+    "was deleted while Recall ran, Recall writes the archive back there in a moment: reload.",
+    "folder-readonly": "Recall's own data folder (where it keeps its archive) cannot be "
+    "written, and holds no archive to show yet. Hermes's state.db is not at fault.",
+    "folder-full": "The disk holding Recall's own data folder (where it keeps its archive) "
+    "is full, and the folder holds no archive to show yet. Hermes's state.db is not at fault.",
     "rollback": "The file is not damaged: a write by the agent was interrupted (a crash or a "
     "power cut) and left state.db-journal beside it, which must be rolled back before anyone "
     "can read the file. Recall opens your database read-only and never writes to it, so it "

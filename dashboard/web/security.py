@@ -68,7 +68,8 @@ def init_app(app: Flask) -> None:
 
 
 def load_secret_key(data_dir: str | os.PathLike[str] | None) -> bytes:
-    """The data directory's secret key, created on first use; random per process without one."""
+    """The data directory's secret key, created on first use; random per process without
+    one, or when the folder cannot hold it (read-only, full: `recall serve` says so)."""
     if not data_dir:
         return secrets.token_bytes(32)
     path = Path(data_dir) / "secret_key"
@@ -78,15 +79,22 @@ def load_secret_key(data_dir: str | os.PathLike[str] | None) -> bytes:
             return key
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return secrets.token_bytes(32)  # unreadable: forms work until the next start
     key = secrets.token_bytes(32)
     # O_EXCL: two servers starting together must not overwrite each other's key.
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_bytes()
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(key)
+    except OSError:
+        return key  # a folder that cannot be written: this process's key only
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+    except OSError:  # a full disk: leave no short key behind for the next start
+        path.unlink(missing_ok=True)
     return key
 
 

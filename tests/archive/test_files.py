@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from dashboard.archive import marks
-from dashboard.archive.files import ARCHIVE_FILE, archive_path, archive_status, open_archive
+from dashboard.archive.files import (
+    ARCHIVE_FILE,
+    archive_path,
+    archive_status,
+    open_archive,
+    reopen_archive,
+)
 from dashboard.archive.importer import sync
 from dashboard.archive.marks import source_key
 from dashboard.errors import StoreUnavailableError, ValidationError
@@ -208,3 +215,23 @@ def test_a_hermes_file_named_as_the_archive_is_refused_untouched(
     fresh = tmp_path / "new" / ARCHIVE_FILE
     open_archive(fresh).close()  # a missing file is created, and is then Recall's
     open_archive(fresh).close()
+
+
+def test_an_archive_whose_folder_was_deleted_is_written_back_from_the_open_copy(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    hs.build_current_views(home / "state.db")
+    archive = tmp_path / "data" / ARCHIVE_FILE
+    store = open_archive(archive, to_sync=True)
+    sync(store, home / "state.db", home)
+    held = store.core.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    shutil.rmtree(archive.parent)  # deleted while Recall runs: only the open copy is left
+    store, restored = reopen_archive(store)
+    try:
+        assert restored and archive.is_file()
+        with closing(sqlite3.connect(archive)) as conn:
+            assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == held > 0
+        assert sorted(p.name for p in archive.parent.iterdir() if "restoring" in p.name) == []
+    finally:
+        store.close()

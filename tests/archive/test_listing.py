@@ -16,6 +16,7 @@ from dashboard.archive.listing import (
 )
 from dashboard.errors import ConflictError, NotFoundError
 from dashboard.hermes.profiles import Scope
+from dashboard.lineage.links import continues
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.pruned_homes import NOW, archived_home, fts_ok
@@ -37,10 +38,10 @@ def test_the_list_pages_through_sessions_by_presence(tmp_path: Path) -> None:
 
 def test_the_archive_page_is_the_radar_and_the_list(tmp_path: Path) -> None:
     home, archive, ids = archived_home(tmp_path)
-    shown = archive_page(home, archive, "archive", 1, now=NOW)
+    shown = archive_page(home, archive, "archive", 1, now=NOW, continues=continues)
     assert [c.session_id for c in shown.radar.candidates] == [ids["old"]]
     assert shown.listing.total == 2
-    missing = archive_page(home, tmp_path / "none.db", "archive", 1, now=NOW)
+    missing = archive_page(home, tmp_path / "none.db", "archive", 1, now=NOW, continues=continues)
     assert not missing.listing.exists and missing.listing.sessions == ()
     assert not (tmp_path / "none.db").exists()
 

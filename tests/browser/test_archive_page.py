@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from contextlib import closing
@@ -13,6 +14,7 @@ from dashboard.archive.importer import sync
 from dashboard.hermes.home import HermesHome
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support import hermes_v31 as v31
 from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
 from tests.support.pruned_homes import mark_gone, prune_from_source
 from tests.support.source_checks import assert_untouched, digests
@@ -50,7 +52,8 @@ def test_the_radar_lists_exactly_what_the_configured_retention_deletes(
             )
         expect(page.locator("#prune-radar")).not_to_contain_text("not archived")
         radar = page.locator("#prune-radar").inner_text()
-        assert "30 days" in radar and "spared: 1 pinned, 1 not ended" in radar
+        assert "30 days" in radar
+        assert "but kept: 1 pinned or in a pinned chain, 1 not ended." in radar
         listing = page.locator("#archived")
         expect(listing.locator(".tag-gone")).to_have_count(1)
         expect(listing.locator(".tag-gone")).to_contain_text(
@@ -68,6 +71,47 @@ def test_the_radar_lists_exactly_what_the_configured_retention_deletes(
         expect(page.locator("#archived .tag-gone")).to_have_count(0)
     assert watch.problems == []
     assert_untouched(home.state_db, before)
+
+
+def test_the_radar_says_why_each_v31_session_goes_and_the_demo_home_is_calm(
+    tmp_path: Path, page, demo_server
+) -> None:
+    """On a v31 home: exactly Hermes's deleted set, each row with its reason; the demo
+    home: one calm sentence and no table."""
+    facts = v31.build_v31_home(tmp_path / "home", now=time.time())
+    archive = tmp_path / "archive.db"
+    with SessionStore(archive) as store:
+        sync(store, facts.db, facts.root)
+    watch = PageWatch()
+    watch.attach(page)
+    args = ["--home", str(facts.root), "--data-dir", str(tmp_path / "data")]
+    with running_server(args, tmp_path, {"RECALL_ARCHIVE": str(archive)}) as server:
+        page.goto(f"{server.url}/archive")
+        rows = page.locator("#prune-radar tr[data-session]")
+        expect(rows).to_have_count(len(facts.prune_deleted))
+        listed = {rows.nth(i).get_attribute("data-session") for i in range(rows.count())}
+        assert listed == facts.prune_deleted
+        ids = facts.sessions
+        for name in ("old_lineage_1", "old_lineage_2"):
+            row = page.locator(f'#prune-radar tr[data-session="{ids[name]}"]')
+            expect(row.locator(".radar-why")).to_contain_text("goes with its chain of 2")
+            expect(row).to_contain_text("safely archived")
+        why = page.locator(f'#prune-radar tr[data-session="{ids["old"]}"] .radar-why')
+        expect(why).to_have_text(re.compile(r"^idle 199 days;\s+past 90 days on \d{4}-\d{2}-\d{2}"))
+        for name in ("rotation_1", "compacted_last_week", "active_month_later", "pinned_2"):
+            expect(page.locator(f'#prune-radar tr[data-session="{ids[name]}"]')).to_have_count(0)
+        expect(page.locator("#prune-radar .radar-spared")).to_contain_text(
+            "3 pinned or in a pinned chain, 1 not ended, 3 in a chain still in use"
+        )
+        expect(page.locator("#prune-radar .radar-never")).to_have_count(0)
+    page.goto(f"{demo_server.url}/archive")
+    expect(page.locator("#prune-radar .radar-never")).to_have_text(
+        "Hermes won't delete anything here: this is Recall's demo home, and no Hermes runs on it."
+    )
+    expect(page.locator("#prune-radar table")).to_have_count(0)
+    expect(page.locator("#prune-radar [role=alert]")).to_have_count(0)
+    expect(page.locator("#prune-radar")).not_to_contain_text("not archived")
+    assert watch.problems == []
 
 
 def _add_old_session(home: HermesHome, started: float) -> str:

@@ -481,3 +481,28 @@ def test_profiles_from_the_rollup_equal_each_scoped_readers_own(
     assert "rebuilt" not in rollup.last_refresh and rollup.last_refresh["changed"] > 0
     assert rolled_profiles() == {"default", "legacy"}
     every_answer()
+
+
+def test_a_rollup_its_folder_refuses_answers_from_the_raw_rows(tmp_path: Path) -> None:
+    """recall.db's folder turns read-only (root too: immutable) after the rollup was built,
+    then the archive moves: the answer is the raw rows' sums, nothing raised."""
+    db = archived(shapes.build_cost_facts, tmp_path)
+    folder = tmp_path / "recall"
+    data = RecallData(folder / "recall.db")
+    rollup = CostRollup(data.core, str(db))
+    ask = {"period": "day", "by": "model", "start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    check(db, rollup, **ask)  # built and used
+    source = tmp_path / shapes.build_cost_facts.__name__
+    shapes.append_turn(source / "state.db", shapes.S_WEEK, "more", "reply", at(date(2026, 11, 4)))
+    archive_home(source)
+    files = [folder, *(p for p in folder.iterdir() if not p.name.endswith("-shm"))]
+    try:
+        with shapes.read_only(*files):
+            conn = open_readonly(db)
+            try:
+                assert rollup.spend(conn, timezone=TZ, **ask) is None  # the caller sums rows
+                assert spend(conn, timezone=TZ, **ask).rows
+            finally:
+                conn.close()
+    finally:
+        data.close()

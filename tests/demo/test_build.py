@@ -165,6 +165,7 @@ def test_demo_home_files(tmp_path: Path) -> None:
     memory_md = (home / "memories" / "MEMORY.md").read_text(encoding="utf-8")
     config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
     limits = config["memory"]
+    assert config["sessions"]["auto_prune"] is False  # the archive page's radar says so
     assert len(user_md) <= limits["user_char_limit"]
     assert len(memory_md) <= limits["memory_char_limit"]
     assert len(user_md.split("\n§\n")) >= 5 and "\n§\n" in memory_md

@@ -27,9 +27,10 @@ def test_the_modules_that_recognise_a_marker_import_the_one_copy() -> None:
     assert records.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.COMPACTION_MARKER is conventions.COMPACTION_MARKER
     assert corpus.LEGACY_SUMMARY_MARKER is conventions.LEGACY_SUMMARY_MARKER
-    assert chains.SUMMARY_PREFIXES is conventions.SUMMARY_PREFIXES
-    assert chains.SUMMARY_END_MARKER is conventions.SUMMARY_END_MARKER
+    assert chains.summary_text is conventions.summary_text
+    assert chains.is_summary is conventions.is_summary
     assert transcript.is_summary is conventions.is_summary
+    assert transcript.summary_text is conventions.summary_text
 
 
 def test_the_token_kinds_are_spelled_once() -> None:
@@ -137,6 +138,58 @@ def test_the_visible_row_rule_reads_the_same_in_python_and_sql() -> None:
     in_sql = set(conn.execute(f"SELECT active, compacted, display_kind FROM m WHERE {where}"))
     assert in_sql == {row for row in combos if conventions.is_visible(*row)}
     assert conventions.visible_rows_sql(set()) == "1"
+
+
+def test_the_archive_rule_counts_each_message_uid_once_in_python_and_sql() -> None:
+    """Schema 31: a copy (``repeats``) never counts; a row flagged like a rewind counts
+    when a later row of its session has its uid (superseded), not otherwise."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, message_uid TEXT,"
+        " repeats INTEGER, active INTEGER, compacted INTEGER, display_kind TEXT)"
+    )
+    rows = [
+        (1, "s", "a", None, 0, 1, None),  # head original, summarized
+        (2, "s", "b", None, 0, 0, None),  # tail original: superseded
+        (3, "s", "c", None, 0, 0, None),  # rewound: no later copy
+        (4, "s", "a", 1, 1, 0, None),  # head copy
+        (5, "s", "b", 2, 1, 0, None),  # tail copy
+        (6, "t", "c", None, 1, 0, None),  # another session's uid "c" saves nothing
+        (7, "s", None, None, 0, 0, None),  # no uid (older row): rewound
+        (8, "s", "d", None, 0, 0, "hidden"),  # superseded but hidden
+        (9, "s", "d", 8, 1, 0, "hidden"),
+    ]
+    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    in_sql = {
+        r[0] for r in conn.execute(f"SELECT m.id FROM messages m WHERE {conventions.visible_sql()}")
+    }
+
+    def superseded(row: tuple) -> bool:
+        return row[2] is not None and any(
+            o[1] == row[1] and o[2] == row[2] and o[0] > row[0] for o in rows
+        )
+
+    in_python = {
+        r[0] for r in rows if conventions.is_visible(r[4], r[5], r[6], r[3], superseded(r))
+    }
+    assert in_sql == in_python == {1, 2, 6}
+    assert conventions.is_rewound(0, 0, superseded=True) is False
+
+
+def test_a_summary_s_own_text_leaves_out_markers_boilerplate_and_the_merged_row() -> None:
+    c = conventions
+    boilerplate = f"{c.SUMMARY_BOILERPLATE_OPENING} into the summary below."
+    standalone = f"{c.COMPACTION_MARKER}\n{boilerplate}\nPort moved."
+    assert c.summary_text(standalone) == "Port moved."
+    merged = (
+        f"{c.MERGED_SUMMARY_OPEN}\nthe retained row\n{c.MERGED_SUMMARY_END}\n"
+        f"{c.COMPACTION_MARKER} {c.SUMMARY_BOILERPLATE_OPENING} (one long line):\n## Goal\nBackups."
+    )
+    assert c.is_summary(merged) and c.is_summary("anything", compressed_summary=1)
+    assert c.summary_text(merged) == "## Goal\nBackups."
+    seed = f"{c.LEGACY_SUMMARY_MARKER} the gist\n{c.SUMMARY_END_MARKER} ---\nnext"
+    assert c.summary_text(seed) == "the gist"
+    assert c.summary_text("plain words") == "plain words"
 
 
 def test_the_memory_file_table_is_the_one_copy_every_module_reads(tmp_path: Path) -> None:

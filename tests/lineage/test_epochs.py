@@ -22,6 +22,7 @@ from dashboard.store.readonly import open_readonly
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as hs
+from tests.support import hermes_v31 as hv
 from tests.support.archived import archive_home
 
 
@@ -219,3 +220,104 @@ def test_epochs_read_from_the_archive_are_the_rule_over_every_full_row(
     assert len(found) == len(full) > 10
     assert found == {sid: derive_epochs(rows) for sid, rows in full.items()}
     assert {hs.S_EPOCHS, hs.S_ROTATED_TIP} <= {sid for sid, e in found.items() if e.compactions}
+
+
+# -- Hermes v31 (HERMES_FACTS, "Hermes v31"): message_uid, merged carriers, head copies --
+
+
+@pytest.fixture(scope="module")
+def v31(tmp_path_factory: pytest.TempPathFactory) -> tuple[hv.V31Facts, Path]:
+    facts = hv.build_v31_home(tmp_path_factory.mktemp("v31") / "home")
+    return facts, archive_home(facts.root)
+
+
+def test_a_v31_session_compacted_three_times_reads_three_epochs_of_their_summaries(
+    v31: tuple[hv.V31Facts, Path],
+) -> None:
+    """Both summary forms open an epoch (compaction 2 is merged into a tool-call row),
+    the re-inserted head before the first summary is a copy, and each epoch's line is
+    its summary's own text."""
+    facts, path = v31
+    epochs, ids = _epochs_of(path, facts.long_session)
+    done = facts.compactions[facts.long_session]
+    assert [c.form for c in done] == ["standalone", "merged", "standalone"]
+    assert epochs.compactions == 3
+    assert [e.summary_id for e in epochs.epochs[1:]] == [ids[c.carrier] for c in done]
+    assert [e.summary_opening for e in epochs.epochs[1:]] == [c.summary for c in done]
+    # A standalone summary is written when its compaction runs; a merged carrier keeps
+    # its row's old time, so the compaction reads as when the next turn began.
+    closed = [e.compacted_at for e in epochs.epochs[:3]]
+    assert (closed[0], closed[2]) == (done[0].at, done[2].at)
+    assert closed[1] is not None and done[1].at <= closed[1] <= epochs.epochs[2].ended_at
+    head = done[0].head_copies
+    assert {ids[h] for h in head} <= epochs.copies.keys()
+    merged = done[1]
+    tool_call = facts.repeats[merged.carrier]
+    assert epochs.merged == {ids[merged.carrier]: ids[tool_call]}
+    assert ids[merged.carrier] not in epochs.copies
+
+
+def test_superseded_originals_are_history_and_the_undone_turn_is_rewound(
+    v31: tuple[hv.V31Facts, Path],
+) -> None:
+    facts, path = v31
+    epochs, ids = _epochs_of(path, facts.long_session)
+    superseded = {ids[r] for c in facts.compactions[facts.long_session] for r in c.superseded}
+    assert epochs.superseded == superseded
+    assert epochs.rewound == {ids[r] for r in facts.rewound}
+    # Each copy is shown as the first row with its uid.
+    for copy, original in facts.repeats.items():
+        if copy in ids and ids[copy] in epochs.copies:
+            assert epochs.shown_once(ids[copy]) == ids[original]
+
+
+def test_every_row_of_a_marker_word_is_in_the_epoch_it_was_said_in(
+    v31: tuple[hv.V31Facts, Path],
+) -> None:
+    facts, path = v31
+    epochs, ids = _epochs_of(path, facts.long_session)
+    for marker in facts.markers.values():
+        if marker.session != facts.long_session or marker.word == hv.UNDO_MARKER:
+            continue
+        expected = marker.epoch if marker.epoch <= epochs.compactions else None
+        for row in marker.rows:
+            assert epochs.before_compaction(ids[row]) == expected, (marker.word, row)
+
+
+def test_no_rotation_child_reads_as_compacted_in_place(v31: tuple[hv.V31Facts, Path]) -> None:
+    """A child opens with the head copy, then its summary: not a compaction. The tip,
+    compacted in place once later, reads once."""
+    facts, path = v31
+    with closing(open_readonly(path)) as conn:
+        found = epochs_of(conn, list(facts.rotation))
+        counts = in_place_counts(conn)
+    assert [found[s].compactions for s in facts.rotation] == [0, 0, 0, 1]
+    assert {s: n for s, n in counts.items() if s in facts.rotation} == {facts.rotation[-1]: 1}
+    assert counts[facts.long_session] == 3
+
+
+def test_a_rotation_child_of_every_generation_opens_without_a_compaction(
+    tmp_path: Path,
+) -> None:
+    """The seed's and today's forms: a child whose first row is the head copy, then the
+    summary, is one epoch (its opening summary is no compaction), and still reads so
+    once it compacted in place itself."""
+    summary = f"{hs.SUMMARY_PREFIX}\nEarlier turns were compacted into the summary below.\nGist."
+    rows = [
+        EpochRow(1, "user", "the head copy", 10.0, message_uid="h"),
+        EpochRow(2, "user", summary, 20.0, message_uid="o"),
+        EpochRow(3, "assistant", "carrying on", 30.0, message_uid="c"),
+    ]
+    assert derive_epochs(rows, child=True).compactions == 0
+    assert derive_epochs(rows, child=True).opening == 2
+    assert derive_epochs(rows[1:]).compactions == 0  # the seed's child: the summary first
+    bare = [r._replace(message_uid=None) for r in rows]  # before schema 31
+    assert derive_epochs(bare, child=True).compactions == 0
+    # Later compacted in place (Hermes v31): the old opening is archived with the rest,
+    # the head is re-inserted, then the new summary: one compaction, not two.
+    later = [r._replace(active=0, compacted=1) for r in rows] + [
+        EpochRow(4, "user", "the head copy", 10.0, message_uid="h", repeats=1),
+        EpochRow(5, "user", summary.replace("Gist.", "Second."), 40.0, message_uid="s"),
+    ]
+    once = derive_epochs(later, child=True)
+    assert once.compactions == 1 and once.epochs[1].summary_opening == "Second."

@@ -16,6 +16,7 @@ from dashboard.search.sessions import SearchRequest
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support import hermes_v31 as hv
 from tests.support.archived import archived_reader
 
 ALL_SOURCES = ("cli", "telegram", "cron", "subagent")
@@ -700,3 +701,48 @@ def test_a_scoped_search_learns_nothing_of_another_profiles_matches(
         )
         assert own.bounded and own.total_matches == 2, sort
         assert {r.profile for r in own.results} == {"legacy"}, sort
+
+
+# -- Hermes v31: one message is one message_uid (issue 24) -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def v31_home(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[hv.V31Facts, StateReader, dict[int, int]]:
+    facts = hv.build_v31_home(tmp_path_factory.mktemp("v31") / "home")
+    reader = archived_reader(facts.root)
+    with reader.snapshot() as snap:
+        ids = {int(r[1]): r[0] for r in snap.conn.execute("SELECT id, src_id FROM messages")}
+    return facts, reader, ids
+
+
+def test_a_v31_marker_counts_once_per_message_in_the_epoch_it_was_said_in(
+    v31_home: tuple[hv.V31Facts, StateReader, dict[int, int]],
+) -> None:
+    """Head copies, superseded tail originals and their live copies are each one message:
+    every count says so, and every hit carries the compaction it came before."""
+    facts, reader, ids = v31_home
+    compactions = len(facts.compactions[facts.long_session])
+    for marker in facts.markers.values():
+        if marker.session != facts.long_session or marker.word == hv.UNDO_MARKER:
+            continue
+        expected = (marker.epoch, compactions) if marker.epoch <= compactions else None
+        for group in ("chain", "session"):
+            result = reader.search(SearchRequest(query=marker.word, group=group))
+            (card,) = result.results
+            assert card.hit_count == result.total_matches == marker.messages, (marker, group)
+            assert [h.compaction for h in card.hits] == [expected] * marker.messages, marker
+            assert {h.message_id for h in card.hits} <= {ids[r] for r in marker.rows}
+        said = reader.matching_messages(facts.long_session, marker.word)
+        assert len(said) == marker.messages, marker.word
+    assert facts.markers[hv.HEAD_MARKER].messages == 2  # said twice in the head
+    assert facts.markers[hv.TAIL_MARKER].messages == 1  # an original and its copies
+
+
+def test_a_v31_turn_taken_back_is_not_found(
+    v31_home: tuple[hv.V31Facts, StateReader, dict[int, int]],
+) -> None:
+    _, reader, _ = v31_home
+    result = reader.search(SearchRequest(query=hv.UNDO_MARKER))
+    assert result.results == [] and result.total_matches == 0

@@ -227,3 +227,35 @@ def test_both_views_keep_hermess_order_by_id_where_copies_carry_old_times(
         ]
     long_live = [ids[i] for i in facts.live_order[facts.long_session]]
     assert by_time != long_live  # the home holds what a by-time order gets wrong
+
+
+def test_v31_everything_shows_each_message_once_and_live_marks_every_copy(
+    tmp_path: Path,
+) -> None:
+    """Everything: one row per message_uid, where it was said (a superseded original is
+    history, the undone turn is not), plus each compaction's carrier. Live: every
+    re-inserted copy says which row it repeats."""
+    facts = hv.build_v31_home(tmp_path / "home")
+    archive = archive_home(facts.root)
+    sid = facts.long_session
+    done = facts.compactions[sid]
+    with opened(archive) as conn:
+        ids = archive_ids(conn)
+        source = {v: k for k, v in ids.items()}
+        everything = shown_rows(conn, sid)
+        live = shown_rows(conn, sid, "live")
+        uids = dict(
+            conn.execute("SELECT id, message_uid FROM messages WHERE session_id = ?", (sid,))
+        )
+        transcript = load_transcript(conn, sid)
+    carriers = {ids[c.carrier] for c in done}
+    plain = [i for i in everything.order if i not in carriers]
+    assert len({uids[i] for i in plain}) == len(plain)  # no message twice
+    superseded = {ids[r] for c in done for r in c.superseded}
+    assert superseded <= set(everything.order) and superseded == everything.superseded
+    assert not {ids[r] for r in facts.rewound} & set(everything.order)
+    assert set(everything.dividers) == carriers and everything.compactions == 3
+    assert {m.id for m in transcript.messages if m.superseded} == superseded
+    copies = {ids[c]: ids[o] for c, o in facts.repeats.items() if source.get(ids[c]) == c}
+    marked = [row for row in live.order if row in copies and row not in carriers]
+    assert marked and {row: live.copy_of[row] for row in marked} == {r: copies[r] for r in marked}

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.errors import NotWritableError
 from dashboard.hermes.home import HermesHome
-from dashboard.store.datadir import data_dir_for, recall_data_dir, user_data_root
+from dashboard.store.datadir import data_dir_for, folder_fault, recall_data_dir, user_data_root
 from dashboard.store.recalldb import RecallData
 from dashboard.web.security import load_secret_key
+from tests.support import hermes_shapes as shapes
 
 
 @pytest.fixture
@@ -147,3 +149,39 @@ def test_an_app_without_a_data_dir_writes_nothing_into_the_home(xdg: Path, tmp_p
     assert not (home / "recall").exists()
     assert Path(app.config["DATA_DIR"]) == data_dir_for(HermesHome(home))
     assert (Path(app.config["DATA_DIR"]) / "secret_key").exists()
+
+
+def test_folder_fault_names_a_folder_gone_read_only_or_fine(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    gone = folder_fault(folder)
+    assert gone is not None and gone.kind == "missing" and gone.reason == "folder-missing"
+    folder.mkdir()
+    archive = folder / "archive.db"
+    archive.write_bytes(b"")
+    assert folder_fault(folder, [archive]) is None
+    with shapes.read_only(folder, archive):  # root is refused too (immutable)
+        fault = folder_fault(folder, [archive])
+    assert fault is not None and fault.kind == "readonly"
+    assert fault.sentence.startswith(f"Recall's data folder {folder} is read-only")
+    assert "--data-dir" in fault.sentence and "state.db" not in fault.sentence
+    error = fault.error()
+    assert (error.reason, error.path) == ("folder-readonly", str(folder))
+
+
+def test_recall_db_in_a_read_only_folder_is_not_writable_naming_the_folder(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with shapes.read_only(folder), pytest.raises(NotWritableError) as info:
+        RecallData(folder / "recall.db")
+    assert info.value.folder == str(folder) and "read-only" in str(info.value)
+    data = RecallData(folder / "recall.db")
+    try:
+        files = [folder, *(p for p in folder.iterdir() if not p.name.endswith("-shm"))]
+        with shapes.read_only(*files), pytest.raises(NotWritableError) as info:
+            data.add_revision("home", "USER.md", "Name: Ada")
+        assert "Nothing was saved" in str(info.value)
+        assert data.revisions("home", "USER.md") == []
+    finally:
+        data.close()

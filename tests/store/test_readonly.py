@@ -14,7 +14,7 @@ from dashboard.archive.layout import detect_layout
 from dashboard.errors import StoreUnavailableError
 from dashboard.hermes.content import decode_content
 from dashboard.reader.overview import store_overview
-from dashboard.store.readonly import open_readonly
+from dashboard.store.readonly import open_own_readonly, open_readonly
 from tests.support import hermes_shapes as shapes
 
 EMPTY = hashlib.sha256(b"").hexdigest()
@@ -221,3 +221,34 @@ def test_readonly_error_codes_are_named() -> None:
         exc = sqlite3.OperationalError("attempt to write a readonly database")
         exc.sqlite_errorcode = code  # type: ignore[attr-defined]
         assert classify(exc, here).reason == reason, code
+
+
+def test_recalls_own_wal_file_in_a_read_only_folder_is_read_without_its_shm(
+    tmp_path: Path,
+) -> None:
+    """A WAL file needs its -shm even to be read; in a read-only folder none can be made,
+    and no one can write the file there either: it is read as immutable."""
+    folder = tmp_path / "data"
+    db = folder / "archive.db"
+    folder.mkdir()
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (42)")
+    conn.close()  # the last connection out folds the WAL in and removes -wal and -shm
+    assert sorted(p.name for p in folder.iterdir()) == ["archive.db"]
+    with shapes.read_only(folder, db):
+        with pytest.raises(StoreUnavailableError):
+            open_readonly(db)  # what a Hermes file in such a folder gets: its own reason
+        conn = open_own_readonly(db)
+        try:
+            assert [tuple(r) for r in conn.execute("SELECT x FROM t")] == [(42,)]
+        finally:
+            conn.close()
+    assert sorted(p.name for p in folder.iterdir()) == ["archive.db"]
+
+
+def test_recalls_own_file_in_a_folder_that_is_gone_names_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailableError) as info:
+        open_own_readonly(tmp_path / "data" / "archive.db")
+    assert info.value.reason == "folder-missing" and info.value.path == str(tmp_path / "data")

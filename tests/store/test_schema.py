@@ -132,7 +132,7 @@ def test_an_index_only_migration_makes_no_backup_and_the_index_is_used(tmp_path:
         ).fetchall()
     assert "idx_messages_compacted" in " ".join(str(tuple(r)) for r in plan)
     assert "idx_sessions_profile" in " ".join(str(tuple(r)) for r in by_profile)
-    assert not list(tmp_path.glob("*.bak"))  # v4 -> v6 only adds indexes
+    assert not list(tmp_path.glob("*.bak"))  # v4 -> v7 adds indexes and defaulted columns
 
 
 def test_a_newer_file_is_refused(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ def running_server(
     env: dict[str, str] | None = None,
     *,
     wait_for_import: bool = True,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[Server]:
     """Start ``recall serve ARGS`` on a free port and wait until /healthz answers (and,
     with ``wait_for_import``, until the archive's first sync has finished or failed).
@@ -56,7 +57,8 @@ def running_server(
     an outgoing connection may take it before ``recall serve`` does. So the server
     counts as up only once its own log says it serves that port (it says so after
     binding it; another server on the port could answer /healthz too), and a port
-    taken in between is given up for another one.
+    taken in between is given up for another one. ``wrapper`` runs before the command
+    and must ``exec`` it (the server keeps the process's id: :func:`on_small_disk`).
     """
     full_env = {**os.environ, **(env or {})}
     for _ in range(PORT_TRIES):
@@ -65,7 +67,11 @@ def running_server(
         with (
             log.open("w") as out,
             subprocess.Popen(
-                [sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port), *args],
+                [
+                    *wrapper,
+                    *(sys.executable, "-m", "dashboard.cli", "serve", "--port", str(port)),
+                    *args,
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -90,6 +96,20 @@ def running_server(
 PORT_TRIES = 5
 
 
+def on_small_disk(folder: Path, kilobytes: int) -> list[str]:
+    """A :func:`running_server` wrapper: the server runs in a mount namespace of its own
+    where ``folder`` is a tmpfs of ``kilobytes`` (a real disk that fills, gone with the
+    process; root only, as the tests run). The test reaches the folder as the server sees
+    it through ``/proc/<pid>/root``: :func:`seen_by`."""
+    script = f'mount -t tmpfs -o size={kilobytes}k,mode=0700 recall-test "$0" && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, str(folder)]
+
+
+def seen_by(server: Server, path: Path) -> Path:
+    """``path`` as the server's process sees it (its own mounts: :func:`on_small_disk`)."""
+    return Path(f"/proc/{server.process.pid}/root") / path.resolve().relative_to("/")
+
+
 def _wait_until_up(proc: subprocess.Popen[str], log: Path, url: str, wait_for_import: bool) -> bool:
     """True once the server on ``url`` is this process and ready; False if its port was
     taken (it exits saying so)."""
@@ -105,7 +125,10 @@ def _wait_until_up(proc: subprocess.Popen[str], log: Path, url: str, wait_for_im
             try:
                 health = httpx.get(f"{url}/healthz", timeout=1.0).json()
                 sync = health.get("sync")
-                if not wait_for_import or not sync or sync["last_sync_at"] or sync["reason"]:
+                settled = sync and (
+                    sync["last_sync_at"] or sync["reason"] or sync.get("folder_reason")
+                )
+                if not wait_for_import or not sync or settled:
                     return True
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the first import did not finish: {log.read_text()}")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -759,3 +760,46 @@ def build_v31_home(root: Path, now: float = V31_NOW) -> V31Facts:
         last_activity={sid: last_activity(sid) for sid in w.sessions},
         repeats=repeats,
     )
+
+
+def compact_in_place(db: Path, sid: str, summary: str, at: float, keep: int = 2) -> None:
+    """Hermes v31's in-place compaction of one session of a written file: the live rows
+    go ``active=0, compacted=1``; at the first compaction the head (3 rows) is
+    re-inserted before a standalone summary; the retained tail's originals go ``active=0,
+    compacted=0`` and their copies (same uid and timestamp) are inserted live."""
+    with closing(hs._connect(db)) as conn:
+        conn.row_factory = sqlite3.Row
+        cols = hs._columns(conn, "messages")
+        conn.execute("BEGIN IMMEDIATE")
+        live = [
+            dict(r)
+            for r in conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,)
+            )
+        ]
+        first = not conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? AND compacted = 1", (sid,)
+        ).fetchone()
+        head, tail = (live[:3] if first else []), live[-keep:]
+        conn.execute(
+            "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1",
+            (sid,),
+        )
+        conn.executemany(
+            "UPDATE messages SET compacted = 0 WHERE id = ?", [(r["id"],) for r in tail]
+        )
+
+        def again(row: dict[str, Any]) -> None:
+            copy = {k: v for k, v in row.items() if k != "id"}
+            copy.update(active=1, compacted=0)
+            conn.execute(*hs._insert("messages", copy, cols))
+
+        for row in head:
+            again(row)
+        text = f"{SUMMARY_PREFIX}\n{SUMMARY_BOILERPLATE}\n{summary}"
+        values = {"session_id": sid, "role": "user", "content": text, "timestamp": at}
+        conn.execute(*hs._insert("messages", {**values, "active": 1, "compacted": 0}, cols))
+        for row in tail:
+            again(row)
+        conn.execute("UPDATE sessions SET last_activity_at = ? WHERE id = ?", (at, sid))
+        conn.execute("COMMIT")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ from flask.testing import FlaskClient
 
 from dashboard.archive import listing as listing_module
 from dashboard.archive import prune_radar as radar_module
+from dashboard.archive.importer import sync
+from dashboard.store.session_store import SessionStore
+from tests.support import hermes_v31 as v31
 from tests.support.app import make_app
 from tests.support.pages import GONE_BADGE, names_shown_as_their_pages
 from tests.support.pruned_homes import archived_home, fts_ok
@@ -137,6 +142,67 @@ def test_the_page_without_an_archive_says_how_to_make_one(tmp_path: Path) -> Non
     assert not (tmp_path / "none.db").exists()
 
 
+def _radar(html: str) -> str:
+    return html.split('id="prune-radar"', 1)[1].split("</section>", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "sentence"),
+    [
+        (
+            "sessions:\n  auto_prune: false\n  retention_days: 30\n",
+            "Hermes won't delete anything here: auto-prune is off in config.yaml.",
+        ),
+        (
+            "sessions:\n  retention_days: 0\n",
+            "Hermes won't delete anything here: retention_days is 0 in config.yaml, which "
+            "keeps every session.",
+        ),
+    ],
+)
+def test_a_home_nothing_prunes_gets_one_calm_sentence(
+    tmp_path: Path, config: str, sentence: str
+) -> None:
+    home, archive, ids = archived_home(tmp_path)
+    home.config_yaml.write_text(config, encoding="utf-8")
+    # Even with no archive at all: nothing is at risk, so nothing to warn about.
+    for where in (archive, tmp_path / "none.db"):
+        client = make_app(home.root, tmp_path / "data", ARCHIVE=str(where)).test_client()
+        radar = _radar(_html(client, "/archive"))
+        assert sentence in radar
+        assert 'role="alert"' not in radar and "not archived" not in radar
+        assert "data-session" not in radar and ids["old"] not in radar
+
+
+def test_on_a_v31_home_each_row_says_why_it_goes_and_when_it_crossed(tmp_path: Path) -> None:
+    facts = v31.build_v31_home(tmp_path / "home", now=time.time())
+    archive = tmp_path / "archive.db"
+    with SessionStore(archive) as store:
+        sync(store, facts.db, facts.root)
+    client = make_app(facts.root, tmp_path / "data", ARCHIVE=str(archive)).test_client()
+    radar = _radar(_html(client, "/archive"))
+    rows = {
+        sid: " ".join(re.sub(r"<[^>]+>", " ", row).split())
+        for sid, row in re.findall(r'<tr data-session="([^"]+)"[^>]*>(.*?)</tr>', radar)
+    }
+    assert set(rows) == facts.prune_deleted
+    ids = facts.sessions
+
+    def day(ts: float) -> str:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+
+    old = rows[ids["old"]]
+    assert "idle 199 days; past 90 days on" in old and "chain" not in old
+    assert day(facts.last_activity[ids["old"]] + 90 * 86_400) in old
+    tip = facts.last_activity[ids["old_lineage_2"]]
+    for name in ("old_lineage_1", "old_lineage_2"):
+        assert f"goes with its chain of 2 (all idle since {day(tip)}" in rows[ids[name]]
+        assert f"past 90 days on {day(tip + 90 * 86_400)}" in rows[ids[name]]
+    assert all("safely archived" in row for row in rows.values())
+    kept = "Idle for more than 90 days but kept: 3 pinned or in a pinned chain, 1 not ended, 3 in"
+    assert f"{kept} a chain still in use." in radar
+
+
 # -- profiles (issue 17) ---------------------------------------------------------------------
 
 
@@ -196,14 +262,15 @@ def test_the_radar_and_the_listing_read_the_archive_once(
     client, ids, archive, _ = _client(tmp_path)
     opened = count_snapshots(monkeypatch)
     own: list[Path] = []  # the archive opened by the radar or the listing themselves
-    for module in (listing_module, radar_module):
-        original = module.open_readonly
+    # The listing opens the archive (Recall's own file), the radar the source beside it.
+    for module, opener in ((listing_module, "open_own_readonly"), (radar_module, "open_readonly")):
+        original = getattr(module, opener)
 
         def recorded(path: Path, *args: object, _open=original, **kwargs: object):
             own.append(Path(path))
             return _open(path, *args, **kwargs)
 
-        monkeypatch.setattr(module, "open_readonly", recorded)
+        monkeypatch.setattr(module, opener, recorded)
     html = _html(client, "/archive")
     assert len(opened) == 1  # one snapshot for the listing and the radar's check
     assert archive.resolve() not in [p.resolve() for p in own]  # only the source beside it

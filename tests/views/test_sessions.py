@@ -12,6 +12,7 @@ from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from dashboard.web.markdown import highlight, render_markdown
 from tests.support import hermes_shapes as shapes
+from tests.support import hermes_v31 as hv
 from tests.support.app import make_app
 from tests.support.pages import GONE_BADGE, IMG, SCRIPT, assert_inert, xss_home
 from tests.support.snapshots import count_snapshots
@@ -53,7 +54,10 @@ def test_transcript_page_shows_every_message_with_its_parts(tmp_path: Path, shap
     assert f'rel="prev" href="/sessions/{shapes.S_ROOT}"' in middle
     assert f'rel="next" href="/sessions/{shapes.S_CONT2}"' in middle
     assert "is-summary" in middle and "Context compaction summary" in middle
-    assert facts.summary_prefix in middle
+    # The summary in its own words: no marker, no boilerplate, no end line.
+    assert "Goal: stop API timeouts." in middle
+    assert facts.summary_prefix not in middle and "Earlier turns were compacted" not in middle
+    assert "END OF CONTEXT SUMMARY" not in middle
 
     tip = page(client, f"/sessions/{shapes.S_CONT2}")
     assert f'rel="prev" href="/sessions/{shapes.S_CONT1}"' in tip and 'rel="next"' not in tip
@@ -369,7 +373,8 @@ def test_a_session_compacted_in_place_links_to_its_epochs_on_the_chain_page(
     assert link.group(2) == "compacted in place 3 times: 4 epochs"
     # A rotation segment keeps its "part n of m" (its chain page draws the epochs too).
     tip = page(client, f"/sessions/{shapes.S_ROTATED_TIP}")
-    assert "chain: part 2 of 2" in tip and "compacted in place" not in tip
+    # Its part of the chain, and its own in-place compactions beside it.
+    assert "chain: part 2 of 2" in tip and "compacted in place 2 times" in tip
 
 
 def test_the_page_and_the_json_render_one_session_page_of_one_snapshot(
@@ -388,3 +393,36 @@ def test_the_page_and_the_json_render_one_session_page_of_one_snapshot(
         str(m["id"]) for m in body["messages"]
     ]
     assert body["neighbours"]["previous"]["id"] == shapes.S_ROOT
+
+
+# -- Hermes v31: the same count on every page (issue 24) ------------------------------------
+
+
+def test_every_page_reads_a_v31_session_compacted_in_place_three_times(tmp_path: Path) -> None:
+    """Session page, chain page, chain JSON and transcript API agree, each divider
+    shows its summary's own text, and no rotation child shows a divider."""
+    facts = hv.build_v31_home(tmp_path / "home")
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    sid = facts.long_session
+    done = facts.compactions[sid]
+    html = page(client, f"/sessions/{sid}")
+    assert "compacted in place 3 times: 4 epochs" in html
+    labels = re.findall(r'<span class="divider-label">Compaction (\d) of (\d)', html)
+    assert labels == [("1", "3"), ("2", "3"), ("3", "3")]
+    for c in done:
+        assert c.summary in html
+    assert hv.SUMMARY_BOILERPLATE not in html  # the summaries' own text only
+    api = client.get(f"/api/sessions/{sid}/messages").get_json()
+    assert api["compactions"] == 3
+    assert [m["compaction"] for m in api["messages"] if m["compaction"]] == [1, 2, 3]
+    chain = page(client, f"/chains/{sid}")
+    assert "compacted in place 3 times" in chain
+    body = client.get(f"/api/chains/{sid}").get_json()
+    (node,) = [n for n in body["nodes"] if n["session_id"] == sid]
+    assert node["compactions"] == 3
+    assert [e["summary_opening"] for e in node["epochs"][1:]] == [c.summary for c in done]
+    for child in facts.rotation[1:-1]:
+        assert "compaction-divider" not in page(client, f"/sessions/{child}"), child
+        assert client.get(f"/api/sessions/{child}/messages").get_json()["compactions"] == 0
+    tip = page(client, f"/sessions/{facts.rotation[-1]}")
+    assert tip.count('class="compaction-divider') == 1

@@ -123,6 +123,15 @@ def test_secret_key_is_per_data_dir_private_and_stable(tmp_path: Path) -> None:
     assert len(one) >= 32
 
 
+def test_a_read_only_data_folder_gives_a_key_for_this_process_only(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with shapes.read_only(folder):
+        one, two = load_secret_key(folder), load_secret_key(folder)
+    assert len(one) >= 32 and one != two  # nothing could be kept: one per start
+    assert list(folder.iterdir()) == []
+
+
 def test_session_cookie_is_strict_and_http_only(client: FlaskClient) -> None:
     cookie = client.get("/").headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
