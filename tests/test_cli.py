@@ -227,6 +227,22 @@ def test_search_reads_the_profile_named_and_labels_hits_under_all(tmp_path: Path
     assert not any(line.startswith("  legacy · ") for line in own.stdout.splitlines())
 
 
+def test_a_look_alike_id_in_the_default_profile_swallows_no_profile(tmp_path: Path) -> None:
+    """Issue 24: the default profile's session ``legacy:<id>`` stays the default's, and the
+    legacy profile's ``<id>`` stays whole, through ``--profile`` either way."""
+    facts = _profiles_home(tmp_path)
+    crafted = shapes.add_lookalike_session(facts)
+    home = ("--home", str(facts.root), "--source", "cli", "--source", "cron")
+    mine = recall("search", shapes.LOOKALIKE_WORD, *home, "--profile", "default")
+    assert mine.returncode == 0, mine.stderr
+    assert f"  default:{crafted} ·" in mine.stdout and mine.stdout.startswith("1 sessions")
+    theirs = recall("search", shapes.LOOKALIKE_WORD, *home, "--profile", "legacy")
+    assert "\n0 sessions" in theirs.stdout and shapes.S_CRON not in theirs.stdout, theirs.stdout
+    legacy = recall("search", facts.words["legacy"], *home, "--profile", "legacy", "--json")
+    cards = json.loads(legacy.stdout)["results"]
+    assert [c["session_id"] for c in cards] == [crafted]
+
+
 def test_an_unknown_profile_exits_2_naming_the_profiles(tmp_path: Path) -> None:
     facts = _profiles_home(tmp_path)
     for args in (

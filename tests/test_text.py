@@ -8,7 +8,7 @@ from pathlib import Path
 from dashboard import text
 from dashboard.agent import blocks
 from dashboard.search import said
-from dashboard.sessions import transcript
+from dashboard.store import names
 from dashboard.summaries import recap, service
 from dashboard.web import lineage_svg, markdown
 
@@ -52,7 +52,7 @@ def test_the_modules_that_mark_or_clip_use_the_one_copy() -> None:
     assert markdown.term_pattern is text.term_pattern and markdown.mark is text.mark
     assert said.is_marked is text.is_marked and recap.mark_terms is text.mark_terms
     assert blocks.clip is text.clip and blocks.plain is text.plain
-    assert lineage_svg.clip_line is text.clip_line and transcript.clip_line is text.clip_line
+    assert lineage_svg.clip_line is text.clip_line and names.clip_line is text.clip_line
     assert service.plain is text.plain
 
 

@@ -17,15 +17,16 @@ each profile's prune radar in turn (each has its own source, config and sweeps).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dashboard.archive.prune_radar import ContinuationRule, PruneRadar, prune_radar
+from dashboard.archive.prune_radar import Candidate, ContinuationRule, PruneRadar, prune_radar
 from dashboard.errors import ConflictError, NotFoundError, StoreUnavailableError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE, Profile, Scope
 from dashboard.store.fts_upkeep import triggers_off
+from dashboard.store.names import names_of, session_names
 from dashboard.store.presence import gone_sql, presence_sql
 from dashboard.store.readonly import open_own_readonly, read_snapshot
 from dashboard.store.scope import apply_scope
@@ -46,6 +47,11 @@ class ArchivedSession:
     messages: int  # rows in the archive
     gone_at: float | None  # when it left Hermes (store/presence.py), else None
     profile: str | None = None  # the profile it belongs to
+    name: str = ""  # what a person calls it (store/names.py)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.title or self.session_id
 
 
 @dataclass(frozen=True)
@@ -81,11 +87,21 @@ class ArchivePage:
     archive: str
     radars: tuple[ProfileRadar, ...]
     listing: ArchiveListing
+    # The name of each radar candidate the archive holds (its archive id -> its name there,
+    # store/names.py), read with the listing; empty when the archive could not be read.
+    names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def radar(self) -> PruneRadar:
         """The first (with one profile, the only) radar."""
         return self.radars[0].radar
+
+    def name_of(self, candidate: Candidate) -> str:
+        """What a radar row calls its session: the archive's name for it when archived,
+        else its title in Hermes, else its id."""
+        if candidate.archive_id is not None and candidate.archive_id in self.names:
+            return self.names[candidate.archive_id]
+        return candidate.title or candidate.archive_id or candidate.session_id
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,11 @@ class DeletionPreview:
     messages: int
     usage_rows: int
     gone_at: float | None
+    name: str = ""  # what a person calls it (store/names.py)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.title or self.session_id
 
     @property
     def deletable(self) -> bool:
@@ -158,11 +179,13 @@ def archive_page(
     else:
         radar = prune_radar(home, archive, now, continues=continues, conn=conn)
         radars = (ProfileRadar(None, radar),)
-    if conn is not None:
-        listing = _listing(conn, presence, page, PAGE_SIZE)
-    else:
-        listing = list_archived(archive, presence, page, scope=scope)
-    return ArchivePage(str(archive), radars, listing)
+    if conn is None:
+        return ArchivePage(
+            str(archive), radars, list_archived(archive, presence, page, scope=scope)
+        )
+    archived = [c.archive_id for r in radars for c in r.radar.candidates if c.archive_id]
+    listing = _listing(conn, presence, page, PAGE_SIZE)
+    return ArchivePage(str(archive), radars, listing, names_of(conn, archived))
 
 
 def _open(archive: Path, scope: Scope) -> sqlite3.Connection:
@@ -212,8 +235,13 @@ def _listing(conn: sqlite3.Connection, presence: str, page: int, page_size: int)
         "LIMIT ? OFFSET ?",
         (page_size, (page - 1) * page_size),
     ).fetchall()
+    names = session_names(conn, {r[0]: r[1] for r in rows})
     return ArchiveListing(
-        presence, page, page_size, total, tuple(ArchivedSession(*r) for r in rows)
+        presence,
+        page,
+        page_size,
+        total,
+        tuple(ArchivedSession(*r, name=names[r[0]]) for r in rows),
     )
 
 
@@ -283,4 +311,4 @@ def _preview(conn: sqlite3.Connection, archive: Path, session_id: str) -> Deleti
     ).fetchone()
     if row is None:
         raise NotFoundError(f"session {session_id!r} is not in the archive")
-    return DeletionPreview(*row)
+    return DeletionPreview(*row, name=session_names(conn, {row[0]: row[1]})[row[0]])

@@ -15,6 +15,7 @@ from typing import Any
 from dashboard.archive.layout import Layout
 from dashboard.costs.rules import read_cost
 from dashboard.hermes import conventions
+from dashboard.hermes.profiles import ArchiveIds
 from dashboard.store.readonly import read_snapshot
 from dashboard.store.schema import DERIVED_USAGE_PREFIX
 
@@ -164,30 +165,29 @@ class Adapter:
         # The profile every row of this source is archived under (profiles.py names
         # them; the folder's own name when the caller does not).
         self.profile = profile or conventions.profile_of(home_root)
-        # What the archive puts before this source's session ids (profiles.Profile).
-        # Every session id this adapter returns is the archive's; every one it is
-        # given is too: the source's own ids never leave it.
-        self.id_prefix = id_prefix
+        # How this source's session ids are named in the archive (profiles.ArchiveIds:
+        # ``id_prefix`` "" for the first home's root). Every session id this adapter
+        # returns is the archive's; every one it is given is too: the source's own ids
+        # never leave it.
+        self.ids = ArchiveIds.of(self.profile, id_prefix)
 
     def archive_sql(self, expr: str) -> str:
         """SQL naming the archive's id of the source's session id ``expr``."""
-        if not self.id_prefix:
-            return expr
-        return "'" + self.id_prefix.replace("'", "''") + "' || " + expr
+        return self.ids.sql(expr)
 
     def source_ids(self, ids: Iterable[str]) -> list[str]:
-        """The source's own ids of archive session ids (each starts with the prefix)."""
-        cut = len(self.id_prefix)
-        return [str(i)[cut:] for i in ids]
+        """The source's own ids of archive session ids (this profile's)."""
+        return [self.ids.source_id(str(i)) for i in ids]
 
     def archive_id(self, source_id: str) -> str:
-        return f"{self.id_prefix}{source_id}"
+        return self.ids.archive_id(source_id)
 
     def session_keys(self) -> list[tuple[float, str]]:
-        """Every session's ``(started_at, id)``, newest first."""
+        """Every session's ``(started_at, id)``, newest first (by the archive's id: a
+        resumed import compares these keys with its watermark)."""
         rows = self.conn.execute(
-            f"SELECT started_at, {self.archive_sql('id')} FROM sessions"
-            " ORDER BY started_at DESC, id DESC"
+            f"SELECT started_at, {self.archive_sql('id')} AS aid FROM sessions"
+            " ORDER BY started_at DESC, aid DESC"
         )
         return [(float(r[0]), str(r[1])) for r in rows]
 
@@ -344,7 +344,7 @@ class Adapter:
                 return f'{alias}."{renamed[c]}" AS {c}'
             if c not in have:
                 return f"{_literal(defaults.get(c))} AS {c}"
-            if c == "session_id" and self.id_prefix:
+            if c == "session_id":
                 return f"{self.archive_sql(f'{alias}.{c}')} AS {c}"
             return f"{alias}.{c}"
 
@@ -355,7 +355,7 @@ class Adapter:
         mapped = {"profile": "profile_name"} if "profile_name" in have else {}
         parts = []
         for c in SESSION_COLUMNS:
-            if c in ("id", "parent_session_id") and self.id_prefix and c in have:
+            if c in ("id", "parent_session_id") and c in have:
                 parts.append(f"{self.archive_sql(f's.{c}')} AS {c}")
             elif c in mapped:
                 parts.append(f"s.{mapped[c]} AS {c}")

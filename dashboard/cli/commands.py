@@ -69,7 +69,7 @@ def run_search(args: argparse.Namespace) -> int:
             if card.started_at
             else "?"
         )
-        print(f"\n{card.title or card.preview or card.session_id}")
+        print(f"\n{card.label}")
         hits = f" · {card.hit_count} hits" if card.hit_count else ""
         # Under several profiles, each card says whose it is (ids of one can repeat in another).
         whose = f"{card.profile} · " if several and card.profile else ""

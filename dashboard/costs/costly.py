@@ -17,6 +17,7 @@ from typing import Protocol
 from dashboard.costs.spend import SUM_COLUMNS, TOKEN_COLUMNS, Cell, Plan, add_vector, cell_from_sums
 from dashboard.costs.usage import Row
 from dashboard.params import table_sort
+from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 
 SORTS = ("cost", "tokens", "calls")
@@ -44,11 +45,12 @@ class SessionSpend:
     in_chain: bool  # part of a compaction chain (its chain page is worth a link)
     spend: Cell  # its figures in the range (period "range", key its id)
     gone_at: float | None = None  # when it left Hermes (store/presence.py), else None
+    name: str = ""  # what a person calls it (store/names.py); "" when not read
 
     @property
     def label(self) -> str:
-        """What a person calls the session: its title, else its id."""
-        return self.title or self.session_id
+        """What a person calls the session: its title, else its first words, else its id."""
+        return self.name or self.title or self.session_id
 
     @property
     def tokens(self) -> int:
@@ -117,12 +119,15 @@ def costly_sessions(
     """The ranked sessions (``(id, SUM_COLUMNS sums)``, from :func:`rank_sessions` or the
     rollup) with their titles and whether each is part of a chain."""
     details = _details(conn, [sid for sid, _ in ranked])
+    names = session_names(conn, {sid: d[1] for sid, d in details.items()})
     out = []
     for sid, vector in ranked:
         started, title, source, model, gone = details.get(sid, (None,) * 5)
         family = lineage.family(lineage.root(sid))
         cell = cell_from_sums("range", sid, vector, 1)
-        out.append(SessionSpend(sid, title, source, model, started, len(family) > 1, cell, gone))
+        in_chain = len(family) > 1
+        name = names.get(sid, sid)
+        out.append(SessionSpend(sid, title, source, model, started, in_chain, cell, gone, name))
     return CostlySessions(sort, descending, total, out)
 
 

@@ -7,10 +7,16 @@ folder and its profiles ``<folder>-<name>``, and a name taken twice gets ``-2``.
 
 Every profile's history goes into the one archive. Hermes never shares session
 records between profiles, but two profiles can hold the same session id (a copied
-home, a restored backup). The first home's root keeps its ids in the archive; every
-other profile's sessions are archived as ``<profile>:<id>`` (:meth:`Profile.archive_id`,
-the source id kept in ``src_id``), so the two stay distinct and every link to a
-session names exactly one.
+home, a restored backup), and a source id is any text: it can itself read
+``<profile>:<id>``. :class:`ArchiveIds` is the one rule that names them in the archive:
+a session of another profile than the first home's root is archived as
+``<profile>:<id>``; the first home's root (the primary) keeps its ids as they are,
+except an id holding ``:``, which is qualified like any other (``default:<id>``).
+So an archive id without ``:`` is the primary's own, and one with ``:`` names its
+profile before the first ``:`` (profile names have none): no two sessions of any
+profiles share an archive id, and Hermes's own ids (``20260722_204335_d62c16``) stay
+unchanged. The source id is kept in ``src_id``; which profile a row is, is its
+``profile`` column, never read back from the id.
 
 A :class:`Scope` is what one request reads: one profile or all of them
 (``?profile=<name>|all``). ``StateReader`` applies it where the rows are read, on
@@ -53,11 +59,55 @@ class Profile:
 
     @property
     def id_prefix(self) -> str:
-        """What the archive puts before this profile's session ids ("" for the primary)."""
+        """What the archive puts before every session id of this profile ("" for the
+        primary, whose ids are qualified only when they hold ``:``: :class:`ArchiveIds`)."""
         return "" if self.primary else f"{self.name}{ID_SEPARATOR}"
 
+    @property
+    def ids(self) -> ArchiveIds:
+        return ArchiveIds.of(self.name, self.id_prefix)
+
     def archive_id(self, source_id: str) -> str:
-        return f"{self.id_prefix}{source_id}"
+        return self.ids.archive_id(source_id)
+
+
+@dataclass(frozen=True)
+class ArchiveIds:
+    """How one profile's source session ids become the archive's (see the module).
+
+    ``prefix`` is ``<profile>:``; ``primary``: the first home's root, whose ids are
+    kept unless they hold ``:``. Injective across profiles: an archive id without
+    ``:`` can only be the primary's, and one with ``:`` starts with its own profile's
+    name (no profile name holds ``:``, and no two profiles share a name).
+    """
+
+    prefix: str
+    primary: bool = False
+
+    @classmethod
+    def of(cls, profile: str, id_prefix: str = "") -> ArchiveIds:
+        """The rule for ``profile`` given its :attr:`Profile.id_prefix` ("": the primary)."""
+        return cls(id_prefix or f"{profile}{ID_SEPARATOR}", primary=not id_prefix)
+
+    def archive_id(self, source_id: str) -> str:
+        if self.primary and ID_SEPARATOR not in source_id:
+            return source_id
+        return f"{self.prefix}{source_id}"
+
+    def source_id(self, archive_id: str) -> str:
+        """The source's own id of one of this profile's archive ids."""
+        if self.primary and ID_SEPARATOR not in archive_id:
+            return archive_id
+        return archive_id.removeprefix(self.prefix)
+
+    def sql(self, expr: str) -> str:
+        """SQL naming the archive id of the source id ``expr`` (NULL stays NULL)."""
+        prefix = "'" + self.prefix.replace("'", "''") + "'"
+        if not self.primary:
+            return f"{prefix} || {expr}"
+        return (
+            f"CASE WHEN instr({expr}, '{ID_SEPARATOR}') > 0 THEN {prefix} || {expr} ELSE {expr} END"
+        )
 
 
 def discover(homes: Sequence[HermesHome]) -> list[Profile]:

@@ -25,6 +25,7 @@ from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import TOKEN_KINDS, is_summary, summary_text
 from dashboard.lineage import links
 from dashboard.lineage.epochs import Epochs, compacted_epochs, usage_epoch
+from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 
 MAX_DEPTH = 500  # deepest lineage walked; real chains reach 10-20 segments
@@ -65,6 +66,7 @@ class Segment:
     # (epochs.usage_epoch); NO_COST where none does.
     epoch_costs: tuple[CostSummary, ...] = ()
     unattributed_usage: int = 0  # usage rows spanning a compaction: no epoch's alone
+    name: str = ""  # what a person calls it (store/names.py); "" when not read
 
     @property
     def estimated_cost_usd(self) -> float | None:
@@ -92,7 +94,8 @@ class Segment:
 
     @property
     def label(self) -> str:
-        return self.title or self.session_id
+        """Its name: its title, else its first words, else its id (store/names.py)."""
+        return self.name or self.title or self.session_id
 
     @property
     def compactions(self) -> int:
@@ -153,8 +156,11 @@ class Chain:
 
     @property
     def heading(self) -> str:
-        """What the chain page calls the conversation: its title, else its first id."""
-        return self.title or (self.line[0] if self.line else self.root)
+        """What the chain page calls the conversation: its title, else its first
+        segment's name (store/names.py)."""
+        first = self.line[0] if self.line else self.root
+        segment = self.segment(first)
+        return self.title or (segment.label if segment is not None else first)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -220,6 +226,7 @@ def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = Fals
     if session_id not in rows:
         raise NotFoundError(f"session {session_id!r} does not exist")
     summaries = _first_messages(conn, [sid for sid, parent, _ in family if parent])
+    names = session_names(conn, {sid: row["title"] for sid, row in rows.items()})
     costs = session_costs(conn, rows)
     segments = []
     for sid, parent, depth in family:
@@ -231,7 +238,13 @@ def load_chain(conn: sqlite3.Connection, session_id: str, *, epochs: bool = Fals
         summary = summaries.get(sid) if kind == "continuation" else None
         segments.append(
             _segment(
-                row, parent if parent_row else None, kind, depth, summary, costs.get(sid, NO_COST)
+                row,
+                parent if parent_row else None,
+                kind,
+                depth,
+                summary,
+                costs.get(sid, NO_COST),
+                names[sid],
             )
         )
     if epochs:
@@ -375,6 +388,7 @@ def _segment(
     depth: int,
     summary: str | None,
     cost: CostSummary,
+    name: str,
 ) -> Segment:
     return Segment(
         session_id=row["id"],
@@ -395,6 +409,7 @@ def _segment(
         summary_preview=summary,
         gone_at=row["gone_at"],
         profile=row["profile"],
+        name=name,
     )
 
 

@@ -18,6 +18,7 @@ from dashboard.costs.usage import session_costs
 from dashboard.lineage.chains import conversation_title
 from dashboard.lineage.graph import Lineage
 from dashboard.params import table_sort
+from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 
 
@@ -40,6 +41,12 @@ class ChainSummary:
     # Recall's archive (Hermes deletes older segments first). None while Hermes has it.
     gone_at: float | None = None
     profile: str | None = None  # its segments' profile (parent links never cross one)
+    # What a person calls it: its title, else its first segment's name (store/names.py).
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.title or self.root
 
     @property
     def in_place(self) -> bool:
@@ -140,8 +147,9 @@ def line_costs(
 
 
 def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
-    """``(title, source, model)`` per line's first segment; the title is the conversation's
-    (the first titled segment of the line, as on the chain page)."""
+    """``(title, source, model, gone_at, name)`` per line's first segment; the title is
+    the conversation's (the first titled segment of the line, as on the chain page), the
+    name that title, else the first segment's name (store/names.py)."""
     pick = f"s.title, s.source, s.model, {gone_sql('s')}"
     ids = sorted({sid for line, *_ in items for sid in line})
     rows = {
@@ -151,18 +159,22 @@ def _details(conn: sqlite3.Connection, items: list[tuple]) -> dict[str, tuple]:
             (json.dumps(ids),),
         )
     }
+    titles: dict[str, str | None] = {}
+    for line, *_ in items:
+        title = next((rows[sid][0] for sid in line if sid in rows and rows[sid][0]), None)
+        titles[line[0]] = title and conversation_title(title)
+    names = session_names(conn, titles)
     out: dict[str, tuple] = {}
     for line, *_ in items:
         _, source, model, _ = rows.get(line[0], (None,) * 4)
-        title = next((rows[sid][0] for sid in line if sid in rows and rows[sid][0]), None)
         gone = rows.get(line[-1], (None,) * 4)[3]
-        out[line[0]] = (title and conversation_title(title), source, model, gone)
+        out[line[0]] = (titles[line[0]], source, model, gone, names[line[0]])
     return out
 
 
 def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
     line, (started, last, messages, profile, cost), epochs = item
-    title, source, model, gone = details.get(line[0], (None,) * 4)
+    title, source, model, gone, name = details.get(line[0], (None,) * 4 + (line[0],))
     return ChainSummary(
         root=line[0],
         tip=line[-1],
@@ -177,4 +189,5 @@ def _summary(item: tuple, details: dict[str, tuple]) -> ChainSummary:
         cost=cost,
         gone_at=gone,
         profile=profile,
+        name=name,
     )

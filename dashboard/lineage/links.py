@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dashboard.hermes.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM, lineage_markers
+from dashboard.store.names import session_names
 
 # A child may start a moment before its parent's end is recorded (clock skew,
 # rounding): within this many seconds it still counts as "after".
@@ -115,7 +116,8 @@ def neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     """The continuation segments around a session.
 
     Returns ``{"previous": {...} | None, "next": [{...}, ...]}``, each segment as
-    ``{"id", "title", "started_at"}``. ``previous`` is the parent when this session
+    ``{"id", "title", "name", "started_at"}`` (``name``: store/names.py). ``previous`` is
+    the parent when this session
     continues it; ``next`` lists the children that continue this session, earliest
     first. Branches, delegations and resets are not neighbours; a parent id pointing
     nowhere gives no ``previous``.
@@ -136,6 +138,10 @@ def neighbours(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
             )
         )
         out["next"] = [_brief(c) for c in children if continues(c, this)]
+    shown = [out["previous"], *out["next"]] if out["previous"] else out["next"]
+    names = session_names(conn, {n["id"]: n["title"] for n in shown})
+    for n in shown:
+        n["name"] = names[n["id"]]
     return out
 
 

@@ -317,6 +317,15 @@ class StateReader:
         count = sum(1 for i in ids if found.paging.index_of(i) is not None)
         return SessionPage(session_id, found, parsed.highlight_terms(), count, matches, chain)
 
+    def session_profile(self, session_id: str) -> str | None:
+        """The profile a session belongs to (its ``profile`` column), if this reader's
+        scope holds it: which profile a link to it is read in (web/profiles.py)."""
+        with self.snapshot() as snap:
+            row = snap.conn.execute(
+                "SELECT profile FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return row[0] if row is not None else None
+
     def health(self) -> dict[str, Any]:
         """``{"status": "ok"}`` or the reason the store cannot be read."""
         try:

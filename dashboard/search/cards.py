@@ -21,6 +21,7 @@ from dashboard.lineage.graph import Lineage
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import Hit, SearchRequest, SessionResult
 from dashboard.search.routes import Row
+from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 from dashboard.text import (
     make_snippet,
@@ -193,6 +194,7 @@ def build_cards(
     wanted = [g.best_session for g in page] + [g.key for g in page]
     sessions = _session_rows(conn, wanted)
     firsts = _first_user_messages(conn, list(dict.fromkeys(wanted)))
+    names = session_names(conn, {sid: row["title"] for sid, row in sessions.items()})
     activity = _chain_activity(conn, {g.key: lineage.family(g.key) for g in page})
     hit_ids = [mid for g in page for mid, _ in g.hit_ids]
     messages = _message_rows(conn, hit_ids)
@@ -224,6 +226,7 @@ def build_cards(
                 session_id=s["id"],
                 root_session_id=g.key,
                 title=title,
+                name=title or names[(root or s)["id"]],
                 preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
                 source=s["source"],
                 model=s["model"],

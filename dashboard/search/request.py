@@ -134,6 +134,13 @@ class SessionResult:
         None  # when the card's session left Hermes (store/presence.py), else None
     )
     profile: str | None = None  # the profile the session belongs to (profiles.py)
+    # What a person calls the card's conversation (store/names.py): its title, else the
+    # first words of its first session, else that session's id.
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.title or self.session_id
 
 
 @dataclass
@@ -202,6 +209,7 @@ class SearchResult:
                     "root_session_id": r.root_session_id,
                     "profile": r.profile,
                     "title": r.title,
+                    "name": r.label,
                     "preview": r.preview,
                     "source": r.source,
                     "model": r.model,

@@ -16,11 +16,10 @@ from typing import Any
 
 from dashboard.errors import NotFoundError
 from dashboard.hermes.content import decode_content, is_structured
-from dashboard.hermes.conventions import is_summary, summary_text, visible_sql
+from dashboard.hermes.conventions import is_summary, summary_text
 from dashboard.lineage.epochs import Epochs
 from dashboard.params import whole_number
 from dashboard.sessions.rows import (
-    ORDER_SQL,
     Divider,
     ShownRows,
     parse_view,
@@ -32,16 +31,14 @@ from dashboard.sessions.tools import (
     format_tool_output,
     parse_tool_calls,
 )
+from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
-from dashboard.text import clip_line, markdown_plain
 
-TITLE_PREVIEW_CHARS = 80
 # Messages per transcript page. A 52,000-message session rendered whole was a 25 MB
 # page taking 6.5 s; a page of 500 is a few hundred KB (bench/long_transcript.py).
 PAGE_SIZE = 500
 MATCHES_LISTED = 200  # matches a session page lists (all are counted)
 # Tool output fields shown as the body of a result; the rest become short facts.
-_ORDER = ORDER_SQL
 
 _SESSION_COLUMNS = (
     "id",
@@ -263,7 +260,7 @@ class Transcript:
     left_out: int = 0  # rows the visibility filter left out (rewound, hidden)
     neighbours: dict[str, Any] = field(default_factory=dict)
     paging: Paging | None = None  # None: every message is in ``messages``
-    first_user_text: str | None = None  # when paged: the session's first user message
+    name: str = ""  # what a person calls the session (store/names.py); "" when not read
     view: str = "everything"  # which rows (sessions.rows.VIEWS)
     compactions: int = 0  # how many times the session compacted in place
     dividers: dict[int, Divider] = field(default_factory=dict)  # carrier id -> compaction
@@ -272,16 +269,8 @@ class Transcript:
 
     @property
     def display_title(self) -> str:
-        """The title, else the first user message as plain text (clipped), else the id."""
-        if self.session.title:
-            return self.session.title
-        if self.paging is not None:
-            texts = [self.first_user_text] if self.first_user_text else []
-        else:
-            texts = [m.text for m in self.messages if _opens_conversation(m)][:1]
-        return (
-            clip_line(markdown_plain(texts[0]), TITLE_PREVIEW_CHARS) if texts else self.session.id
-        )
+        """The session's name (store/names.py: its title, else its first words, else its id)."""
+        return self.name or self.session.title or self.session.id
 
     @property
     def callers(self) -> dict[str, int]:
@@ -356,14 +345,9 @@ def load_transcript(
         raise NotFoundError(f"There is no session {session_id!r} in this home.")
     rows = shown_rows(conn, session_id, view, include_inactive, epochs)
     paging = None
-    first_user = None
     if page_size:
         paging = paging_for(rows.order, page_size, page, rows.land(at))
         messages = messages_by_id(conn, paging.ids)
-        where = "m.session_id = ?"
-        if not include_inactive:
-            where += f" AND {visible_sql('m')}"
-        first_user = _first_user_text(conn, where, session_id)
     else:
         messages = messages_by_id(conn, rows.order)
     return with_rows(
@@ -373,7 +357,7 @@ def load_transcript(
             include_inactive,
             rows.left_out,
             paging=paging,
-            first_user_text=first_user,
+            name=session_names(conn, {session_id: session.title})[session_id],
         ),
         rows,
     )
@@ -407,20 +391,6 @@ def messages_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[Transc
     )
     found = {m.id: m for m in (_message(row) for row in _dicts(cur))}
     return tuple(found[i] for i in ids if i in found)
-
-
-def _first_user_text(conn: sqlite3.Connection, where: str, session_id: str) -> str | None:
-    rows = conn.execute(
-        f"SELECT m.content FROM messages m WHERE {where} AND m.role = 'user' "
-        f"ORDER BY {_ORDER} LIMIT 5",
-        (session_id,),
-    ).fetchall()
-    texts = [decode_content(r[0]) for r in rows if isinstance(r[0], str)]
-    return next((t for t in texts if t.strip() and not is_summary(t)), None)
-
-
-def _opens_conversation(m: TranscriptMessage) -> bool:
-    return m.role == "user" and not m.is_compaction_summary and bool(m.text.strip())
 
 
 def match_entries(

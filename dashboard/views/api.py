@@ -86,6 +86,7 @@ def chain(session_id: str):
                     "part": (found.part_of(s.session_id) or (None,))[0],
                     "is_tip": s.is_tip,
                     "title": s.title,
+                    "name": s.label,
                     "source": s.source,
                     "model": s.model,
                     "started_at": s.started_at,

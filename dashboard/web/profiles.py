@@ -9,6 +9,13 @@ any other name is a 404 that names no one else.
 
 The reader the views call (:func:`dashboard.web.reader.get_reader`) is the chosen
 profile's (``StateReader.scoped``).
+
+A page of one session (its URL names a ``session_id``: the session, its chain, its
+stitched transcript) opened without ``?profile=`` is read in the session's own
+profile, whichever the cookie names: an archive id names one session of one profile
+(``profiles.ArchiveIds``), so a link to it opens it, and the page says whose it is.
+The cookie is left as it was; an explicit ``?profile=`` is obeyed (another profile's
+session is then a 404, as any id that profile lacks).
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from urllib.parse import urlencode
 
 from flask import Flask, abort, current_app, g, request, url_for
 
-from dashboard.errors import ValidationError
+from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile, parse_profile
+from dashboard.reader.reader import StateReader
 
 COOKIE_SUFFIX = "_profile"
 COOKIE_MAX_AGE = 365 * 24 * 3600
@@ -55,6 +63,10 @@ def init_app(app: Flask) -> None:
             asked, remembered = None, None  # a stale cookie (a profile removed): ignored
         g.profile = asked or remembered or ALL
         g.profile_explicit = asked is not None
+        if asked is None and g.profile != ALL and request.method in ("GET", "HEAD"):
+            owner = _session_owner(reader, profiles)
+            if owner is not None and owner != g.profile:
+                g.profile_moved_from, g.profile = g.profile, owner
 
     @app.after_request
     def remember_profile(response: Any) -> Any:
@@ -78,7 +90,20 @@ def init_app(app: Flask) -> None:
             "profile_choices": [p.name for p in profiles] if EVERY_PROFILE.spans(profiles) else [],
             "current_profile": g.get("profile", ALL),
             "switch_profile_url": switch_url,
+            "profile_moved_from": g.get("profile_moved_from"),
         }
+
+
+def _session_owner(reader: StateReader, profiles: list[Profile]) -> str | None:
+    """The served profile holding the session this request's URL names, if it names one."""
+    session_id = (request.view_args or {}).get("session_id")
+    if not session_id:
+        return None
+    try:
+        owner = reader.session_profile(session_id)
+    except StoreUnavailableError:
+        return None  # the view says why the store cannot be read
+    return owner if owner in {p.name for p in profiles} else None
 
 
 def cookie_name() -> str:

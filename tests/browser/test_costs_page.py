@@ -58,6 +58,14 @@ def test_without_javascript_the_tables_are_the_page(demo_server: Server, nojs_pa
     page.click(".costs-apply button")
     page.wait_for_url("**by=source**")
     assert page.locator("table.costs-spend th").nth(1).inner_text() == "Source"
+    # The cheapest sessions (cron runs, delegations: untitled) are named, never by their id.
+    page.goto(f"{demo_server.url}/costs?{RANGE}&sort=cost&dir=asc")
+    links = page.locator("table.costs-sessions td.session-cell a")
+    shown = [
+        (links.nth(i).inner_text(), links.nth(i).get_attribute("title"))
+        for i in range(links.count())
+    ]
+    assert len(shown) > 5 and all(text != session_id for text, session_id in shown), shown
 
 
 SPEND = """() => {

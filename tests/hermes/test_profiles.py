@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import (
     ALL,
     EVERY_PROFILE,
+    ArchiveIds,
     Scope,
     discover,
     parse_profile,
@@ -126,6 +128,67 @@ def test_every_profile_lands_in_one_archive_and_shared_ids_stay_distinct(
     assert orphans == 0 and parents == 0  # every parent link stays inside its profile
 
 
+def test_archive_ids_are_one_to_one_across_profiles_and_sql_agrees() -> None:
+    rules = [ArchiveIds.of("default"), ArchiveIds.of("work", "work:"), ArchiveIds.of("w", "w:")]
+    ids = ["20260722_204335_d62c16", "work:abc", "abc", "default:abc", "w:x", ":", "", "a:b:c"]
+    named = {(n, sid): rule.archive_id(sid) for n, rule in enumerate(rules) for sid in ids}
+    assert len(set(named.values())) == len(named)  # no two sessions share an archive id
+    assert named[0, "20260722_204335_d62c16"] == "20260722_204335_d62c16"  # Hermes's ids kept
+    assert named[0, "work:abc"] == "default:work:abc" and named[1, "abc"] == "work:abc"
+    conn = sqlite3.connect(":memory:")
+    for (n, sid), aid in named.items():
+        assert rules[n].source_id(aid) == sid
+        assert conn.execute(f"SELECT {rules[n].sql('?1')}", (sid,)).fetchone()[0] == aid
+    assert conn.execute(f"SELECT {rules[0].sql('NULL')}").fetchone()[0] is None
+
+
+def test_a_default_session_named_like_another_profiles_keeps_both_whole(
+    tmp_path: Path, facts: hs.ProfilesFacts
+) -> None:
+    """Issue 24: a default-profile session ``legacy:<id>`` must not swallow (or be
+    swallowed by) the legacy profile's session ``<id>``."""
+    crafted = hs.add_lookalike_session(facts)
+    reading = _reading(facts, tmp_path)
+    reading.syncer.poll()
+    conn = sqlite3.connect(reading.choice.path)
+    try:
+        rows = conn.execute(
+            "SELECT id, src_id, profile FROM sessions WHERE id LIKE '%' || ? ORDER BY id",
+            (hs.S_CRON,),
+        ).fetchall()
+        # A message under a session of another home (profile) than its own: none.
+        strays = conn.execute(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE m.src_home != s.src_home"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert rows == [
+        (hs.S_CRON, hs.S_CRON, "default"),
+        (f"default:{crafted}", crafted, "default"),
+        (crafted, hs.S_CRON, "legacy"),  # the legacy profile's own, as before
+    ]
+    assert strays == 0
+    reader = reading.reader
+    default, legacy = reader.scoped("default"), reader.scoped("legacy")
+    assert _found(default, hs.LOOKALIKE_WORD) == {f"default:{crafted}"}
+    assert _found(legacy, hs.LOOKALIKE_WORD) == set()
+    assert _found(legacy, facts.words["legacy"]) == {crafted}
+    with pytest.raises(NotFoundError):
+        default.transcript(crafted)  # the legacy profile's session
+    theirs = legacy.transcript(crafted)
+    said = " ".join(m.text for m in theirs.messages)
+    assert theirs.session.profile == "legacy" and facts.words["legacy"] in said
+    assert hs.LOOKALIKE_WORD not in said
+    mine = default.transcript(f"default:{crafted}")
+    assert hs.LOOKALIKE_WORD in " ".join(m.text for m in mine.messages)
+    # The next passes (the cheap sync, then a reconciliation) see nothing to change.
+    hs.append_turn(facts.dbs["default"], crafted, "and the wolfsbane labels?", "printed", 1.7906e9)
+    reading.syncer.poll()
+    assert [m.text for m in default.transcript(f"default:{crafted}").messages][-1] == "printed"
+    assert len(legacy.transcript(crafted).messages) == len(theirs.messages)
+
+
 def test_all_finds_each_profiles_word_and_one_profile_only_its_own(
     tmp_path: Path, facts: hs.ProfilesFacts
 ) -> None:
@@ -234,3 +297,35 @@ def test_every_module_asks_scope_spans() -> None:
         )
     ]
     assert counted == []
+
+
+def test_an_older_archives_colon_id_is_refiled_and_its_old_row_kept(tmp_path: Path) -> None:
+    """An archive made before ArchiveIds kept a primary id holding ':' as it was; the next
+    sync files it as ``default:<id>`` and keeps the old row, marked gone (docs/profiles.md):
+    nothing is lost, and no id of another profile's shape is left to the primary."""
+    home = tmp_path / "hermes"
+    db = hs.build_current_views(home / "state.db")
+    hs.start_session(db, "telegram:42", 1.7905e9)
+    hs.append_turn(db, "telegram:42", "hello from the colon", "hi", 1.7905e9)
+    archive = tmp_path / "archive.db"
+    reading_for(HermesHome(home), archive, inline=True).syncer.poll()
+    with closing(sqlite3.connect(archive)) as conn:  # as the rule before this one left it
+        for table, column in (("sessions", "id"), ("messages", "session_id")):
+            conn.execute(
+                f"UPDATE {table} SET {column} = 'telegram:42'"
+                f" WHERE {column} = 'default:telegram:42'"
+            )
+        conn.commit()
+    reading = reading_for(HermesHome(home), archive, inline=True)
+    reading.syncer.poll()
+    with closing(sqlite3.connect(archive)) as conn:
+        rows = conn.execute(
+            "SELECT id, gone_from_source_at IS NOT NULL,"
+            " (SELECT count(*) FROM messages m WHERE m.session_id = s.id"
+            "  AND m.gone_from_source_at IS NULL)"
+            " FROM sessions s WHERE src_id = 'telegram:42' ORDER BY id"
+        ).fetchall()
+    assert rows == [("default:telegram:42", 0, 2), ("telegram:42", 1, 0)]
+    assert reading.reader.transcript("default:telegram:42").messages[0].text == (
+        "hello from the colon"
+    )

@@ -169,6 +169,7 @@ def test_chain_neighbours_follow_compression_only(tmp_path: Path) -> None:
     assert hood[shapes.S_CONT1]["previous"] == {
         "id": shapes.S_ROOT,
         "title": "Postgres pool tuning",
+        "name": "Postgres pool tuning",
         "started_at": shapes.SESSIONS[0].started_at,
     }
     assert missing == {"previous": None, "next": []}
@@ -255,7 +256,13 @@ def test_old_files_without_newer_columns_are_read(tmp_path: Path) -> None:
     assert b.messages[0].is_compaction_summary
     assert hood["previous"] is None  # the parent id points at a deleted session
     assert [s["id"] for s in hood["next"]] == ["b", "e"]
-    assert child["previous"] == {"id": "a", "title": None, "started_at": 100.0}
+    # An untitled neighbour is named as its own page names it (store/names.py).
+    assert child["previous"] == {
+        "id": "a",
+        "title": None,
+        "name": "hello there",
+        "started_at": 100.0,
+    }
 
 
 def test_reader_attaches_neighbours_and_leaves_the_file_alone(tmp_path: Path) -> None:

@@ -2367,3 +2367,20 @@ def build_profiles_home(root: Path) -> ProfilesFacts:
         said_in[name] = S_CRON
     words = {n: w for n, w in PROFILE_WORDS.items() if n in said_in}
     return ProfilesFacts(root, dbs, words, said_in, SESSION_IDS)
+
+
+#: What the default profile's look-alike session says (:func:`add_lookalike_session`).
+LOOKALIKE_WORD = "wolfsbane"
+LOOKALIKE_OPENING = f"is the {LOOKALIKE_WORD} batch ready to ship?"
+
+
+def add_lookalike_session(facts: ProfilesFacts, profile: str = "legacy") -> str:
+    """A default-profile session whose id reads like another profile's archived one:
+    ``<profile>:<a session id that profile has>`` (issue 24, "a crafted session id
+    swallows a profile"). Untitled; it says :data:`LOOKALIKE_WORD`. Returns its id."""
+    crafted = f"{profile}:{facts.said_in[profile]}"
+    start_session(facts.dbs["default"], crafted, 1.7905e9)
+    append_turn(
+        facts.dbs["default"], crafted, LOOKALIKE_OPENING, f"yes, {LOOKALIKE_WORD} ships", 1.7905e9
+    )
+    return crafted

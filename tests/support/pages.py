@@ -1,10 +1,14 @@
-"""What every page test checks the same way: hostile text kept inert, the gone badge."""
+"""What every page test checks the same way: hostile text kept inert, the gone badge, a
+session named as its own page names it."""
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+
+from flask.testing import FlaskClient
 
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
@@ -79,3 +83,32 @@ def xss_home(root: Path) -> tuple[Path, str]:
 
 
 GONE_BADGE = "deleted from Hermes on 2026-09-14 — kept in Recall's archive"
+
+
+def session_page_name(client: FlaskClient, session_id: str) -> tuple[str, bool]:
+    """The name a session's own page gives it (its heading), and whether it is untitled."""
+    page = client.get(f"/sessions/{session_id}").get_data(as_text=True)
+    found = re.search(
+        r'<h1 class="session-title">(.*?)(<span class="tag"[^>]*>untitled|</h1>)', page, re.S
+    )
+    assert found is not None, page[:300]
+    return html.unescape(found.group(1).strip()), found.group(2) != "</h1>"
+
+
+def shown_as(text: str, name: str) -> bool:
+    """Whether ``text`` (a link's text, maybe cut by Jinja's ``truncate(n, True, "…")``)
+    shows ``name``."""
+    text = html.unescape(" ".join(text.split()))
+    return text == name or (text.endswith("…") and name.startswith(text[:-1]))
+
+
+def names_shown_as_their_pages(
+    client: FlaskClient, links: list[tuple[str, str]]
+) -> list[tuple[str, str, bool]]:
+    """For each ``(session id, text shown for it)``: the id, its page's name, untitled."""
+    out = []
+    for session_id, text in links:
+        name, untitled = session_page_name(client, session_id)
+        assert shown_as(text, name), (session_id, text, name)
+        out.append((session_id, name, untitled))
+    return out

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from dashboard.archive.importer import sync
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_v31 as v31
 from tests.support.app import make_app
-from tests.support.pages import GONE_BADGE
+from tests.support.pages import GONE_BADGE, names_shown_as_their_pages
 from tests.support.pruned_homes import archived_home, fts_ok
 from tests.support.snapshots import count_snapshots
 from tests.support.source_checks import assert_untouched, digests
@@ -273,3 +275,23 @@ def test_the_radar_and_the_listing_read_the_archive_once(
     assert len(opened) == 1  # one snapshot for the listing and the radar's check
     assert archive.resolve() not in [p.resolve() for p in own]  # only the source beside it
     assert "safely archived" in html and f'/sessions/{ids["ancient"]}"' in html
+
+
+def test_untitled_sessions_are_named_as_their_pages_name_them(tmp_path: Path) -> None:
+    """Issue 24: the radar, the listing and the delete page name an untitled session as
+    its own page does, never by its id alone."""
+    client, ids, archive, _ = _client(tmp_path)
+    with closing(sqlite3.connect(archive)) as conn:
+        conn.execute("UPDATE sessions SET title = NULL")
+        conn.commit()
+    html = _html(client, "/archive?presence=all")
+    radar = html.split('id="prune-radar"', 1)[1].split("</section>", 1)[0]
+    listing = html.split('id="archived"', 1)[1]
+    link = r'<a href="/sessions/([^"?]+)[^"]*">(.*?)</a>'
+    shown = re.findall(link, radar) + re.findall(link, listing)
+    assert {ids["old"], ids["older"], ids["ancient"]} <= {sid for sid, _ in shown}
+    named = names_shown_as_their_pages(client, shown)
+    assert all(untitled and name != sid for sid, name, untitled in named)
+    confirm = _html(client, f"/archive/sessions/{ids['ancient']}/delete")
+    heading = re.search(r"<h1>Delete “(.*?)” from Recall's archive\?</h1>", confirm).group(1)
+    names_shown_as_their_pages(client, [(ids["ancient"], heading)])

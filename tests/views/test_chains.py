@@ -19,7 +19,7 @@ from dashboard.web.lineage_svg import render_chain_svg
 from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
 from tests.support.chain_homes import SEGMENTS, T0, ChainHome, build_chain_home
-from tests.support.pages import IMG, SCRIPT, assert_inert
+from tests.support.pages import IMG, SCRIPT, assert_inert, names_shown_as_their_pages
 from tests.support.snapshots import count_snapshots
 
 EVIL = f"Refactor {SCRIPT} {IMG}"
@@ -252,7 +252,10 @@ def test_stitched_transcript_of_in_place_epochs_and_its_live_view(tmp_path: Path
     tip = page(client, f"/chains/{shapes.S_ROTATED_TIP}/transcript")
     assert tip.count('<details class="compaction stitch-summary"') == 1
     assert re.findall(r'<span class="divider-label">Compaction (\d) of 2 ', tip) == ["1", "2"]
-    assert tip.count(f"still on {shapes.ROTATED_WORD}") == 1
+    # Said once in the transcript; the untitled tip's part heading is named by it too.
+    heading = re.compile(r"<h2 id=\"part-\d+-title\">.*?</h2>", re.S)
+    assert f"still on {shapes.ROTATED_WORD}" in "".join(heading.findall(tip))
+    assert heading.sub("", tip).count(f"still on {shapes.ROTATED_WORD}") == 1
     tip_live = page(client, f"/chains/{shapes.S_ROTATED_TIP}/transcript?view=live")
     assert "The agent no longer sees this segment" in tip_live
     assert f"the {shapes.ROTATED_WORD} plan" not in tip_live and "live turn" in tip_live
@@ -609,3 +612,38 @@ def test_each_chain_screen_and_its_json_read_one_snapshot(
         del opened[:]
         page(chain_client, path)
         assert len(opened) == 1, path
+
+
+def test_an_untitled_chain_and_its_segments_are_named_as_their_pages_name_them(
+    tmp_path: Path,
+) -> None:
+    """Issue 24: the chains index, the chain page (and its JSON) and the session page's
+    neighbours name an untitled session as its own page does, never by its id alone."""
+    db = shapes.build_current_views(tmp_path / "home" / "state.db")
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("UPDATE sessions SET title = NULL")
+        conn.commit()
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    index = page(client, "/chains")
+    rows = re.findall(r'<a href="/chains/[^"?]+[^"]*" title="([^"]+)">(.*?)</a>', index, re.S)
+    assert any(root == shapes.S_ROOT for root, _ in rows)
+    names = names_shown_as_their_pages(client, rows)
+    assert all(untitled and name != sid for sid, name, untitled in names)
+    chain = page(client, f"/chains/{shapes.S_CONT2}")
+    heading = re.search(r'<h1 id="chain-title">(.*?)</h1>', chain, re.S).group(1)
+    segments = re.findall(
+        r'<td class="seg-title"><a href="/sessions/([^"?]+)[^"]*">(.*?)</a>', chain, re.S
+    )
+    named = names_shown_as_their_pages(client, [(shapes.S_ROOT, heading), *segments])
+    assert len(named) > 3 and all(name != sid for sid, name, _ in named)
+    assert f"first segment <code>{shapes.S_ROOT}</code>" in chain
+    nodes = client.get(f"/api/chains/{shapes.S_CONT2}").get_json()["nodes"]
+    assert {n["session_id"]: n["name"] for n in nodes} == {s: n for s, n, _ in named[1:]}
+    session = page(client, f"/sessions/{shapes.S_CONT1}")
+    around = re.findall(
+        r'<a class="chain-(?:prev|next)" rel="(?:prev|next)" href="/sessions/([^"?]+)[^"]*">'
+        r'\s*<span class="chain-dir">[^<]*</span>\s*<span class="chain-name">(.*?)</span>',
+        session,
+    )
+    assert [sid for sid, _ in around] == [shapes.S_ROOT, shapes.S_CONT2]
+    names_shown_as_their_pages(client, around)

@@ -31,6 +31,7 @@ from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
 from tests.support.cost_homes import assert_matches, independent, profiles_home
 from tests.support.demo_homes import demo_home_copy
+from tests.support.pages import names_shown_as_their_pages
 from tests.support.snapshots import count_snapshots
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the demo's anchor day, at noon
@@ -789,6 +790,25 @@ def test_costly_sessions_are_listed_and_link_to_session_and_chain(demo: FlaskCli
     head = html[html.index('<table class="grid costs-sessions">') :]
     head = head[: head.index("</thead>")].replace("&amp;", "&")
     assert "sort=cost&dir=asc" in head and "sort=tokens&dir=desc" in head
+
+
+def test_each_costly_session_is_named_as_its_own_page_names_it(demo: FlaskClient) -> None:
+    """Issue 24: an untitled session has one name everywhere, never its raw id alone."""
+    # The cheapest too: the demo's untitled sessions (cron runs, delegations) cost little.
+    html = get(demo, "/costs", **YEAR) + get(demo, "/costs", sort="cost", dir="asc", **YEAR)
+    table = "".join(
+        part.split("</table>", 1)[0]
+        for part in html.split('<table class="grid costs-sessions">')[1:]
+    )
+    links = re.findall(
+        r'<td class="text session-cell"><a href="/sessions/([^"?]+)[^"]*" title="[^"]*">(.*?)</a>',
+        table,
+        re.S,
+    )
+    shown = names_shown_as_their_pages(demo, links)
+    untitled = [(sid, name) for sid, name, bare in shown if bare]
+    assert len(shown) > 25 and untitled
+    assert all(name != sid for sid, name in untitled)
 
 
 def test_sessions_sort_by_calls_both_ways(demo: FlaskClient) -> None:

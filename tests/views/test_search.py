@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import re
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,9 @@ from flask.testing import FlaskClient
 from dashboard.search import routes as search_routes
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
+from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
+from tests.support.pages import names_shown_as_their_pages
 from tests.support.snapshots import count_snapshots
 
 
@@ -318,3 +323,23 @@ def test_the_page_and_the_json_render_one_search_of_one_snapshot(
     assert refused.status_code == 400 and len(opened) == 1
     assert 'value="cli"' in refused.get_data(as_text=True)  # the filters are still offered
     assert client.get("/api/search", query_string={"q": "NOT redis"}).status_code == 400
+
+
+def test_an_untitled_card_is_named_as_its_conversations_page_names_it(tmp_path: Path) -> None:
+    """Issue 24: a card of an untitled session (or chain) shows the name the session page
+    of its conversation's first session gives it, the same in the JSON, never the raw id."""
+    db = shapes.build_current_views(tmp_path / "home" / "state.db")
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("UPDATE sessions SET title = NULL")
+        conn.commit()
+    client = make_app(tmp_path / "home", tmp_path / "data").test_client()
+    sources = "&".join(f"source={s}" for s in ("cli", "telegram", "cron", "subagent"))
+    page = client.get(f"/?{sources}").get_data(as_text=True)
+    cards = client.get(f"/api/search?{sources}").get_json()["results"]
+    assert len(cards) > 2 and any(c["root_session_id"] == shapes.S_ROOT for c in cards)
+    named = names_shown_as_their_pages(client, [(c["root_session_id"], c["name"]) for c in cards])
+    assert all(untitled and name != sid for sid, name, untitled in named)
+    headings = re.findall(r'<h3><a href="/sessions/([^"?]+)[^"]*">(.*?)</a></h3>', page, re.S)
+    assert [(sid, html.unescape(text)) for sid, text in headings] == [
+        (c["session_id"], c["name"]) for c in cards
+    ]

@@ -103,3 +103,54 @@ def test_switching_drops_what_one_profiles_page_said_after_a_save(profiles_app: 
     link = re.search(r'href="([^"]*)" data-profile="default"', body)
     assert link is not None and "saved" not in link.group(1)
     assert link.group(1).startswith("/memory/USER.md?")
+
+
+def test_a_session_link_opens_in_its_own_profile_whichever_the_cookie_names(
+    facts: hs.ProfilesFacts, tmp_path: Path
+) -> None:
+    """Issue 24: ``/sessions/<profile>:<id>`` opens that session whatever profile the
+    browser last chose, says whose it is, and leaves the choice as it was; with the
+    default profile's look-alike id ``legacy:<id>`` each profile keeps its own."""
+    crafted = hs.add_lookalike_session(facts)
+    app = make_app(facts.root, tmp_path / "data")
+    client = app.test_client()
+    for chosen, path, owner, word in (
+        ("default", f"/sessions/{crafted}", "legacy", facts.words["legacy"]),
+        ("legacy", f"/sessions/{hs.S_CRON}", "default", facts.words["default"]),
+        ("legacy", f"/sessions/default:{crafted}", "default", hs.LOOKALIKE_WORD),
+        ("default", f"/chains/{crafted}", "legacy", None),
+    ):
+        client.set_cookie(_cookie(app), chosen)
+        response = client.get(path)
+        page = response.get_data(as_text=True)
+        assert response.status_code == 200, (chosen, path)
+        assert f'<strong class="current-profile">{owner}</strong>' in page, path
+        assert f'<strong class="profile-owner">{owner}</strong>' in page, path
+        assert f"you were\n    reading <strong>{chosen}</strong>" in page, path
+        assert word is None or word in page
+        assert _cookie(app) not in response.headers.get("Set-Cookie", "")  # choice kept
+        assert f"profile={owner}" in page  # its links stay in its profile
+    client.set_cookie(_cookie(app), "default")
+    theirs = client.get(f"/sessions/{crafted}").get_data(as_text=True)
+    assert hs.LOOKALIKE_WORD not in theirs  # the legacy session, not the look-alike
+    # In its own profile nothing moves; an explicit ?profile= is obeyed (a 404 there).
+    own = client.get(f"/sessions/default:{crafted}").get_data(as_text=True)
+    assert "profile-moved" not in own and hs.LOOKALIKE_WORD in own
+    assert client.get(f"/sessions/default:{crafted}?profile=legacy").status_code == 404
+    assert client.get("/sessions/nope").status_code == 404
+
+
+def test_each_profiles_pages_show_its_own_session_of_a_look_alike_id(
+    facts: hs.ProfilesFacts, tmp_path: Path
+) -> None:
+    crafted = hs.add_lookalike_session(facts)
+    client = make_app(facts.root, tmp_path / "data").test_client()
+    mine = client.get(f"/?q={hs.LOOKALIKE_WORD}&profile=default").get_data(as_text=True)
+    assert f'href="/sessions/default:{crafted}?' in mine
+    theirs = client.get(f"/?q={hs.LOOKALIKE_WORD}&profile=legacy").get_data(as_text=True)
+    assert "/sessions/" not in theirs
+    legacy = client.get(f"/sessions/{crafted}?profile=legacy").get_data(as_text=True)
+    assert facts.words["legacy"] in legacy and hs.LOOKALIKE_WORD not in legacy
+    default = client.get(f"/sessions/default:{crafted}?profile=default")
+    assert default.status_code == 200 and hs.LOOKALIKE_WORD in default.get_data(as_text=True)
+    assert client.get(f"/sessions/{crafted}?profile=default").status_code == 404
