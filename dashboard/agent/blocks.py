@@ -40,7 +40,7 @@ class RecalledItem:
     message_id: int | None
     label: str  # "Recent — 5 mins ago"
     text: str  # the item's body as it appears in the block
-    title: str | None = None  # the session's title, when it has one
+    title: str | None = None  # the session's name (title, else its first words), if any
 
 
 @dataclass(frozen=True)
@@ -178,14 +178,19 @@ def recalled_block(
         used += len(entry) + 2
         items.append(
             RecalledItem(
-                result.session_id, best.message_id if best else None, label, body, result.title
+                result.session_id,
+                best.message_id if best else None,
+                label,
+                body,
+                result.title or result.name or None,
             )
         )
     return RecalledBlock("\n\n".join(pieces), tuple(items), 0)
 
 
 def _item_body(result: SessionResult) -> str:
-    title = result.title or "Untitled session"
+    # The name every page shows (store/names.py: the title, else the first words).
+    title = result.title or result.name or "Untitled session"
     lines = [f'Session "{clip(title, 100)}" ({result.source}):']
     seen: set[str] = set()
     for hit in sorted(result.hits, key=lambda h: h.message_id)[:6]:  # in conversation order

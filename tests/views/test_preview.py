@@ -138,9 +138,11 @@ def test_the_json_api_is_the_same_block(client: FlaskClient) -> None:
     assert data["chars"] == len(data["text"]) and data["tokens"] > 0
     (item,) = data["parts"][2]["items"]
     assert item["session_id"] == "old" and item["label"].startswith("Long-term — ")
-    assert item["title"] is None and ">Untitled session</a>" in part(
-        client.get("/preview", query_string=params).get_data(as_text=True), "recalled"
-    )
+    # An untitled session goes by the name every page gives it (its first words), as text.
+    name = '<script>alert("x")</script> the marmoset deploy'
+    recalled = part(client.get("/preview", query_string=params).get_data(as_text=True), "recalled")
+    assert item["title"] == name and "Untitled session" not in recalled
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; the marmoset deploy</a>" in recalled
     assert data["parts"][3]["text"].endswith("Session: mine\nModel: m-x")
     page = client.get("/preview", query_string=params).get_data(as_text=True)
     assert f"data-preview-chars>{data['chars']:,}<" in page
