@@ -84,6 +84,8 @@ class SyncReport:
     back_in_source: int = 0  # rows marked gone that the source has again
     reconciled: bool = False  # compared every session's message sums, not the cheap checks
     replaced: bool = False  # the source file was replaced: ids name other messages now
+    replaced_why: str | None = None  # how that was told (follow.replaced_why)
+    sessions_reread: int = 0  # sessions the later sync compared with the source
 
 
 def sync(
@@ -150,6 +152,8 @@ def sync(
         c.back_in_source,
         followed.reconciled,
         followed.replaced,
+        followed.replaced_why,
+        c.sessions_reread,
     )
 
 
