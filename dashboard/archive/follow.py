@@ -85,7 +85,7 @@ class Changes:
     marked_gone: int = 0
     back_in_source: int = 0
     retired: int = 0
-    sessions_reread: int = 0  # sessions whose rows were compared with the source's
+    sessions_reread: int = 0  # sessions brought level with the source (or marked gone)
 
     def add(self, other: Changes) -> None:
         for f in fields(self):
@@ -100,7 +100,7 @@ class FollowReport:
     sessions_total: int  # sessions in the source
     reconciled: bool
     replaced: bool
-    replaced_why: str | None = None  # how it was told (replaced_why)
+    replaced_why: str | None = None  # how it was told (replaced_why); None: ids reused only
 
 
 def read_source_state(conn: sqlite3.Connection, home: str) -> dict[str, Any] | None:
@@ -151,9 +151,9 @@ def follow(
             )
 
         archive.core.write(finish)
-    if why is None and changes.retired:
-        why = "its message ids now name other messages"
-    return FollowReport(changes, total, reconcile or suspect, why is not None, why)
+    # Retired rows alone: ids reused after a replacement told earlier (or never told).
+    replaced = why is not None or changes.retired > 0
+    return FollowReport(changes, total, reconcile or suspect, replaced, why)
 
 
 def _inode(path: Path) -> list[int]:
@@ -257,7 +257,7 @@ def _cheap(
         )
     }
     dirty |= touched & set(source)
-    changes = Changes(sessions_reread=len(dirty))
+    changes = Changes(sessions_reread=len(dirty) + len(lost))
 
     def step(c: sqlite3.Connection) -> None:
         changes.add(merge_sessions(c, adapter, home, sorted(dirty), full=False))
@@ -282,7 +282,7 @@ def _reconcile(archive: SessionStore, adapter: Adapter, home: str) -> tuple[Chan
         with archive.core.reading() as conn:
             kept_usage = archive_usage_sums(conn, home)
         dirty |= {sid for sid in source if usage.get(sid) != kept_usage.get(sid)}
-    changes = Changes(sessions_reread=len(dirty))
+    changes = Changes(sessions_reread=len(dirty) + len(lost))
     order = sorted(dirty)
     for start in range(0, len(order), RECONCILE_BATCH):
         batch = order[start : start + RECONCILE_BATCH]

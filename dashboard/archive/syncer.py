@@ -52,8 +52,15 @@ from dashboard.store.readonly import classify
 from dashboard.store.session_store import SessionStore
 
 POLL_S = 0.5
+# How long a pass waits for a writer's lock on the source: a Hermes commit holds it for
+# milliseconds; a longer hold is said ("locked") and asked again at the next poll.
+SOURCE_BUSY_S = 1.0
 RECONCILE_S = 600.0  # a reconciliation pass this often, when the source moved meanwhile
 STOP_WAIT_S = 30.0  # how long stop() waits for a cut-off sync to rebuild its index
+# How long every page's banner says the source was replaced (the overview keeps saying
+# it until a restart): a restore done in the morning is still news in the evening.
+REPLACED_NOTICE_S = 24 * 3600.0
+REUSED_IDS = "its message ids now name other messages"
 
 
 class SyncStopped(Exception):
@@ -89,6 +96,11 @@ class SyncState:
         if not self.sessions_total:
             return 0
         return min(100, self.sessions_done * 100 // self.sessions_total)
+
+    @property
+    def replaced_recently(self) -> bool:
+        """Whether the banner still says the source was replaced (:data:`REPLACED_NOTICE_S`)."""
+        return self.replaced_at is not None and time.time() - self.replaced_at < REPLACED_NOTICE_S
 
     def to_json(self) -> dict[str, object]:
         return {**self.__dict__, "percent": self.percent}
@@ -311,10 +323,11 @@ class Syncer(_Polling):
                     self.reconciliations += 1
                     self._next_reconcile = time.monotonic() + self.reconcile_s
                 self._set(reason=None, error=None, folder_reason=None, folder_error=None)
-                if report.replaced:
+                if report.replaced_why or (report.replaced and not self._state.replaced_at):
+                    # Rows retired alone (ids reused) follow a replacement already told.
                     self._set(
                         replaced_at=time.time(),
-                        replaced_why=report.replaced_why,
+                        replaced_why=report.replaced_why or REUSED_IDS,
                         replaced_sessions=report.sessions_reread,
                     )
                 return True
@@ -396,6 +409,7 @@ class Syncer(_Polling):
                 batch_sessions=self.batch_sessions,
                 on_progress=progress,
                 reconcile=reconcile or suspect,
+                busy_timeout=SOURCE_BUSY_S,
                 profile=self.profile,
                 id_prefix=self.id_prefix,
             )
@@ -479,6 +493,8 @@ class SyncGroup(_Polling):
         states = [m.state() for m in self.members]
         failing = [st for st in states if st.reason is not None]
         synced = [st.last_sync_at for st in states]
+        replaced = [st for st in states if st.replaced_at is not None]
+        newest = max(replaced, key=lambda st: st.replaced_at or 0.0, default=None)
         return SyncState(
             source=", ".join(st.source for st in states),
             archive=str(self.archive_path),
@@ -490,7 +506,9 @@ class SyncGroup(_Polling):
             reason=failing[0].reason if failing else None,
             error=failing[0].error if failing else None,
             imported=any(st.imported for st in states),
-            replaced_at=max((st.replaced_at for st in states if st.replaced_at), default=None),
+            replaced_at=newest.replaced_at if newest else None,
+            replaced_why=newest.replaced_why if newest else None,
+            replaced_sessions=sum(st.replaced_sessions for st in states if st.replaced_at),
             # One archive, one folder: any member's word on it is the group's.
             folder_reason=next((st.folder_reason for st in states if st.folder_reason), None),
             folder_error=next((st.folder_error for st in states if st.folder_error), None),

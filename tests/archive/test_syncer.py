@@ -24,6 +24,7 @@ from dashboard.search.sessions import SearchRequest
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support.hermes_writer import LOCKED_MID_WRITE
 from tests.support.waiting import wait_for
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
@@ -233,21 +234,6 @@ def test_a_corrupt_source_is_a_state_not_a_dead_thread(home: HermesHome, tmp_pat
         assert archived_ids(archive) == set(shapes.SESSION_IDS)
 
 
-# A writer holding the lock mid-transaction: its write is big enough to spill into the
-# file before it commits, so the file changes (what the syncer's stat sees) while locked.
-LOCKER = """
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA cache_size=2")
-conn.execute("BEGIN EXCLUSIVE")
-conn.executemany(
-    "INSERT INTO messages(session_id, role, content, timestamp) VALUES ('x', 'user', ?, 1)",
-    [("spilled " * 100,)] * 300)
-print("locked", flush=True)
-sys.stdin.readline()
-"""
-
-
 def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -> None:
     home = HermesHome(tmp_path / "home")
     shapes.build_delete_journal(home.state_db)
@@ -255,7 +241,7 @@ def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -
     with running(syncer):
         wait_for(lambda: syncer.state().last_sync_at)
         with subprocess.Popen(
-            [sys.executable, "-c", LOCKER, str(home.state_db)],
+            [sys.executable, "-c", LOCKED_MID_WRITE, str(home.state_db)],
             text=True,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

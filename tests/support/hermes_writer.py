@@ -23,6 +23,21 @@ import time
 
 TRIES = 20  # tries per turn; each failed one is in "errors"
 
+# Run with ``python -c LOCKED_MID_WRITE DB``: Hermes in rollback mode in the middle of a
+# big write. It holds the EXCLUSIVE lock, and its write has spilled into the file before
+# the commit (so the file changed, as a watcher's stat sees), until a line on stdin.
+LOCKED_MID_WRITE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size=2")
+conn.execute("BEGIN EXCLUSIVE")
+conn.executemany(
+    "INSERT INTO messages(session_id, role, content, timestamp) VALUES ('x', 'user', ?, 1)",
+    [("spilled " * 100,)] * 300)
+print("locked", flush=True)
+sys.stdin.readline()  # hold the lock until the test says so
+"""
+
 
 def turn_word(word: str, n: int) -> str:
     """The word turn ``n`` says (what a test searches for)."""
