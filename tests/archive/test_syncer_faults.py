@@ -168,14 +168,14 @@ def test_a_restored_backup_is_followed_and_said(
 
         restore(backup, db)  # Hermes is stopped meanwhile
         assert (db.stat().st_ino == inode) == (restore is _restore_in_place)
-        with writer(db, "w-after", "afterword", 40, 0.05) as resumed:  # Hermes starts again
+        with writer(db, "w-after", "afterword", 20, 0.05) as resumed:  # Hermes starts again
             took = client.until(lambda: client.found(turn_word("afterword", 0)), "a new row")
             print(f"{shape} {restore.__name__}: first new row searchable {took:.2f}s after")
             out, _ = resumed.communicate(timeout=120)
         result = json.loads(out)
         assert result["errors"] == []  # never "disk I/O error" while Recall runs
-        assert result["written"] == list(range(40))
-        client.until(lambda: client.found(turn_word("afterword", 39)), "the writer's last row")
+        assert result["written"] == list(range(20))
+        client.until(lambda: client.found(turn_word("afterword", 19)), "the writer's last row")
 
         sync = client.health()["sync"]
         assert sync["replaced_at"] and why in sync["replaced_why"], sync
@@ -183,6 +183,8 @@ def test_a_restored_backup_is_followed_and_said(
         assert client.health()["status"] == "ok"
         page = client.get("/").text
         assert "state.db was replaced" in page and why in page
+        overview = client.get("/overview").text
+        assert "Replaced file" in overview and why in overview
         # What the backup lacks stays in the archive (kept, marked gone from Hermes).
         assert client.found(turn_word("lostword", 0)) and client.found(turn_word("keptword", 0))
         assert_nothing_held_between_passes(client, db)
