@@ -30,7 +30,10 @@ another identity than the archived one, the archived row is *retired* (kept,
 marked gone, its ``src_id`` suffixed with ``~<archive id>`` so the source id is
 free) and the source's row lands as a new row. The cheap sync suspects a
 replacement when the file's inode changed, when the watermark message is gone or
-another, or when the newest id went backwards, and reconciles then.
+another, or when the newest id went backwards, and reconciles then. It *says* the
+file was replaced (:func:`replaced_why`, shown on the pages) on evidence alone:
+another inode, another ``store_instance_id``/``db_file_generation``, the id
+high-water gone down, or the watermark's id naming another message.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class Changes:
     marked_gone: int = 0
     back_in_source: int = 0
     retired: int = 0
+    sessions_reread: int = 0  # sessions brought level with the source (or marked gone)
 
     def add(self, other: Changes) -> None:
         for f in fields(self):
@@ -96,6 +100,7 @@ class FollowReport:
     sessions_total: int  # sessions in the source
     reconciled: bool
     replaced: bool
+    replaced_why: str | None = None  # how it was told (replaced_why); None: ids reused only
 
 
 def read_source_state(conn: sqlite3.Connection, home: str) -> dict[str, Any] | None:
@@ -126,17 +131,18 @@ def follow(
     inode = _inode(state_db)
     with read_snapshot(adapter.conn):
         newest = _newest(adapter)
+        marks = adapter.file_marks()
         if state is None and copied:
-            state = {"newest": newest, "inode": inode}
-        moved = state is not None and state.get("inode") != inode
-        suspect = state is None or moved or _watermark_lost(adapter, state, newest)
+            state = {"newest": newest, "inode": inode, **marks}
+        why = replaced_why(adapter, state, inode, marks, newest) if state else None
+        suspect = state is None or why is not None or _watermark_lost(adapter, state, newest)
         if reconcile or suspect:
             changes, total = _reconcile(archive, adapter, home)
         else:
             changes, total = _cheap(archive, adapter, home, state or {})
 
         def finish(c: sqlite3.Connection) -> None:
-            value = {"newest": newest, "inode": inode}
+            value = {"newest": newest, "inode": inode, **marks}
             put_meta(c, SOURCE_STATE_PREFIX + home, json.dumps(value))
             put_meta(
                 c,
@@ -145,12 +151,51 @@ def follow(
             )
 
         archive.core.write(finish)
-    return FollowReport(changes, total, reconcile or suspect, moved or changes.retired > 0)
+    # Retired rows alone: ids reused after a replacement told earlier (or never told).
+    replaced = why is not None or changes.retired > 0
+    return FollowReport(changes, total, reconcile or suspect, replaced, why)
 
 
 def _inode(path: Path) -> list[int]:
     st = os.stat(path)
     return [st.st_dev, st.st_ino]
+
+
+def replaced_why(
+    adapter: Adapter,
+    state: dict[str, Any],
+    inode: list[int],
+    marks: dict[str, Any],
+    newest: dict[str, Any] | None,
+) -> str | None:
+    """Why the file at the source's path is another copy than the one the last sync
+    read, in a person's words; None when nothing says so.
+
+    Another inode; another ``store_instance_id`` or ``db_file_generation`` (v31 homes;
+    a file without them is not judged by them); the id high-water gone down, or the
+    id the last sync saw newest naming another message (an older copy put back in
+    place: ``cp backup.db state.db`` keeps the inode). A newest message merely gone
+    (deleted) is not a replacement: the sync reconciles it all the same.
+    """
+    if state.get("inode") is not None and state["inode"] != inode:
+        return "another file was put at its path"
+    kept = state.get("store") or {}
+    for key, what in (
+        ("store_instance_id", "it is another Hermes store"),
+        ("db_file_generation", "Hermes started a new generation of the file"),
+    ):
+        if kept.get(key) is not None and marks["store"].get(key) not in (None, kept[key]):
+            return f"{what} ({key} changed)"
+    older = "an older copy was put back (restored from a backup?)"
+    if state.get("seq") is not None and marks["seq"] is not None and marks["seq"] < state["seq"]:
+        return older
+    mark = state.get("newest")
+    if mark is None:
+        return None
+    if marks["seq"] is None and (newest is None or newest["id"] < mark["id"]):
+        return older  # no AUTOINCREMENT record: the newest id going down says it
+    rows = adapter.messages_where("m.id = ?", (mark["id"],), columns=FLAG_COLUMNS)
+    return older if rows and _identity_of(rows[0]) != mark else None
 
 
 def _newest(adapter: Adapter) -> dict[str, Any] | None:
@@ -212,7 +257,7 @@ def _cheap(
         )
     }
     dirty |= touched & set(source)
-    changes = Changes()
+    changes = Changes(sessions_reread=len(dirty) + len(lost))
 
     def step(c: sqlite3.Connection) -> None:
         changes.add(merge_sessions(c, adapter, home, sorted(dirty), full=False))
@@ -237,7 +282,7 @@ def _reconcile(archive: SessionStore, adapter: Adapter, home: str) -> tuple[Chan
         with archive.core.reading() as conn:
             kept_usage = archive_usage_sums(conn, home)
         dirty |= {sid for sid in source if usage.get(sid) != kept_usage.get(sid)}
-    changes = Changes()
+    changes = Changes(sessions_reread=len(dirty) + len(lost))
     order = sorted(dirty)
     for start in range(0, len(order), RECONCILE_BATCH):
         batch = order[start : start + RECONCILE_BATCH]

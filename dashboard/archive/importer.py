@@ -40,7 +40,7 @@ from dashboard.archive.source import (
 )
 from dashboard.store import trigram_build
 from dashboard.store.fts_upkeep import index_messages
-from dashboard.store.readonly import open_readonly
+from dashboard.store.readonly import BUSY_TIMEOUT_S, open_readonly
 from dashboard.store.schema import TRIGRAM_PENDING_KEY
 from dashboard.store.session_store import SessionStore
 from dashboard.store.trigram_build import TrigramBuild
@@ -84,6 +84,8 @@ class SyncReport:
     back_in_source: int = 0  # rows marked gone that the source has again
     reconciled: bool = False  # compared every session's message sums, not the cheap checks
     replaced: bool = False  # the source file was replaced: ids name other messages now
+    replaced_why: str | None = None  # how that was told (follow.replaced_why)
+    sessions_reread: int = 0  # sessions the later sync compared with the source
 
 
 def sync(
@@ -96,6 +98,7 @@ def sync(
     reconcile: bool = False,
     profile: str | None = None,
     id_prefix: str = "",
+    busy_timeout: float = BUSY_TIMEOUT_S,
 ) -> SyncReport:
     """Bring the archive level with the source; never write the source, never drop a row.
 
@@ -105,13 +108,13 @@ def sync(
     connection: then every batch read the same file, and the import is its copy; at 1M
     messages the comparison costs ~15 s). A later sync is the cheap one
     (follow.py) unless ``reconcile`` asks for the full comparison, or the source looks
-    replaced.
+    replaced. ``busy_timeout``: how long to wait for a writer's lock on the source.
     """
 
     began = time.monotonic()
     home = source_key(home_root)
     prepare_archive(archive)
-    conn = open_readonly(state_db)
+    conn = open_readonly(state_db, timeout=busy_timeout)
     try:
         layout = detect_layout(conn, state_db)
         adapter = adapter_for(conn, layout, home_root, profile=profile, id_prefix=id_prefix)
@@ -150,6 +153,8 @@ def sync(
         c.back_in_source,
         followed.reconciled,
         followed.replaced,
+        followed.replaced_why,
+        c.sessions_reread,
     )
 
 

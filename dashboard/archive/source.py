@@ -234,6 +234,29 @@ class Adapter:
 
     # -- what a later sync asks (dashboard/repository/follow.py) ------------------------
 
+    def file_marks(self) -> dict[str, Any]:
+        """What tells this copy of the file from another: ``seq``, the messages' id
+        high-water (``sqlite_sequence``: AUTOINCREMENT never hands an id out twice in
+        one file, so it going down means an older copy), and ``store``, the
+        ``store_instance_id`` and ``db_file_generation`` a v31 home keeps in
+        ``state_meta``. None (or absent keys) where the file lacks them."""
+        seq = None
+        if "sqlite_sequence" in self.layout.tables:
+            row = self.conn.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name='messages'"
+            ).fetchone()
+            seq = int(row[0]) if row and row[0] is not None else None
+        store: dict[str, str] = {}
+        if "state_meta" in self.layout.tables:
+            store = {
+                str(k): str(v)
+                for k, v in self.conn.execute(
+                    "SELECT key, value FROM state_meta"
+                    " WHERE key IN ('store_instance_id', 'db_file_generation')"
+                )
+            }
+        return {"seq": seq, "store": store}
+
     def messages_where(
         self, where: str, params: tuple[Any, ...], columns: Sequence[str] = ()
     ) -> list[dict[str, Any]]:

@@ -1,22 +1,23 @@
 """The archive's background syncer: one thread per served home, woken by the source changing.
 
-The syncer owns a persistent read-only connection on the source ``state.db``
-(:class:`SourceWatch`). Every ``POLL_S`` it asks that connection for
-``PRAGMA data_version`` (SQLite changes it whenever another connection commits)
-and stats the file (a new device/inode is a replaced file: reopen). Only when one
-of them moved does it run :func:`importer.sync` into the archive; unchanged, a
-poll reads one header and no row. A first import runs at start, and a
-reconciliation pass (``sync(reconcile=True)``, which re-reads what the cheap checks could
-miss) at start and every ``RECONCILE_S`` when the source moved meanwhile.
+The syncer holds nothing of the source open between passes. Every ``POLL_S`` it
+stats ``state.db`` and its ``-wal`` (:class:`SourceWatch`); only when a stamp moved
+does it run :func:`importer.sync`, which opens the file read-only, reads, and closes
+it. An idle source costs two ``stat`` calls per poll. A first import runs at start,
+and a reconciliation pass (``sync(reconcile=True)``, which re-reads what the cheap
+checks could miss) at start, every ``RECONCILE_S`` when the source moved meanwhile,
+and at once when the file looks replaced, shrank, or was missing or empty.
 
-Nothing that goes wrong with the source stops the thread: a missing, locked,
-corrupt file becomes :attr:`SyncState.error` (and ``reason``; a replaced one is
-imported again and noted in ``replaced_at``), the
-pages keep reading the archive, the next poll tries again. A pass that fails because
-of the archive's own folder (gone, read-only, full: :func:`datadir.folder_fault`) is
-said as that (``folder_reason``, ``folder_error``), never as a fault of the source; a
-folder deleted under the open archive gets the archive written back
-(:func:`files.reopen_archive`, ``restored_at``).
+Nothing that goes wrong with the source stops the thread: a missing, empty, locked,
+corrupt file becomes :attr:`SyncState.error` (and ``reason``), the pages keep reading
+the archive, the next poll tries again. A file found to be another copy than the one
+last read (another inode, an older backup restored in place, another store or file
+generation: :func:`follow.replaced_why`) is reconciled and noted in ``replaced_at``,
+``replaced_why`` and ``replaced_sessions``, which the pages show.
+A pass that fails because of the archive's own folder (gone, read-only, full:
+:func:`datadir.folder_fault`) is said as that (``folder_reason``, ``folder_error``),
+never as a fault of the source; a folder deleted under the open archive gets the
+archive written back (:func:`files.reopen_archive`, ``restored_at``).
 
 Pages use :meth:`Syncer.before_read` (a :class:`StateReader` hook): with
 ``inline=True`` (tests, one-shot commands) it syncs on the calling thread when the
@@ -43,16 +44,23 @@ from dashboard.archive.files import (
     open_archive,
     reopen_archive,
 )
-from dashboard.archive.importer import BATCH_SESSIONS, Progress, sync
+from dashboard.archive.importer import BATCH_SESSIONS, Progress, SyncReport, sync
 from dashboard.archive.marks import read_watermark, source_key
 from dashboard.errors import StoreUnavailableError
 from dashboard.store.datadir import folder_fault
-from dashboard.store.readonly import classify, open_readonly
+from dashboard.store.readonly import classify
 from dashboard.store.session_store import SessionStore
 
 POLL_S = 0.5
+# How long a pass waits for a writer's lock on the source: a Hermes commit holds it for
+# milliseconds; a longer hold is said ("locked") and asked again at the next poll.
+SOURCE_BUSY_S = 1.0
 RECONCILE_S = 600.0  # a reconciliation pass this often, when the source moved meanwhile
 STOP_WAIT_S = 30.0  # how long stop() waits for a cut-off sync to rebuild its index
+# How long every page's banner says the source was replaced (the overview keeps saying
+# it until a restart): a restore done in the morning is still news in the evening.
+REPLACED_NOTICE_S = 24 * 3600.0
+REUSED_IDS = "its message ids now name other messages"
 
 
 class SyncStopped(Exception):
@@ -73,7 +81,9 @@ class SyncState:
     reason: str | None = None  # missing, locked, corrupt, io, … (None: the source is fine)
     error: str | None = None  # the sentence a person reads
     imported: bool = False  # the archive holds rows from this home
-    replaced_at: float | None = None  # when another file was last found at the path
+    replaced_at: float | None = None  # when another copy of the file was last found
+    replaced_why: str | None = None  # how it was told (follow.replaced_why's words)
+    replaced_sessions: int = 0  # sessions the pass re-read from it
     # Recall's own folder (the archive's), not the source: gone, read-only or full
     # (datadir.FolderFault: folder-missing, folder-readonly, folder-full), and its sentence.
     folder_reason: str | None = None
@@ -87,63 +97,106 @@ class SyncState:
             return 0
         return min(100, self.sessions_done * 100 // self.sessions_total)
 
+    @property
+    def replaced_recently(self) -> bool:
+        """Whether the banner still says the source was replaced (:data:`REPLACED_NOTICE_S`)."""
+        return self.replaced_at is not None and time.time() - self.replaced_at < REPLACED_NOTICE_S
+
     def to_json(self) -> dict[str, object]:
         return {**self.__dict__, "percent": self.percent}
 
 
+@dataclass(frozen=True)
+class FileStamp:
+    """What one ``stat`` tells of a file: which file it is, its size, its last write."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """The stamp of ``path`` (None: no such file)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return FileStamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class SourceWatch:
-    """A persistent read-only connection on the source: has it changed since the last look?"""
+    """Has the source changed since the last look? Told from the files alone.
+
+    Each look is two ``stat`` calls, of ``state.db`` and of its ``-wal``; nothing is
+    opened. A commit changes one of them: in rollback mode it writes the database
+    file, in WAL mode it appends to the ``-wal`` (its size grows) or, once a
+    checkpoint let the log start over, rewrites it from the start (its mtime moves).
+    A restore, a truncation, a checkpoint, a VACUUM change them too. Holding no
+    connection matters: a process that keeps a WAL file open keeps reading a ``-wal``
+    and ``-shm`` that a restore deleted, and so never sees the restored file.
+
+    A write in the same clock tick as the look could leave the stamps as they were (a
+    rewritten ``-wal`` keeps its size): when a look saw a file written within
+    ``GRAIN_NS`` of it, the next look says "changed" once more (Git's "racily clean").
+
+    Besides whether it changed, a look says whether the file needs a full comparison
+    (:attr:`suspect`): another file at the path (:attr:`replaced`), a database file that
+    shrank (a restore or a truncation; also a VACUUM, which costs one reconciliation),
+    or a file that was missing or empty meanwhile. The syncer clears it with
+    :meth:`settled` once a pass has compared.
+    """
+
+    GRAIN_NS = 20_000_000  # above the coarsest tick of a local filesystem's mtime
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._identity: tuple[int, int] | None = None
-        self._version: int | None = None
-        self.replaced = False  # the last change seen was a new file at the path
+        self.wal = Path(f"{self.path}-wal")
+        self._stamps: tuple[FileStamp, FileStamp | None] | None = None
+        self._racy = False
+        self._file: tuple[int, int] | None = None  # (dev, ino) of the last file seen
+        self.replaced = False  # the last look found another file than the one before
+        self.suspect = False  # replaced, shrunk, missing or empty since the last full pass
+        self.moved = False  # the last look's stamps differed (not only a racy second look)
 
     def changed(self) -> bool:
-        """True when the file is new (first look, other inode) or ``data_version`` moved.
+        """True when the stamps moved since the last look (or it is the first look).
 
-        Raises :class:`StoreUnavailableError` when the file cannot be read (the
-        connection is then dropped and reopened on the next look).
+        Raises :class:`StoreUnavailableError`, without opening anything, when the file
+        is missing or empty: a 0-byte ``state.db`` beside a ``-wal`` is a file truncated
+        while Hermes writes, and an SQLite connection opened on it deletes that ``-wal``.
         """
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            self.close()
-            raise StoreUnavailableError("missing", str(self.path), "no such file") from None
-        identity = (st.st_dev, st.st_ino)
-        # A restored backup or a reset home: another file at the path. Compared with the
-        # last file seen even when an error closed the connection in between; the old
-        # connection would still read the old inode and never see a change.
-        self.replaced = self._identity is not None and identity != self._identity
-        if self.replaced:
-            self.close()
-        if self._conn is None:
-            # timeout=0: a held lock is reported at once and asked again next poll.
-            self._conn = open_readonly(self.path, timeout=0, io_retries=0)
-            self._identity = identity
-            self._version = self._data_version()
-            return True
-        version = self._data_version()
-        if version == self._version:
-            return False
-        self._version = version
-        return True
+        now = time.time_ns()
+        db = file_stamp(self.path)
+        if db is None:
+            self.suspect = True
+            raise StoreUnavailableError("missing", str(self.path), "no such file")
+        wal = file_stamp(self.wal)
+        # Another file at the path: a restored backup (by rename), a reset home.
+        # Compared with the last file seen even across a missing spell.
+        self.replaced = self._file is not None and (db.dev, db.ino) != self._file
+        self._file = (db.dev, db.ino)
+        last = self._stamps
+        shrunk = last is not None and not self.replaced and db.size < last[0].size
+        self.suspect = self.suspect or self.replaced or shrunk
+        if db.size == 0:
+            self.suspect = True
+            raise StoreUnavailableError("empty", str(self.path), "0 bytes")
+        stamps = (db, wal)
+        self.moved = stamps != last
+        again = self._racy
+        self._stamps = stamps
+        newest = max(db.mtime_ns, wal.mtime_ns if wal else 0)
+        self._racy = newest >= now - self.GRAIN_NS
+        return self.moved or again
 
-    def _data_version(self) -> int:
-        assert self._conn is not None
-        try:
-            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error as exc:
-            self.close()
-            raise classify(exc, self.path) from exc
+    def settled(self) -> None:
+        """A pass compared the whole file: what made it suspect is dealt with."""
+        self.suspect = False
 
-    def close(self) -> None:
-        """Drop the connection (the file seen last is remembered, to tell a new one)."""
-        if self._conn is not None:
-            self._conn.close()
-        self._conn, self._version = None, None
+    def forget(self) -> None:
+        """Count the next look as a change (a pass that failed is tried again)."""
+        self._stamps = None
 
 
 class _Polling(ABC):
@@ -257,20 +310,26 @@ class Syncer(_Polling):
             try:
                 store = self._archive()
                 changed = self._watch.changed()
-                self._moved = self._moved or changed
+                # A racy second look alone does not call for a reconciliation.
+                self._moved = self._moved or self._watch.moved
                 due = self._moved and time.monotonic() >= self._next_reconcile
                 # A pass the folder refused is run again each poll until the folder takes it.
                 if not (changed or due or self._state.folder_reason):
                     return False
-                replaced = self._watch.replaced
-                self._run_sync(store, reconcile=due)
+                report = self._run_sync(store, reconcile=due, suspect=self._watch.suspect)
+                self._watch.settled()
                 if due:
                     self._moved = False
                     self.reconciliations += 1
                     self._next_reconcile = time.monotonic() + self.reconcile_s
                 self._set(reason=None, error=None, folder_reason=None, folder_error=None)
-                if replaced:
-                    self._set(replaced_at=time.time())
+                if report.replaced_why or (report.replaced and not self._state.replaced_at):
+                    # Rows retired alone (ids reused) follow a replacement already told.
+                    self._set(
+                        replaced_at=time.time(),
+                        replaced_why=report.replaced_why or REUSED_IDS,
+                        replaced_sessions=report.sessions_reread,
+                    )
                 return True
             except SyncStopped:
                 pass  # the next start resumes from the watermark
@@ -284,6 +343,8 @@ class Syncer(_Polling):
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any bad file
                 if not self._folder_failed(exc):
                     self._set(importing=False, reason="error", error=f"sync failed: {exc}")
+            # The pass did not finish: the next look tries again, whatever the stamps say.
+            self._watch.forget()
             return False
 
     def _folder_failed(self, exc: BaseException) -> bool:
@@ -321,7 +382,9 @@ class Syncer(_Polling):
         ).fetchone()
         return row is not None
 
-    def _run_sync(self, store: SessionStore, *, reconcile: bool = False) -> None:
+    def _run_sync(
+        self, store: SessionStore, *, reconcile: bool = False, suspect: bool = False
+    ) -> SyncReport:
         first = not self._state.imported or (
             read_watermark(store.core.conn, source_key(self.home_root)) is not None
         )
@@ -339,13 +402,14 @@ class Syncer(_Polling):
                 self.on_progress(p)
 
         try:
-            sync(
+            report = sync(
                 store,
                 self.state_db,
                 self.home_root,
                 batch_sessions=self.batch_sessions,
                 on_progress=progress,
-                reconcile=reconcile,
+                reconcile=reconcile or suspect,
+                busy_timeout=SOURCE_BUSY_S,
                 profile=self.profile,
                 id_prefix=self.id_prefix,
             )
@@ -355,19 +419,20 @@ class Syncer(_Polling):
         self._set(importing=False, last_sync_at=time.time(), imported=self._holds_home(store))
         if self.on_synced is not None:
             self.on_synced()
+        return report
 
     # -- the thread ---------------------------------------------------------------
 
     def close(self) -> None:
-        """Close both connections (the group's stop, with no thread of this syncer's)."""
+        """Close the archive's connection (the group's stop, with no thread of this
+        syncer's). The source has none open between passes."""
         with self._sync_lock:
-            self._watch.close()
             if self._store is not None:
                 self._store.close()
                 self._store = None
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
-        """Stop polling, let a running batch commit, close both connections."""
+        """Stop polling, let a running batch commit, close the archive's connection."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -428,6 +493,8 @@ class SyncGroup(_Polling):
         states = [m.state() for m in self.members]
         failing = [st for st in states if st.reason is not None]
         synced = [st.last_sync_at for st in states]
+        replaced = [st for st in states if st.replaced_at is not None]
+        newest = max(replaced, key=lambda st: st.replaced_at or 0.0, default=None)
         return SyncState(
             source=", ".join(st.source for st in states),
             archive=str(self.archive_path),
@@ -439,7 +506,9 @@ class SyncGroup(_Polling):
             reason=failing[0].reason if failing else None,
             error=failing[0].error if failing else None,
             imported=any(st.imported for st in states),
-            replaced_at=max((st.replaced_at for st in states if st.replaced_at), default=None),
+            replaced_at=newest.replaced_at if newest else None,
+            replaced_why=newest.replaced_why if newest else None,
+            replaced_sessions=sum(st.replaced_sessions for st in states if st.replaced_at),
             # One archive, one folder: any member's word on it is the group's.
             folder_reason=next((st.folder_reason for st in states if st.folder_reason), None),
             folder_error=next((st.folder_error for st in states if st.folder_error), None),
@@ -475,6 +544,7 @@ def _sentence(exc: StoreUnavailableError) -> str:
     """What a person reads about a source that cannot be read."""
     what = {
         "missing": "is missing",
+        "empty": "is empty (0 bytes): it was truncated, or is being replaced",
         "locked": "is locked by another program (asked again shortly)",
         "corrupt": "is damaged (not a readable SQLite database)",
         "io": "gave a disk I/O error",

@@ -48,11 +48,16 @@ def open_readonly(
 
     A transient disk I/O error (network filesystems, a checkpoint in progress)
     is retried a few times; a missing, corrupt, locked or non-SQLite file raises
-    :class:`StoreUnavailableError` with a reason the web layer can explain.
+    :class:`StoreUnavailableError` with a reason the web layer can explain, and so
+    does a 0-byte file beside a ``-wal`` ("empty"), which is never opened.
     """
     target = Path(path)
     if not target.is_file():
         raise StoreUnavailableError("missing", str(target), "no such file")
+    if target.stat().st_size == 0 and Path(f"{target}-wal").exists():
+        # Truncated while its writer works in WAL mode: SQLite opening a 0-byte file
+        # deletes the -wal beside it, the only copy of the writer's newest rows.
+        raise StoreUnavailableError("empty", str(target), "0 bytes beside a -wal")
     for attempt in range(io_retries + 1):
         try:
             conn = sqlite3.connect(

@@ -24,6 +24,7 @@ from dashboard.search.sessions import SearchRequest
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
+from tests.support.hermes_writer import LOCKED_MID_WRITE
 from tests.support.waiting import wait_for
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
@@ -103,29 +104,83 @@ def test_reconciliation_runs_at_start_then_periodically_once_the_source_moved(
         time.sleep(1.5)  # five periods, no change: nothing to catch, nothing run
         assert (syncer.syncs, syncer.reconciliations) == (1, 1)
         add_turn(home.state_db, shapes.S_ROOT, "one more")
-        wait_for(lambda: syncer.syncs == 2)
-        wait_for(lambda: syncer.reconciliations == 2)  # the period after a change
-        time.sleep(1.5)
-        assert syncer.reconciliations == 2
+        wait_for(lambda: syncer.syncs >= 2)
+        wait_for(lambda: syncer.reconciliations >= 2)  # the period after a change
+        # The writer's last close checkpoints and deletes the -wal: a look may see the
+        # commit and the checkpoint as two moves, so one more period may follow.
+        time.sleep(0.5)
+        settled = syncer.reconciliations
+        time.sleep(1.5)  # five periods, no change
+        assert syncer.reconciliations == settled <= 3
 
 
-def test_the_watch_reads_data_version_and_notices_a_new_inode(home: HermesHome) -> None:
+def _still_watch(path: Path) -> SourceWatch:
+    """A watch that trusts an unchanged stamp at once (no racy second look): these tests
+    write and look within the same few milliseconds."""
+    watch = SourceWatch(path)
+    watch.GRAIN_NS = 0
+    return watch
+
+
+def _open_source_files(pid: int, db: Path) -> list[str]:
+    """The files of the source (``state.db`` and its side files) process ``pid`` holds open."""
+    held = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue  # closed while listed
+        if target.startswith(str(db)):
+            held.append(target)
+    return held
+
+
+def test_the_watch_stats_the_files_and_notices_a_new_inode(home: HermesHome) -> None:
+    watch = _still_watch(home.state_db)
+    assert watch.changed() is True  # first look
+    assert watch.changed() is False
+    add_turn(home.state_db, shapes.S_ROOT, "a new row")
+    assert watch.changed() is True and watch.changed() is False
+    assert not watch.suspect and not watch.replaced
+    assert _open_source_files(os.getpid(), home.state_db) == []  # nothing held open
+    copy = home.root / "copy.db"
+    with closing(sqlite3.connect(home.state_db)) as src, closing(sqlite3.connect(copy)) as dst:
+        src.backup(dst)  # a restored backup: same bytes' meaning, another file
+    os.replace(copy, home.state_db)
+    for side in ("-wal", "-shm"):
+        Path(f"{home.state_db}{side}").unlink(missing_ok=True)
+    assert watch.changed() is True and watch.replaced and watch.suspect
+    assert watch.changed() is False and not watch.replaced
+    assert watch.suspect  # until a pass compared the whole file
+    watch.settled()
+    assert not watch.suspect
+
+
+def test_the_watch_looks_again_after_a_write_in_the_same_tick(home: HermesHome) -> None:
+    """An unchanged stamp seen within the clock's grain of a write is not trusted once."""
     watch = SourceWatch(home.state_db)
-    try:
-        assert watch.changed() is True  # first look
-        assert watch.changed() is False
-        add_turn(home.state_db, shapes.S_ROOT, "a new row")
-        assert watch.changed() is True and watch.changed() is False
-        copy = home.root / "copy.db"
-        with closing(sqlite3.connect(home.state_db)) as src, closing(sqlite3.connect(copy)) as dst:
-            src.backup(dst)  # a restored backup: same bytes' meaning, another file
-        os.replace(copy, home.state_db)
-        for side in ("-wal", "-shm"):
-            Path(f"{home.state_db}{side}").unlink(missing_ok=True)
-        assert watch.changed() is True and watch.replaced
-        assert watch.changed() is False and not watch.replaced
-    finally:
-        watch.close()
+    watch.GRAIN_NS = 3600 * 10**9  # every write is "just now"
+    assert watch.changed() is True
+    assert watch.changed() is True and not watch.moved  # the racy second look
+    watch.GRAIN_NS = 0
+    assert watch.changed() is True and not watch.moved  # the look before was racy
+    assert watch.changed() is False
+
+
+def test_the_watch_suspects_a_shrunk_file_and_refuses_an_empty_one(tmp_path: Path) -> None:
+    db = shapes.build_delete_journal(tmp_path / "home" / "state.db")
+    watch = _still_watch(db)
+    assert watch.changed() and not watch.suspect
+    data = db.read_bytes()
+    with db.open("r+b") as handle:  # same inode, fewer bytes: a restore or a truncation
+        handle.truncate(len(data) - 4096)
+    assert watch.changed() is True and watch.suspect and not watch.replaced
+    watch.settled()
+    with db.open("r+b") as handle:  # ": > state.db"
+        handle.truncate(0)
+    with pytest.raises(StoreUnavailableError) as caught:
+        watch.changed()
+    assert caught.value.reason == "empty" and watch.suspect
 
 
 def test_a_replaced_source_is_imported_and_said(home: HermesHome, tmp_path: Path) -> None:
@@ -179,15 +234,6 @@ def test_a_corrupt_source_is_a_state_not_a_dead_thread(home: HermesHome, tmp_pat
         assert archived_ids(archive) == set(shapes.SESSION_IDS)
 
 
-LOCKER = """
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN EXCLUSIVE")
-print("locked", flush=True)
-sys.stdin.readline()
-"""
-
-
 def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -> None:
     home = HermesHome(tmp_path / "home")
     shapes.build_delete_journal(home.state_db)
@@ -195,7 +241,7 @@ def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -
     with running(syncer):
         wait_for(lambda: syncer.state().last_sync_at)
         with subprocess.Popen(
-            [sys.executable, "-c", LOCKER, str(home.state_db)],
+            [sys.executable, "-c", LOCKED_MID_WRITE, str(home.state_db)],
             text=True,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -262,14 +308,11 @@ def test_a_copy_of_the_source_is_never_written(home: HermesHome, tmp_path: Path)
 
 def test_a_new_file_after_the_old_one_went_missing_counts_as_replaced(tmp_path: Path) -> None:
     db = shapes.build_delete_journal(tmp_path / "home" / "state.db")
-    watch = SourceWatch(db)
-    try:
-        assert watch.changed() and not watch.replaced
-        kept = tmp_path / "kept.db"
-        os.replace(db, kept)
-        with pytest.raises(StoreUnavailableError):
-            watch.changed()  # gone for a moment: the connection is dropped
-        shutil.copy(kept, db)  # and back as another file
-        assert watch.changed() is True and watch.replaced
-    finally:
-        watch.close()
+    watch = _still_watch(db)
+    assert watch.changed() and not watch.replaced
+    kept = tmp_path / "kept.db"
+    os.replace(db, kept)
+    with pytest.raises(StoreUnavailableError):
+        watch.changed()  # gone for a moment
+    shutil.copy(kept, db)  # and back as another file
+    assert watch.changed() is True and watch.replaced

@@ -185,6 +185,21 @@ def test_error_reasons_are_classified() -> None:
     assert classify(sqlite3.OperationalError("database is locked"), here).reason == "locked"
 
 
+def test_an_emptied_file_beside_a_wal_is_never_opened(tmp_path: Path) -> None:
+    """``: > state.db`` while Hermes writes in WAL mode: SQLite opening the 0-byte file
+    would delete the -wal beside it, the only copy of Hermes's newest rows."""
+    db = shapes.build_current_views(tmp_path / "state.db")
+    wal = Path(f"{db}-wal")
+    wal.write_bytes(b"the writer's newest rows")
+    db.write_bytes(b"")
+    with pytest.raises(StoreUnavailableError) as info:
+        open_readonly(db)
+    assert info.value.reason == "empty"
+    assert wal.read_bytes() == b"the writer's newest rows"
+    wal.unlink()  # no -wal: an empty file is an empty database, opened as before
+    open_readonly(db).close()
+
+
 def test_a_foreign_file_is_never_memory_mapped(tmp_path: Path) -> None:
     """A mapped file truncated in place (``: > state.db``) kills its reader with SIGBUS."""
     db = shapes.build_current_views(tmp_path / "state.db")

@@ -103,6 +103,9 @@ def test_healthz_tells_the_syncer_and_the_source_apart(tmp_path: Path) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json["source_ok"] is False
     assert response.json["sync"]["reason"] == "missing"
+    # Not a plain "ok": the pages answer, but Hermes's newest history is not arriving.
+    assert response.json["status"] == "degraded"
+    assert str(db) in response.json["problem"] and "missing" in response.json["problem"]
     assert "cannot be read right now" in client.get("/").get_data(as_text=True)
     assert client.get("/api/search?q=pool").json["results"]
 

@@ -16,14 +16,7 @@ import pytest
 
 from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
-
-LOCKER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN EXCLUSIVE")
-print("locked", flush=True)
-sys.stdin.readline()  # hold the lock until the test says so
-"""
+from tests.support.hermes_writer import LOCKED_MID_WRITE
 
 NO_DATABASE = ["/memory", "/memory/MEMORY.md", "/api/memory/user", "/static/app.css", "/nope"]
 
@@ -34,7 +27,8 @@ def test_pages_without_database_work_answer_while_an_exclusive_lock_is_held(
     """Hermes in DELETE-journal mode holds EXCLUSIVE while it writes; a reader waits 5 s.
 
     The pages read Recall's archive, so none of them waits: /healthz answers from the
-    archive at once and says the source is locked (the syncer asks with no wait).
+    archive and says the source is locked (a sync pass waits at most
+    ``syncer.SOURCE_BUSY_S`` for the source's lock).
     """
     db = shapes.build_delete_journal(tmp_path / "home" / "state.db")
     app = make_app(db.parent, tmp_path / "data")
@@ -49,7 +43,7 @@ def test_pages_without_database_work_answer_while_an_exclusive_lock_is_held(
         done.append(path)
 
     with subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(db)],
+        [sys.executable, "-c", LOCKED_MID_WRITE, str(db)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
