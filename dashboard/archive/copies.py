@@ -22,6 +22,7 @@ from typing import Any
 
 from dashboard.archive.marks import put_meta
 from dashboard.archive.source import Adapter
+from dashboard.store.schema import IDENTITY_KEY
 
 #: state_meta key prefix: a home whose archived rows took their uids from the source
 #: (rows archived before schema migration 7 had none).
@@ -86,5 +87,10 @@ def take_uids(conn: sqlite3.Connection, adapter: Adapter, home: str) -> int:
         ).rowcount
     if changed:
         mark_repeats(conn, "src_home = ?", (home,))
+        conn.execute(
+            "INSERT INTO state_meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (IDENTITY_KEY,),
+        )
     put_meta(conn, key, "1")
     return changed

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dashboard.hermes.conventions import is_rewound, is_summary, summary_text
-from dashboard.store.schema import WRITES_KEY
+from dashboard.store.schema import IDENTITY_KEY, WRITES_KEY
 
 OPENING_CHARS = 160  # of a summary, for the epoch's line on the chain page
 
@@ -384,8 +384,10 @@ class EpochsCache:
     machine): a search whose hits fall in a few long in-place conversations paid 10–30 ms
     for them on every request. An entry holds while the archive's write counter stays
     (nothing was written); when it moved, while the session's row count, newest row id
-    and source digest stay. A compaction always adds rows (its carrier), and a sync of a
-    changed source session rewrites its digest, so both show. A rewind alone flips flags
+    and source digest stay, and the archive's identity generation (schema.IDENTITY_KEY:
+    rows taking their ``message_uid`` late). A compaction always adds rows (its carrier),
+    and a sync of a changed source session rewrites its digest, so both show. A rewind
+    alone flips flags
     only: it shows with the session's next row or digest change, and meanwhile no hit
     lands on the rows it hid (search reads visible rows only).
     """
@@ -417,6 +419,11 @@ class EpochsCache:
             return found
         # Read before the epochs: a write in between is seen next time, never hidden.
         versions = _versions(conn, unsure)
+        # Rows that took their uids later changed what is a copy, adding no row.
+        identity = conn.execute(
+            "SELECT value FROM state_meta WHERE key = ?", (IDENTITY_KEY,)
+        ).fetchone()
+        versions = {sid: (*version, identity) for sid, version in versions.items()}
         with self._lock:
             for sid in unsure:
                 entry = self._entries.get(sid)

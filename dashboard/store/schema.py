@@ -34,6 +34,10 @@ DEMO_KEY = "recall_demo_seed"
 #: sees any change, in place or not, from one row read in its own snapshot (PRAGMA
 #: data_version answers only on one long-lived connection; pages open one per request).
 WRITES_KEY = "recall_writes"
+#: state_meta key: bumped when rows got their ``message_uid`` after they landed (an
+#: archive older than migration 7 taking them, archive/copies.py), which changes what
+#: is a copy without adding a row: caches of derived epochs compare it too.
+IDENTITY_KEY = "recall_identity_generation"
 FTS_TABLES = ("messages_fts", "messages_fts_trigram")
 FTS_COLUMNS = ("content", "tool_name", "tool_calls")
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from dashboard.archive.copies import UIDS_DONE_PREFIX
 from dashboard.archive.marks import source_key
+from dashboard.lineage.epochs import EpochsCache
 from dashboard.search.sessions import SearchRequest
+from dashboard.store.readonly import open_readonly
 from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
 from tests.support import hermes_v31 as hv
@@ -85,3 +87,26 @@ def _plain_copies(db: Path) -> list[int]:
             out.append(row_id)
         seen[key] = seen.get(key, False) or bool(merged)
     return out
+
+
+def test_a_reader_s_cached_epochs_see_uids_taken_late(tmp_path: Path) -> None:
+    """Taking uids adds no row; the epochs a reader cached before must still change."""
+    facts = hv.build_v31_home(tmp_path / "home")
+    archive = archive_home(facts.root)
+    home = source_key(facts.root)
+    with closing(WriteCore(archive)) as core:
+        core.write(
+            lambda c: (
+                c.execute("UPDATE messages SET message_uid = NULL, repeats = NULL"),
+                c.execute("DELETE FROM state_meta WHERE key = ?", (UIDS_DONE_PREFIX + home,)),
+            )
+        )
+    cache = EpochsCache()
+    with closing(open_readonly(archive)) as conn:
+        before = cache.get(conn, [facts.long_session])[facts.long_session]
+    assert not before.superseded  # without uids a retained original reads as rewound
+    archive_home(facts.root)
+    with closing(open_readonly(archive)) as conn:
+        after = cache.get(conn, [facts.long_session])[facts.long_session]
+    superseded = {r for c in facts.compactions[facts.long_session] for r in c.superseded}
+    assert len(after.superseded) == len(superseded) and after.compactions == 3
