@@ -137,8 +137,12 @@ class SourceWatch:
     and ``-shm`` that a restore deleted, and so never sees the restored file.
 
     A write in the same clock tick as the look could leave the stamps as they were (a
-    rewritten ``-wal`` keeps its size): when a look saw a file written within
-    ``GRAIN_NS`` of it, the next look says "changed" once more (Git's "racily clean").
+    rewritten ``-wal`` keeps its size), so a look at a file written within ``GRAIN_NS``
+    waits for the clock to pass that tick and stats again: a later write then moves the
+    stamps. A file written without pause (still that recent after
+    :attr:`SETTLE_TRIES` waits) is "racily clean", as Git says: the next look says
+    "changed" once more. A look that trusted a racy stamp at once made the pass after a
+    write run twice, at random.
 
     Besides whether it changed, a look says whether the file needs a full comparison
     (:attr:`suspect`): another file at the path (:attr:`replaced`), a database file that
@@ -148,6 +152,7 @@ class SourceWatch:
     """
 
     GRAIN_NS = 20_000_000  # above the coarsest tick of a local filesystem's mtime
+    SETTLE_TRIES = 3  # waits of at most GRAIN_NS for a just-written file's tick to pass
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -166,12 +171,7 @@ class SourceWatch:
         is missing or empty: a 0-byte ``state.db`` beside a ``-wal`` is a file truncated
         while Hermes writes, and an SQLite connection opened on it deletes that ``-wal``.
         """
-        now = time.time_ns()
-        db = file_stamp(self.path)
-        if db is None:
-            self.suspect = True
-            raise StoreUnavailableError("missing", str(self.path), "no such file")
-        wal = file_stamp(self.wal)
+        db, wal, racy = self._look()
         # Another file at the path: a restored backup (by rename), a reset home.
         # Compared with the last file seen even across a missing spell.
         self.replaced = self._file is not None and (db.dev, db.ino) != self._file
@@ -186,9 +186,26 @@ class SourceWatch:
         self.moved = stamps != last
         again = self._racy
         self._stamps = stamps
-        newest = max(db.mtime_ns, wal.mtime_ns if wal else 0)
-        self._racy = newest >= now - self.GRAIN_NS
+        self._racy = racy
         return self.moved or again
+
+    def _look(self) -> tuple[FileStamp, FileStamp | None, bool]:
+        """The stamps of ``state.db`` and its ``-wal``, taken once the clock has moved
+        past their newest write's tick (up to :attr:`SETTLE_TRIES` short waits), and
+        whether they are still racy (a file written all the time)."""
+        for attempt in range(self.SETTLE_TRIES + 1):
+            now = time.time_ns()
+            db = file_stamp(self.path)
+            if db is None:
+                self.suspect = True
+                raise StoreUnavailableError("missing", str(self.path), "no such file")
+            wal = file_stamp(self.wal)
+            wait = max(db.mtime_ns, wal.mtime_ns if wal else 0) + self.GRAIN_NS - now
+            if wait <= 0:
+                return db, wal, False
+            if attempt < self.SETTLE_TRIES:
+                time.sleep(wait / 1e9)
+        return db, wal, True
 
     def settled(self) -> None:
         """A pass compared the whole file: what made it suspect is dealt with."""

@@ -156,9 +156,21 @@ def test_the_watch_stats_the_files_and_notices_a_new_inode(home: HermesHome) -> 
     assert not watch.suspect
 
 
-def test_the_watch_looks_again_after_a_write_in_the_same_tick(home: HermesHome) -> None:
-    """An unchanged stamp seen within the clock's grain of a write is not trusted once."""
+def test_the_watch_waits_out_the_tick_of_a_write_it_sees(home: HermesHome) -> None:
+    """A look at a file written just now stats it again once the clock passed that
+    write's tick, so the look after it trusts an unchanged stamp (no second pass)."""
     watch = SourceWatch(home.state_db)
+    watch.GRAIN_NS = 200_000_000  # a coarse clock: 0.2 s
+    for _ in range(3):
+        add_turn(home.state_db, shapes.S_ROOT, "written just now")
+        assert watch.changed() is True and watch.moved
+        assert watch.changed() is False
+
+
+def test_the_watch_looks_again_after_a_write_in_the_same_tick(home: HermesHome) -> None:
+    """An unchanged stamp still within the clock's grain of a write is not trusted once."""
+    watch = SourceWatch(home.state_db)
+    watch.SETTLE_TRIES = 0  # a file written all the time: no wait settles it
     watch.GRAIN_NS = 3600 * 10**9  # every write is "just now"
     assert watch.changed() is True
     assert watch.changed() is True and not watch.moved  # the racy second look
