@@ -89,24 +89,22 @@ def fold_family_copies(
     as the row it first was (the lowest id), and how many were folded away.
 
     A rotation child opens with the head copy, which keeps the ``message_uid`` of the
-    ancestor's row (HERMES_FACTS, "Hermes v31"): one message, said once. Only families
-    with hits in two or more sessions are read (rows without a uid pass unchanged).
+    ancestor's row (HERMES_FACTS, "Hermes v31"): one message, said once. Only hits in
+    child sessions can be such copies, so their uids are read first; the rest of a
+    family's hits only when one of them has a uid (sources without uids: one read).
     """
-    roots = {sid: lineage.root(sid) for sid in dict.fromkeys(r[1] for r in rows)}
-    sessions: dict[str, set[str]] = {}
-    for sid, root in roots.items():
-        sessions.setdefault(root, set()).add(sid)
-    shared = {root for root, members in sessions.items() if len(members) > 1}
-    if not shared:
+    children = {r[1] for r in rows if lineage.parents.get(r[1]) is not None}
+    if not children or not _any_uid(conn):
         return rows, 0
-    ids = [r[0] for r in rows if roots[r[1]] in shared]
-    uids = dict(
-        conn.execute(
-            "SELECT m.id, m.message_uid FROM messages m WHERE m.message_uid IS NOT NULL"
-            " AND m.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        ).fetchall()
-    )
+    copied = _uids(conn, [r[0] for r in rows if r[1] in children])
+    if not copied:
+        return rows, 0
+    roots = {sid: lineage.root(sid) for sid in dict.fromkeys(r[1] for r in rows)}
+    families = {roots[r[1]] for r in rows if r[0] in copied}
+    uids = {
+        **copied,
+        **_uids(conn, [r[0] for r in rows if roots[r[1]] in families and r[1] not in children]),
+    }
     first: dict[tuple[str, str], int] = {}
     for r in rows:
         uid = uids.get(r[0])
@@ -115,6 +113,28 @@ def fold_family_copies(
             first[key] = min(first.get(key, r[0]), r[0])
     kept = [r for r in rows if r[0] not in uids or first[(roots[r[1]], uids[r[0]])] == r[0]]
     return kept, len(rows) - len(kept)
+
+
+def _any_uid(conn: sqlite3.Connection) -> bool:
+    """Whether any archived row has a ``message_uid`` (one seek in its partial index; the
+    whole archive's, not a scope's: it only spares a read)."""
+    return (
+        conn.execute("SELECT 1 FROM main.messages WHERE message_uid IS NOT NULL LIMIT 1").fetchone()
+        is not None
+    )
+
+
+def _uids(conn: sqlite3.Connection, ids: list[int]) -> dict[int, str]:
+    """The ``message_uid`` of each of the rows ``ids`` that has one."""
+    if not ids:
+        return {}
+    return dict(
+        conn.execute(
+            "SELECT m.id, m.message_uid FROM messages m WHERE m.message_uid IS NOT NULL"
+            " AND m.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        ).fetchall()
+    )
 
 
 def group_rows(
