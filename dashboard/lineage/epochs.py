@@ -199,7 +199,7 @@ def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
                 ended_at=part[-1].timestamp,
                 rows=len(distinct),
                 compacted_at=_compacted_at(ordered, end, copies) if end < len(ordered) else None,
-                archived=sum(1 for r in part if r.compacted == 1) if closing is not None else 0,
+                archived=_archived(part, copies) if closing is not None else 0,
                 summary_id=carrier.id if carrier else None,
                 summary_opening=_opening(carrier.content) if carrier else None,
                 tokens=sum(tokens) if tokens else None,
@@ -207,6 +207,20 @@ def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
         )
     merged = _merged(ordered, bounds, pure)
     return Epochs(tuple(epochs), copies, rewound, epoch_of, superseded, merged, opening)
+
+
+def _archived(part: Sequence[EpochRow], copies: dict[int, int]) -> int:
+    """The messages the compaction closing ``part`` archived: its rows flipped to
+    ``compacted=1``, a re-inserted copy counted as the message it repeats (a head copy
+    archived again is no new turn; a retained copy archived is its message's first)."""
+    shown: set[int] = set()
+    for r in part:
+        if r.compacted == 1:
+            row_id = r.id
+            while row_id in copies:
+                row_id = copies[row_id]
+            shown.add(row_id)
+    return len(shown)
 
 
 def _compacted_at(ordered: Sequence[EpochRow], bound: int, copies: Collection[int]) -> float:

@@ -121,13 +121,15 @@ def _everything(rows: list[tuple], epochs: Epochs, include_inactive: bool) -> Sh
     for copy in folded:
         aliases.setdefault(epochs.shown_once(copy), []).append(copy)
     order = tuple(i for i in base if i not in folded)
+    # A copy shown as its original is not left out: only rewound and hidden rows are.
+    left_out = sum(1 for r in rows if r[0] not in kept and r[0] not in folded)
     return ShownRows(
         "everything",
         order,
         _dividers(epochs, set(order)),
         {},
         {k: tuple(sorted(v)) for k, v in aliases.items()},
-        len(rows) - len(base),
+        left_out,
         epochs.compactions,
         superseded & kept,
     )

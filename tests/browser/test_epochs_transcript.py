@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from tests.support import hermes_shapes as hs
+from tests.support import hermes_v31 as hv
 from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
 
 
@@ -86,4 +87,43 @@ def test_the_history_and_what_the_agent_sees_now(tmp_path: Path, page) -> None:
         page.wait_for_url(re.compile(r"[?&]view=live"))
         page.locator("#stitched .tag-copy").first.wait_for()
         assert page.locator("#stitched li.compaction-divider").count() == 1
+    assert watch.problems == []
+
+
+def test_a_v31_conversation_shows_each_message_once_and_marks_what_repeats(
+    tmp_path: Path, page
+) -> None:
+    """Hermes v31's in-place compactions in Chromium: three dividers (one summary merged
+    into a tool call), each retained original shown where it was said and tagged, the
+    undone turn absent; the live view tags every re-inserted copy."""
+    facts = hv.build_v31_home(tmp_path / "home")
+    sid = facts.long_session
+    watch = PageWatch()
+    watch.attach(page)
+    args = ["--home", str(facts.root), "--data-dir", str(tmp_path / "data")]
+    with running_server(args, tmp_path) as srv:
+        page.goto(f"{srv.url}/sessions/{sid}")
+        dividers = page.locator("#transcript li.compaction-divider")
+        assert dividers.count() == 3
+        labels = dividers.locator(".divider-label").all_inner_texts()
+        assert [label.split(" · ")[0] for label in labels] == [
+            "Compaction 1 of 3",
+            "Compaction 2 of 3",
+            "Compaction 3 of 3",
+        ]
+        superseded = sum(len(c.superseded) for c in facts.compactions[sid])
+        assert page.locator("#transcript .msg .tag", has_text="re-inserted later").count() == (
+            superseded
+        )
+        text = page.locator("#transcript").inner_text()
+        assert hv.UNDO_MARKER not in text and hv.SUMMARY_BOILERPLATE not in text
+        assert text.count(f"move it to {hv.TAIL_MARKER} port 8181") == 1
+        dividers.nth(1).locator("details.divider-summary summary").click()
+        assert facts.compactions[sid][1].summary in dividers.nth(1).inner_text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "session-v31.png"), full_page=True)
+        page.goto(f"{srv.url}/sessions/{sid}?view=live")
+        live = page.locator("#transcript li.msg, #transcript li.compaction-divider")
+        assert live.count() == len(facts.live_order[sid])
+        assert page.locator("#transcript .tag-copy").count() == 2  # the last retained tail
     assert watch.problems == []

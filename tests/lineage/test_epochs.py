@@ -321,3 +321,26 @@ def test_a_rotation_child_of_every_generation_opens_without_a_compaction(
     ]
     once = derive_epochs(later, child=True)
     assert once.compactions == 1 and once.epochs[1].summary_opening == "Second."
+
+
+def test_each_v31_compaction_archived_the_messages_it_summarized(
+    v31: tuple[hv.V31Facts, Path],
+) -> None:
+    """A head copy archived again is no new turn; a retained row's copy archived is the
+    first time its message was."""
+    facts, path = v31
+    epochs, ids = _epochs_of(path, facts.long_session)
+    done = facts.compactions[facts.long_session]
+    first_of = {c: o for c, o in facts.repeats.items()}
+
+    def messages(rows: tuple[int, ...]) -> set[int]:
+        return {first_of.get(r, r) for r in rows}
+
+    seen: set[int] = set()
+    expected = []
+    for c in done:
+        new = messages(c.summarized) - seen
+        seen |= new
+        expected.append(len(new))
+    assert [e.archived for e in epochs.epochs[:3]] == expected
+    assert expected[0] == 7
