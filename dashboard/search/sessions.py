@@ -64,6 +64,7 @@ from dashboard.search.routes import (
     any_row,
     find_rows,
     plan_routes,
+    probe_routes,
     session_matches,
 )
 from dashboard.store.state import StoreState
@@ -132,8 +133,9 @@ def _matching(
     notes = [*parsed.repairs, *notes]
     filters = request_filters(request)
     route = routes[0]
+    probed = probe_routes(conn, routes)
     for index, route in enumerate(routes):
-        found = find_rows(conn, route, parsed, request, filters, scoped)
+        found = find_rows(conn, route, parsed, request, filters, scoped, probed)
         if found.rows or index == len(routes) - 1:
             break
         notes.append(
@@ -179,7 +181,9 @@ def _matching(
         newer_than=cutoff if request.sort == "oldest" else None,
     )
     if not groups:
-        result.home_empty, result.excluded_by = _why_empty(conn, request, parsed, routes, scoped)
+        result.home_empty, result.excluded_by = _why_empty(
+            conn, request, parsed, routes, scoped, probed
+        )
     elif by_profile:
         # A card's best session is its group's profile: a chain never leaves its profile.
         ids = json.dumps([g.best_session for g in groups])
@@ -208,6 +212,7 @@ def _why_empty(
     parsed: ParsedQuery,
     routes: list[Route],
     scoped: bool,
+    probed: dict[str, bool],
 ) -> tuple[bool, tuple[str, ...]]:
     """Why nothing was found: an empty home, or the filters that hide the matches.
 
@@ -218,11 +223,14 @@ def _why_empty(
     if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None:
         return True, ()
     active = active_filters(request)
+    # Dropping filters only adds names: when none matches with every filter dropped,
+    # no subset needs the name lookup (a pass over every session's name) again.
+    names = bool(_title_matches(conn, parsed, request, request_filters(request, frozenset(active))))
 
     def found(skip: Iterable[str]) -> bool:
         filters = request_filters(request, frozenset(skip))
-        return bool(_title_matches(conn, parsed, request, filters)) or any_row(
-            conn, routes, parsed, request, filters, scoped
+        return (names and bool(_title_matches(conn, parsed, request, filters))) or any_row(
+            conn, routes, parsed, request, filters, scoped, probed
         )
 
     if not found(active):

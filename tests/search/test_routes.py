@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
+from dashboard.search import routes as search_routes
 from dashboard.search.query import parse_query
-from dashboard.search.routes import plan_routes
+from dashboard.search.routes import Route, plan_routes
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.schema import TRIGRAM_PENDING_KEY
 from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX
@@ -107,3 +109,47 @@ def test_while_the_trigram_index_is_pending_a_part_of_a_word_is_scanned(
         assert len(reader.matching_messages(shapes.S_ROOT, part)) == card.hit_count > 0
         answers[name] = result.route
     assert answers == {"pending": "scan", "ready": "trigram"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        shapes.UNIQUE_WORD,  # found
+        shapes.CRON_WORD,  # only in a cron session: hidden by the default source filter
+        "qwxzzyv",  # in no message
+        '"pool overnight"',  # words that exist, a phrase that does not
+        "qwxz*",  # a prefix of nothing
+    ],
+)
+def test_probing_the_index_first_answers_as_the_full_read_does(
+    tmp_path: Path, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query the index cannot match stops at one probe; the answer (cards, counts,
+    notes, the filters that hide matches) is the one the ranked, filtered read gives."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    reader = archived_reader(home)
+
+    def answer() -> tuple[object, ...]:
+        result = reader.search(SearchRequest(query=query))
+        cards = [
+            (c.session_id, c.hit_count, [h.message_id for h in c.hits]) for c in result.results
+        ]
+        return cards, result.total_matches, result.route, result.notes, result.excluded_by
+
+    probed = answer()
+    monkeypatch.setattr(search_routes, "index_matches", lambda conn, route: True)
+    assert answer() == probed
+
+
+def test_the_probe_says_whether_an_index_holds_any_match(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    with closing(sqlite3.connect(archive_home(home))) as conn:
+        word = Route(
+            "unicode61", WORD_INDEX, parse_query(shapes.UNIQUE_WORD).fts_match("unicode61")
+        )
+        none = Route("unicode61", WORD_INDEX, parse_query("qwxzzyv").fts_match("unicode61"))
+        assert search_routes.index_matches(conn, word) is True
+        assert search_routes.index_matches(conn, none) is False
+        assert search_routes.index_matches(conn, Route("scan", None, None)) is True
