@@ -151,7 +151,7 @@ def _matching(
     rows, across = fold_family_copies(conn, rows, lineage)
     folded += across
     groups = group_rows(rows, lineage, request, titles)
-    results = build_cards(conn, page_of(groups, request), lineage, parsed, epochs)
+    results = build_cards(conn, page_of(groups, request, rows), lineage, parsed, epochs)
     side = "oldest" if request.sort == "oldest" else "newest"
     if found.bounded and route.table is None:
         notes.append(
