@@ -1,11 +1,13 @@
 """Every page at 1M messages: its first load after start and its warm p50/p95.
 
 Builds (or reuses, ``--home``) the demo home of 10k sessions / 1M messages that
-``bench/search.py`` uses, and starts a real ``recall serve`` on loopback over it. A demo
-home is a Recall store, so the pages read its ``state.db``; a Hermes home given with
-``--home`` is imported into the archive of ``--data-dir`` on the first start (minutes,
-progress logged; later runs reuse it) and the pages read that. The pages timed over
-HTTP, each a full page (no HTMX):
+``bench/search.py`` uses and, by default (``--form hermes``), a copy of it in today's
+Hermes layout beside it (``bench/hermes_form.py``, once, a few minutes), then starts a
+real ``recall serve`` on loopback over that copy: the first start imports it into the
+archive of ``--data-dir`` (minutes, progress logged; later runs reuse it) and the pages
+read the archive, as they do for a user. ``--form demo`` serves the demo home itself
+(a Recall store, read directly: no source, so the archive page lists nothing). The
+pages, timed over HTTP, each a full page (no HTMX):
 
 * ``/`` (recent sessions), ``/?q=WORD`` (a mid-frequency word, ``--query``),
   ``/overview``, ``/archive``, ``/chains``, ``/costs``, ``/memory``;
@@ -33,9 +35,9 @@ Also the server's RSS after the warm rounds (and its peak, VmHWM).
 Targets (issue 26): warm p95 ≤ 150 ms, first load ≤ 1 s per page; RSS < 350 MB.
 Last lines, one per page: ``page=.. p95_ms=.. first_ms=.. ratio=.. PASS|FAIL``.
 
-Usage: python bench/pages.py [--home DIR] [--data-dir DIR] [--rounds 20]
-       [--sessions 10000 --messages 1000000] [--query redis]
-(``--sessions``/``--messages`` size a home built afresh, under bench/out/.)
+Usage: python bench/pages.py [--home DEMO_HOME] [--form hermes|demo] [--data-dir DIR]
+       [--rounds 20] [--sessions 10000 --messages 1000000] [--query redis]
+(``--sessions``/``--messages`` size a demo home built afresh, under bench/out/.)
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import pct, timed
+from bench.hermes_form import to_current_views
 from bench.search import DEFAULT_HOME, OUT, build_once, wait_for_import
 from dashboard.archive.files import ARCHIVE_FILE
 from tests.support.browser_support import Server, running_server
@@ -75,6 +78,19 @@ def ensure_home(home: Path, sessions: int, messages: int) -> None:
         began = time.monotonic()
         build_once(home, sessions=sessions, messages=messages, seed=7)
         print(f"built in {time.monotonic() - began:.0f} s", flush=True)
+
+
+def ensure_hermes_form(demo: Path, home: Path) -> None:
+    """Copy ``demo`` into today's Hermes layout at ``home`` unless it is there; the copy
+    is made beside it and renamed into place, so one cut off half way is made again."""
+    if (home / "state.db").exists():
+        return
+    print(f"copying {demo} into today's Hermes layout at {home} …", flush=True)
+    began = time.monotonic()
+    part = home.with_name(f"{home.name}.part")
+    to_current_views(demo, part)
+    part.rename(home)
+    print(f"copied in {time.monotonic() - began:.0f} s", flush=True)
 
 
 def session_near(store: Path, rows: int) -> tuple[str, int]:
@@ -186,6 +202,12 @@ def first_loads(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, help="a demo home to reuse (default: built)")
+    parser.add_argument(
+        "--form",
+        choices=("hermes", "demo"),
+        default="hermes",
+        help="serve a Hermes-layout copy through the archive (default) or the demo home",
+    )
     parser.add_argument("--data-dir", type=Path, help="Recall's data folder (its archive)")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--sessions", type=int, default=10_000)
@@ -193,14 +215,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query", default="redis", help="the word of the search page")
     args = parser.parse_args(argv)
     sized = (args.sessions, args.messages) != (10_000, 1_000_000)
-    home: Path = args.home or (
+    demo: Path = args.home or (
         OUT / f"home-{args.sessions}s-{args.messages}m" if sized else DEFAULT_HOME
     )
+    OUT.mkdir(parents=True, exist_ok=True)
+    ensure_home(demo, args.sessions, args.messages)
+    home = demo
+    if args.form == "hermes":
+        home = OUT / f"hermes-{demo.name}"
+        ensure_hermes_form(demo, home)
     data_dir: Path = args.data_dir or (
         OUT / "data" if home == DEFAULT_HOME else OUT / f"data-{home.name}"
     )
-    OUT.mkdir(parents=True, exist_ok=True)
-    ensure_home(home, args.sessions, args.messages)
     archive = data_dir / ARCHIVE_FILE
     print(f"home {home}; data {data_dir}; load {os.getloadavg()[0]:.1f}", flush=True)
 
