@@ -26,7 +26,7 @@ from dashboard.lineage.graph import LineageCache
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
-from dashboard.reader.overview import archive_counts, archive_overview, source_overview
+from dashboard.reader.overview import SourceFigures, archive_counts, archive_overview
 from dashboard.reader.screens import (
     ChainPage,
     OverviewPage,
@@ -123,6 +123,8 @@ class StateReader:
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache = SpendCache()
+        # Each Hermes file's overview figures, while its files are unchanged.
+        self._sources = SourceFigures()
 
     @property
     def path(self) -> Path:
@@ -260,13 +262,13 @@ class StateReader:
     def _with_sources(self, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` with the source's state (each profile's, reading every one) and paths."""
         if self.reads_archive:
-            info["source"] = source_overview(self.home.state_db)
+            info["source"] = self._sources.get(self.home.state_db)
         if "profiles" in info:  # every profile: each one's figures and its own source
             found = info["profiles"]
             info["profiles"] = {
                 p.name: {
                     **found.get(p.name, {"sessions": 0, "messages": 0}),
-                    "source": source_overview(p.state_db),
+                    "source": self._sources.get(p.state_db),
                 }
                 for p in self.profiles
             }
