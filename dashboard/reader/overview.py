@@ -29,10 +29,10 @@ def archive_overview(
     out: dict[str, Any] = {"layout": detect_layout(conn, path).summary()}
     if by_profile:
         out["profiles"] = profile_figures(conn)
-        out.update(_counts(conn, visible_sql("m"), messages=False))
+        out.update(_counts(conn, visible_sql("m"), messages=False, indexed=True))
         out["messages"] = sum(p["messages"] for p in out["profiles"].values())
     else:
-        out.update(_counts(conn, visible_sql("m"), messages=False))
+        out.update(_counts(conn, visible_sql("m"), messages=False, indexed=True))
         out["messages"] = visible_messages(conn)
     out["files"] = _files(Path(path))
     return out
@@ -67,7 +67,19 @@ def profile_figures(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _counts(conn: sqlite3.Connection, visible: str, messages: bool = True) -> dict[str, Any]:
+#: The newest message's time, one seek per session in ``(session_id, timestamp)`` (the
+#: archive's index; a plain max() read the whole index: 70 ms at 1M messages).
+NEWEST_MESSAGE = (
+    "SELECT max((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id))"
+    " FROM sessions s"
+)
+
+
+def _counts(
+    conn: sqlite3.Connection, visible: str, messages: bool = True, indexed: bool = False
+) -> dict[str, Any]:
+    """Sessions, their sources, first and last activity (and visible messages);
+    ``indexed``: the file has the archive's indexes (a source may lack them)."""
     row = conn.execute(
         "SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)) FROM sessions"
     ).fetchone()
@@ -81,7 +93,8 @@ def _counts(conn: sqlite3.Connection, visible: str, messages: bool = True) -> di
     if messages:
         count = conn.execute(f"SELECT count(*) FROM messages m WHERE {visible}")
         out["messages"] = count.fetchone()[0]
-    last = conn.execute("SELECT max(timestamp) FROM messages").fetchone()[0]
+    last = conn.execute(NEWEST_MESSAGE if indexed else "SELECT max(timestamp) FROM messages")
+    last = last.fetchone()[0]
     if last and (out.get("last_activity") or 0) < last:
         out["last_activity"] = last
     return out

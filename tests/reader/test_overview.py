@@ -42,6 +42,8 @@ def test_visible_messages_through_the_index_equal_the_rule_row_by_row(
             f"EXPLAIN QUERY PLAN SELECT count(*) FROM messages WHERE {overview.UNSHOWN_ROWS}"
         ).fetchall()
         assert "idx_messages_unshown" in " ".join(str(tuple(r)) for r in plan)
+        newest = conn.execute("SELECT max(timestamp) FROM messages").fetchone()[0]
+        assert conn.execute(overview.NEWEST_MESSAGE).fetchone()[0] == newest
         gone = conn.execute("SELECT count(*) FROM messages m WHERE m.gone_from_source_at > 0")
         assert archive_counts(conn)["gone_messages"] == gone.fetchone()[0]
 
