@@ -12,7 +12,9 @@ Only writes wake it: opening and reading (what the syncer's own pass does) send 
 event, so a pass never wakes the next one.
 
 When the observer cannot start (no inotify, the per-user watch limit reached, a
-folder missing at start), :meth:`SourceEvents.start` says why and the syncer polls alone.
+folder missing at start), :meth:`SourceEvents.start` says why and the syncer polls alone;
+a watched folder deleted (a reset home) ends its watch (:attr:`SourceEvents.lost`). The
+syncer tries again now and then (``syncer.WATCH_RETRY_S``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from watchdog.events import (
+    DirDeletedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
     FileModifiedEvent,
@@ -36,8 +39,15 @@ from watchdog.observers import Observer
 # (a rollback-mode commit creates, writes and deletes it). Not the -shm: readers write it.
 SOURCE_SUFFIXES = ("", "-wal", "-journal")
 # Writes, creations, deletions and renames only: no open, close or read events, which
-# the syncer's own read would send.
-WAKING_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent]
+# the syncer's own read would send. (A watched folder's own deletion comes as either
+# deletion class.)
+WAKING_EVENTS = [
+    FileModifiedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirDeletedEvent,
+]
 
 
 def source_files(state_db: Path) -> set[str]:
@@ -46,15 +56,20 @@ def source_files(state_db: Path) -> set[str]:
 
 
 class _Waker(FileSystemEventHandler):
-    def __init__(self, names: set[str], wake: threading.Event) -> None:
+    def __init__(self, names: set[str], folders: set[str], wake: threading.Event) -> None:
         self.names = names
+        self.folders = folders
         self.wake = wake
         self.events = 0  # events that woke the syncer (what an idle source must not raise)
+        self.lost: str | None = None  # a watched folder that was deleted
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         paths = (event.src_path, getattr(event, "dest_path", "") or "")
         if any(os.fsdecode(p) in self.names for p in paths):
             self.events += 1
+            self.wake.set()
+        elif event.event_type == "deleted" and os.fsdecode(event.src_path) in self.folders:
+            self.lost = os.fsdecode(event.src_path)  # its watch is gone with it
             self.wake.set()
 
 
@@ -64,13 +79,19 @@ class SourceEvents:
     def __init__(self, state_dbs: Iterable[Path], wake: threading.Event) -> None:
         dbs = [Path(os.path.abspath(p)) for p in state_dbs]
         self.folders = sorted({db.parent for db in dbs})
-        self._waker = _Waker(set().union(*(source_files(db) for db in dbs)), wake)
+        names = set().union(*(source_files(db) for db in dbs))
+        self._waker = _Waker(names, {str(f) for f in self.folders}, wake)
         self._observer: Observer | None = None  # type: ignore[valid-type]
 
     @property
     def events(self) -> int:
         """How many file events woke the syncer so far."""
         return self._waker.events
+
+    @property
+    def lost(self) -> str | None:
+        """Why a watch that ran no longer does (a watched folder deleted), or None."""
+        return f"{self._waker.lost} was deleted" if self._waker.lost else None
 
     def start(self) -> str | None:
         """Start watching; None when it runs, else why it could not (then nothing runs)."""

@@ -62,6 +62,9 @@ POLL_S = 0.5  # the fallback look: file events wake a pass at once (source_event
 # after the first, so a burst costs one pass, not one per event.
 BURST_S = 0.01
 BURST_MAX_S = 0.1
+# How often a file watch that could not start, or was lost with its folder, is tried
+# again (a home made after Recall started, a reset home): meanwhile the poll alone runs.
+WATCH_RETRY_S = 5.0
 # How long a pass waits for a writer's lock on the source: a Hermes commit holds it for
 # milliseconds; a longer hold is said ("locked") and asked again at the next poll.
 SOURCE_BUSY_S = 1.0
@@ -134,6 +137,8 @@ class _Polling(ABC):
     _thread: threading.Thread | None
     _events: SourceEvents | None = None
     looks: int = 0  # the thread's looks after the first pass: by file event or by poll
+    watch_retry_s: float = WATCH_RETRY_S
+    _watch_again_at: float = 0.0
 
     @abstractmethod
     def poll(self) -> bool:
@@ -175,12 +180,32 @@ class _Polling(ABC):
         if self._thread is not None:
             return
         if self.file_events:
-            events = SourceEvents(self.sources(), self._wake)
-            why = events.start()
-            self._events = events if why is None else None
-            self._said("events" if why is None else f"poll: {why}")
+            self._watch_files()
         self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
         self._thread.start()
+
+    def _watch_files(self) -> None:
+        """Start the file watch, or say why the poll runs alone."""
+        events = SourceEvents(self.sources(), self._wake)
+        why = events.start()
+        self._events = events if why is None else None
+        self._said("events" if why is None else f"poll: {why}")
+        self._watch_again_at = time.monotonic() + self.watch_retry_s
+
+    def _rewatch(self) -> None:
+        """A watch that could not start, or lost its folder, is tried again now and then."""
+        if not self.file_events or self._stop.is_set():
+            return
+        if self._events is not None:
+            lost = self._events.lost
+            if lost is None:
+                return
+            self._events.stop()
+            self._events = None
+            self._said(f"poll: {lost}")
+            self._watch_again_at = time.monotonic() + self.watch_retry_s
+        if time.monotonic() >= self._watch_again_at:
+            self._watch_files()
 
     def _loop(self) -> None:
         self.poll()
@@ -191,6 +216,7 @@ class _Polling(ABC):
                 break
             self.looks += 1
             self.poll()
+            self._rewatch()
 
     def _let_burst_end(self) -> None:
         """Wait until file events stop coming for ``BURST_S`` (at most ``BURST_MAX_S``).
@@ -205,11 +231,11 @@ class _Polling(ABC):
         """Stop the file watch and the thread (a running batch commits first)."""
         self._stop.set()
         self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
         if self._events is not None:
             self._events.stop()
             self._events = None
-        if self._thread is not None:
-            self._thread.join(timeout)
 
 
 class Syncer(_Polling):

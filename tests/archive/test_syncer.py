@@ -206,10 +206,13 @@ def test_with_file_events_off_the_poll_alone_syncs(home: HermesHome, tmp_path: P
         assert syncer.events == 0
 
 
-def test_a_watch_that_cannot_start_falls_back_to_polling_and_says_so(tmp_path: Path) -> None:
+def test_a_watch_that_cannot_start_falls_back_to_polling_then_watches_the_new_folder(
+    tmp_path: Path,
+) -> None:
     home = HermesHome(tmp_path / "home")  # no folder yet: inotify cannot watch it
     archive = tmp_path / "archive.db"
     syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    syncer.watch_retry_s = NEVER  # polling alone, until the test says otherwise
     with running(syncer):
         wait_for(lambda: syncer.state().reason == "missing")
         watch = syncer.state().watch
@@ -219,6 +222,33 @@ def test_a_watch_that_cannot_start_falls_back_to_polling_and_says_so(tmp_path: P
         run_writer(home.state_db, "w-polled", "pollword", 1)
         wait_for(lambda: "w-polled" in archived_ids(archive))
         assert syncer.events == 0 and syncer.state().reason is None
+
+        syncer._watch_again_at = 0.0  # the retry is due: the folder exists now
+        wait_for(lambda: syncer.state().watch == "events")
+        syncer.poll_s = NEVER  # from the next wait on, only a file event wakes it
+        run_writer(home.state_db, "w-event", "eventword", 1)
+        wait_for(lambda: "w-event" in archived_ids(archive), timeout=EVENT_DEADLINE_S)
+        assert syncer.events > 0
+
+
+def test_a_deleted_home_folder_ends_the_watch_and_a_new_one_is_watched(
+    home: HermesHome, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    syncer.watch_retry_s = 0.2
+    with running(syncer):
+        wait_for(lambda: syncer.syncs == 1)
+        assert syncer.state().watch == "events"
+        shutil.rmtree(home.root)  # a reset home
+        wait_for(lambda: syncer.state().reason == "missing")
+        wait_for(lambda: syncer.state().watch.startswith("poll: "))
+        shapes.build_current_views(home.state_db)
+        wait_for(lambda: syncer.state().watch == "events")
+        syncer.poll_s = NEVER
+        time.sleep(3 * FAST)  # the thread is in its NEVER wait now
+        run_writer(home.state_db, "w-event", "eventword", 1)
+        wait_for(lambda: "w-event" in archived_ids(archive), timeout=EVENT_DEADLINE_S)
 
 
 def test_reconciliation_runs_at_start_then_periodically_once_the_source_moved(
