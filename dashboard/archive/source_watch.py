@@ -107,6 +107,11 @@ class SourceWatch:
                 self.suspect = True
                 raise StoreUnavailableError("missing", str(self.path), "no such file")
             wal = file_stamp(self.wal)
+            if wal is not None and wal.size == 0:
+                # An empty -wal holds nothing: the same as none. A read-only open (the
+                # syncer's own pass) makes one after Hermes's close deleted it, and that
+                # must not count as a change (a pass, and a file event, per checkpoint).
+                wal = None
             wait = max(db.mtime_ns, wal.mtime_ns if wal else 0) + self.GRAIN_NS - now
             if wait <= 0:
                 return db, wal, False
