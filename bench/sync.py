@@ -15,7 +15,8 @@
    ``/proc/<pid>/stat`` over ``--idle`` seconds of no change.
 
 Last lines: ``turns=N p50_s=.. p95_s=.. max_s=..`` and ``idle_s=60 cpu_s=.. cpu_pct=..``
-(targets: p95 ≤ 1.5 s, idle ≤ 1 % of a core).
+(targets: p95 ≤ 300 ms, idle ≤ 1 % of a core). After the first import it prints what
+wakes the syncer (``watch=events``: file events, the poll as fallback; ``watch=poll``).
 
 Usage: python bench/sync.py [--messages 200000] [--turns 100] [--idle 60]
 """
@@ -221,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         took = wait_first_import(url, serve, timeout=1800)
         print(f"first import: {took:.1f}s (archive {archive.stat().st_size / 1e6:.0f} MB)")
+        sync = httpx.get(f"{url}/healthz", timeout=30).json()["sync"]
+        print(f"watch={sync.get('watch', 'poll (no watch field: before file events)')}")
         # The first sync's follow-on work (the cost rollup's build over the whole archive)
         # runs in the background: measure the steady state, and say how long that took.
         print(f"settled {quiet_cpu(serve.pid):.0f}s after the first import", flush=True)

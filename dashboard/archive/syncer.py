@@ -1,9 +1,13 @@
 """The archive's background syncer: one thread per served home, woken by the source changing.
 
-The syncer holds nothing of the source open between passes. Every ``POLL_S`` it
-stats ``state.db`` and its ``-wal`` (:class:`SourceWatch`); only when a stamp moved
-does it run :func:`importer.sync`, which opens the file read-only, reads, and closes
-it. An idle source costs two ``stat`` calls per poll. A first import runs at start,
+The syncer holds nothing of the source open between passes. A file event on the
+source's folder (:class:`source_events.SourceEvents`: ``state.db``, its ``-wal`` or
+``-journal`` written) wakes it at once, after the burst of events a commit sends
+(``BURST_S``); every ``POLL_S`` it looks anyway, the fallback for an event missed or a
+filesystem without events (``SyncState.watch`` says which). A look stats ``state.db``
+and its ``-wal`` (:class:`SourceWatch`); only when a stamp moved does it run
+:func:`importer.sync`, which opens the file read-only, reads, and closes it. An idle
+source costs two ``stat`` calls per poll. A first import runs at start,
 and a reconciliation pass (``sync(reconcile=True)``, which re-reads what the cheap
 checks could miss) at start, every ``RECONCILE_S`` when the source moved meanwhile,
 and at once when the file looks replaced, shrank, or was missing or empty.
@@ -28,7 +32,6 @@ so a page says why there is nothing rather than showing an empty archive.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -46,12 +49,22 @@ from dashboard.archive.files import (
 )
 from dashboard.archive.importer import BATCH_SESSIONS, Progress, SyncReport, sync
 from dashboard.archive.marks import read_watermark, source_key
+from dashboard.archive.source_events import SourceEvents
+from dashboard.archive.source_watch import SourceWatch
 from dashboard.errors import StoreUnavailableError
 from dashboard.store.datadir import folder_fault
 from dashboard.store.readonly import classify
 from dashboard.store.session_store import SessionStore
 
-POLL_S = 0.5
+POLL_S = 0.5  # the fallback look: file events wake a pass at once (source_events.py)
+# A commit sends a burst of file events (each page written to the -wal; a journal
+# created, written, deleted): a pass starts once none came for BURST_S, or BURST_MAX_S
+# after the first, so a burst costs one pass, not one per event.
+BURST_S = 0.01
+BURST_MAX_S = 0.1
+# How often a file watch that could not start, or was lost with its folder, is tried
+# again (a home made after Recall started, a reset home): meanwhile the poll alone runs.
+WATCH_RETRY_S = 5.0
 # How long a pass waits for a writer's lock on the source: a Hermes commit holds it for
 # milliseconds; a longer hold is said ("locked") and asked again at the next poll.
 SOURCE_BUSY_S = 1.0
@@ -89,6 +102,9 @@ class SyncState:
     folder_reason: str | None = None
     folder_error: str | None = None
     restored_at: float | None = None  # when the archive was written back to a deleted folder
+    # What wakes the syncer: "events" (file events, the poll as fallback), "poll" (no
+    # thread, or events turned off), "poll: <why>" (the file watch could not start).
+    watch: str = "poll"
 
     @property
     def percent(self) -> int:
@@ -106,127 +122,23 @@ class SyncState:
         return {**self.__dict__, "percent": self.percent}
 
 
-@dataclass(frozen=True)
-class FileStamp:
-    """What one ``stat`` tells of a file: which file it is, its size, its last write."""
-
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-
-
-def file_stamp(path: Path) -> FileStamp | None:
-    """The stamp of ``path`` (None: no such file)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return FileStamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-class SourceWatch:
-    """Has the source changed since the last look? Told from the files alone.
-
-    Each look is two ``stat`` calls, of ``state.db`` and of its ``-wal``; nothing is
-    opened. A commit changes one of them: in rollback mode it writes the database
-    file, in WAL mode it appends to the ``-wal`` (its size grows) or, once a
-    checkpoint let the log start over, rewrites it from the start (its mtime moves).
-    A restore, a truncation, a checkpoint, a VACUUM change them too. Holding no
-    connection matters: a process that keeps a WAL file open keeps reading a ``-wal``
-    and ``-shm`` that a restore deleted, and so never sees the restored file.
-
-    A write in the same clock tick as the look could leave the stamps as they were (a
-    rewritten ``-wal`` keeps its size), so a look at a file written within ``GRAIN_NS``
-    waits for the clock to pass that tick and stats again: a later write then moves the
-    stamps. A file written without pause (still that recent after
-    :attr:`SETTLE_TRIES` waits) is "racily clean", as Git says: the next look says
-    "changed" once more. A look that trusted a racy stamp at once made the pass after a
-    write run twice, at random.
-
-    Besides whether it changed, a look says whether the file needs a full comparison
-    (:attr:`suspect`): another file at the path (:attr:`replaced`), a database file that
-    shrank (a restore or a truncation; also a VACUUM, which costs one reconciliation),
-    or a file that was missing or empty meanwhile. The syncer clears it with
-    :meth:`settled` once a pass has compared.
-    """
-
-    GRAIN_NS = 20_000_000  # above the coarsest tick of a local filesystem's mtime
-    SETTLE_TRIES = 3  # waits of at most GRAIN_NS for a just-written file's tick to pass
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.wal = Path(f"{self.path}-wal")
-        self._stamps: tuple[FileStamp, FileStamp | None] | None = None
-        self._racy = False
-        self._file: tuple[int, int] | None = None  # (dev, ino) of the last file seen
-        self.replaced = False  # the last look found another file than the one before
-        self.suspect = False  # replaced, shrunk, missing or empty since the last full pass
-        self.moved = False  # the last look's stamps differed (not only a racy second look)
-
-    def changed(self) -> bool:
-        """True when the stamps moved since the last look (or it is the first look).
-
-        Raises :class:`StoreUnavailableError`, without opening anything, when the file
-        is missing or empty: a 0-byte ``state.db`` beside a ``-wal`` is a file truncated
-        while Hermes writes, and an SQLite connection opened on it deletes that ``-wal``.
-        """
-        db, wal, racy = self._look()
-        # Another file at the path: a restored backup (by rename), a reset home.
-        # Compared with the last file seen even across a missing spell.
-        self.replaced = self._file is not None and (db.dev, db.ino) != self._file
-        self._file = (db.dev, db.ino)
-        last = self._stamps
-        shrunk = last is not None and not self.replaced and db.size < last[0].size
-        self.suspect = self.suspect or self.replaced or shrunk
-        if db.size == 0:
-            self.suspect = True
-            raise StoreUnavailableError("empty", str(self.path), "0 bytes")
-        stamps = (db, wal)
-        self.moved = stamps != last
-        again = self._racy
-        self._stamps = stamps
-        self._racy = racy
-        return self.moved or again
-
-    def _look(self) -> tuple[FileStamp, FileStamp | None, bool]:
-        """The stamps of ``state.db`` and its ``-wal``, taken once the clock has moved
-        past their newest write's tick (up to :attr:`SETTLE_TRIES` short waits), and
-        whether they are still racy (a file written all the time)."""
-        for attempt in range(self.SETTLE_TRIES + 1):
-            now = time.time_ns()
-            db = file_stamp(self.path)
-            if db is None:
-                self.suspect = True
-                raise StoreUnavailableError("missing", str(self.path), "no such file")
-            wal = file_stamp(self.wal)
-            wait = max(db.mtime_ns, wal.mtime_ns if wal else 0) + self.GRAIN_NS - now
-            if wait <= 0:
-                return db, wal, False
-            if attempt < self.SETTLE_TRIES:
-                time.sleep(wait / 1e9)
-        return db, wal, True
-
-    def settled(self) -> None:
-        """A pass compared the whole file: what made it suspect is dealt with."""
-        self.suspect = False
-
-    def forget(self) -> None:
-        """Count the next look as a change (a pass that failed is tried again)."""
-        self._stamps = None
-
-
 class _Polling(ABC):
     """What a syncer and a group of them share: the pages' hook and the polling thread.
 
-    A subclass gives ``poll()``, ``state()``, ``inline``, ``poll_s``, ``_stop`` (an
-    Event) and ``_thread``.
+    A subclass gives ``poll()``, ``state()``, ``sources()``, ``_said()``, ``inline``,
+    ``poll_s``, ``file_events``, ``_stop`` and ``_wake`` (Events) and ``_thread``.
     """
 
     inline: bool
     poll_s: float
+    file_events: bool  # False: the poll alone wakes it (no file watch)
     _stop: threading.Event
+    _wake: threading.Event  # set by a file event, or by stop()
     _thread: threading.Thread | None
+    _events: SourceEvents | None = None
+    looks: int = 0  # the thread's looks after the first pass: by file event or by poll
+    watch_retry_s: float = WATCH_RETRY_S
+    _watch_again_at: float = 0.0
 
     @abstractmethod
     def poll(self) -> bool:
@@ -235,6 +147,19 @@ class _Polling(ABC):
     @abstractmethod
     def state(self) -> SyncState:
         """What the pages show about the syncing."""
+
+    @abstractmethod
+    def sources(self) -> list[Path]:
+        """The ``state.db`` files it follows."""
+
+    @abstractmethod
+    def _said(self, watch: str) -> None:
+        """Put what wakes it (``SyncState.watch``) in the state."""
+
+    @property
+    def events(self) -> int:
+        """How many file events woke it so far (0 without a file watch)."""
+        return self._events.events if self._events is not None else 0
 
     def before_read(self) -> None:
         """Run before a page reads the archive (see the module docstring): inline, sync
@@ -250,16 +175,67 @@ class _Polling(ABC):
             raise StoreUnavailableError(state.reason, state.source, state.error or "")
 
     def start(self) -> None:
-        """Start the background thread (a first sync at once, then a poll every POLL_S)."""
+        """Start the background thread (a first sync at once, then a pass on each file
+        event, and a look every POLL_S)."""
         if self._thread is not None:
             return
+        if self.file_events:
+            self._watch_files()
         self._thread = threading.Thread(target=self._loop, name="recall-syncer", daemon=True)
         self._thread.start()
 
+    def _watch_files(self) -> None:
+        """Start the file watch, or say why the poll runs alone."""
+        events = SourceEvents(self.sources(), self._wake)
+        why = events.start()
+        self._events = events if why is None else None
+        self._said("events" if why is None else f"poll: {why}")
+        self._watch_again_at = time.monotonic() + self.watch_retry_s
+
+    def _rewatch(self) -> None:
+        """A watch that could not start, or lost its folder, is tried again now and then."""
+        if not self.file_events or self._stop.is_set():
+            return
+        if self._events is not None:
+            lost = self._events.lost
+            if lost is None:
+                return
+            self._events.stop()
+            self._events = None
+            self._said(f"poll: {lost}")
+            self._watch_again_at = time.monotonic() + self.watch_retry_s
+        if time.monotonic() >= self._watch_again_at:
+            self._watch_files()
+
     def _loop(self) -> None:
         self.poll()
-        while not self._stop.wait(self.poll_s):
+        while not self._stop.is_set():
+            if self._wake.wait(self.poll_s):
+                self._let_burst_end()
+            if self._stop.is_set():
+                break
+            self.looks += 1
             self.poll()
+            self._rewatch()
+
+    def _let_burst_end(self) -> None:
+        """Wait until file events stop coming for ``BURST_S`` (at most ``BURST_MAX_S``).
+        An event after this is seen by the pass's look, or wakes the next pass."""
+        ends = time.monotonic() + BURST_MAX_S
+        self._wake.clear()
+        while time.monotonic() < ends and self._wake.wait(BURST_S):
+            self._wake.clear()
+        self._wake.clear()
+
+    def _stop_thread(self, timeout: float) -> None:
+        """Stop the file watch and the thread (a running batch commits first)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._events is not None:
+            self._events.stop()
+            self._events = None
 
 
 class Syncer(_Polling):
@@ -273,6 +249,7 @@ class Syncer(_Polling):
         *,
         inline: bool = False,
         poll_s: float = POLL_S,
+        file_events: bool = True,
         reconcile_s: float = RECONCILE_S,
         batch_sessions: int = BATCH_SESSIONS,
         on_progress: Callable[[Progress], None] | None = None,
@@ -286,6 +263,7 @@ class Syncer(_Polling):
         self.home_root = Path(home_root)
         self.inline = inline
         self.poll_s = poll_s
+        self.file_events = file_events
         self.reconcile_s = reconcile_s
         self.batch_sessions = batch_sessions
         self.on_progress = on_progress  # each committed batch (the terminal's line)
@@ -296,6 +274,7 @@ class Syncer(_Polling):
         self._state_lock = threading.Lock()
         self._sync_lock = threading.Lock()  # one sync at a time (inline: request threads)
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_reconcile = 0.0
         # Whether the source moved since the last reconciliation (True: none yet).
@@ -315,6 +294,12 @@ class Syncer(_Polling):
     def _set(self, **changes: object) -> None:
         with self._state_lock:
             self._state = replace(self._state, **changes)
+
+    def sources(self) -> list[Path]:
+        return [self.state_db]
+
+    def _said(self, watch: str) -> None:
+        self._set(watch=watch)
 
     # -- the work -----------------------------------------------------------------
 
@@ -450,9 +435,7 @@ class Syncer(_Polling):
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Stop polling, let a running batch commit, close the archive's connection."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._stop_thread(timeout)
         self.close()
 
 
@@ -465,14 +448,18 @@ class SyncGroup(_Polling):
     build. It answers what the pages and ``recall serve`` ask a syncer.
     """
 
-    def __init__(self, members: Sequence[Syncer], *, poll_s: float = POLL_S) -> None:
+    def __init__(
+        self, members: Sequence[Syncer], *, poll_s: float = POLL_S, file_events: bool = True
+    ) -> None:
         if not members:
             raise ValueError("a sync group needs a syncer")
         self.members = list(members)
         self.poll_s = poll_s
+        self.file_events = file_events
         self.inline = members[0].inline
         self.archive_path = members[0].archive_path
         self._stop = threading.Event()
+        self._wake = threading.Event()  # one watch on every profile's folder wakes the group
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -504,6 +491,13 @@ class SyncGroup(_Polling):
         """Each profile's state, by profile name."""
         return {str(m.profile): m.state() for m in self.members}
 
+    def sources(self) -> list[Path]:
+        return [m.state_db for m in self.members]
+
+    def _said(self, watch: str) -> None:
+        for m in self.members:
+            m._said(watch)
+
     def state(self) -> SyncState:
         """One state for the banner and ``/healthz``: importing while any profile is,
         progress summed, the oldest last sync, the first error (naming its file)."""
@@ -530,6 +524,7 @@ class SyncGroup(_Polling):
             folder_reason=next((st.folder_reason for st in states if st.folder_reason), None),
             folder_error=next((st.folder_error for st in states if st.folder_error), None),
             restored_at=max((st.restored_at for st in states if st.restored_at), default=None),
+            watch=states[0].watch,  # one thread, one watch for all of them
         )
 
     def poll(self) -> bool:
@@ -548,11 +543,9 @@ class SyncGroup(_Polling):
         super().start()
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
-        self._stop.set()
         for m in self.members:
             m._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._stop_thread(timeout)
         for m in self.members:
             m.close()
 

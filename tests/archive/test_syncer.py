@@ -16,7 +16,8 @@ import pytest
 
 from dashboard.archive.files import read_choice
 from dashboard.archive.marks import read_watermark, source_key
-from dashboard.archive.syncer import SourceWatch, Syncer
+from dashboard.archive.source_watch import SourceWatch
+from dashboard.archive.syncer import BURST_MAX_S, Syncer
 from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
@@ -24,10 +25,33 @@ from dashboard.search.sessions import SearchRequest
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
-from tests.support.hermes_writer import LOCKED_MID_WRITE
+from tests.support.commands import ROOT
+from tests.support.hermes_writer import LOCKED_MID_WRITE, turn_word
 from tests.support.waiting import wait_for
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
+# A poll period no test waits out: what arrives within a test's few seconds came by a
+# file event.
+NEVER = 30.0
+EVENT_DEADLINE_S = 5.0  # a bound for what takes milliseconds, never a speed asserted
+
+# Run with ``python -c QUICK_COMMITS DB SESSION``: Hermes writing fast in rollback mode,
+# 150 commits in tens of milliseconds (synchronous off: no fsync between them), each
+# creating, writing and deleting the -journal and writing the file: a burst of file
+# events the kernel cannot merge (they alternate between two names). The connection
+# then stays open until a line on stdin.
+QUICK_COMMITS = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA synchronous=OFF")
+began = time.monotonic()
+for i in range(150):
+    conn.execute(
+        "INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, 'user', ?, 1)",
+        (sys.argv[2], f"burstword{i}"))
+print(f"{time.monotonic() - began:.4f}", flush=True)
+sys.stdin.readline()
+"""
 
 
 def add_turn(db: Path, session_id: str, text: str, *, new_session: bool = False) -> None:
@@ -59,6 +83,45 @@ def running(syncer: Syncer) -> Iterator[Syncer]:
         yield syncer
     finally:
         syncer.stop()
+
+
+def run_writer(db: Path, session: str, word: str, turns: int) -> None:
+    """A Hermes-style writer process (tests/support/hermes_writer.py), run to its end."""
+    subprocess.run(
+        [sys.executable, "-m", "tests.support.hermes_writer", str(db), session, word, str(turns)],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def source_files_held(db: Path) -> list[str]:
+    """The source's files this process has open (``/proc/self/fd``)."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue  # the fd listing itself, closed while listed
+        if target.startswith(str(db)):
+            held.append(target)
+    return held
+
+
+def assert_nothing_held_between_passes(syncer: Syncer, db: Path) -> None:
+    """No file of the source is open while no pass runs: a look at the open files
+    between two looks at the syncer that show no pass running or finished in between
+    (a look that overlapped a pass does not count)."""
+    deadline = time.monotonic() + EVENT_DEADLINE_S
+    while time.monotonic() < deadline:
+        before = (syncer.syncs, syncer.state().running)
+        held = source_files_held(db)
+        if before == (syncer.syncs, syncer.state().running) and not before[1]:
+            assert held == []
+            return
+        time.sleep(0.02)
+    raise AssertionError("the syncer never stood still")
 
 
 @pytest.fixture
@@ -93,6 +156,114 @@ def test_an_unchanged_source_is_not_synced_again(home: HermesHome, tmp_path: Pat
         assert syncer.syncs == passes == 1
         add_turn(home.state_db, shapes.S_ROOT, "one more")
         wait_for(lambda: syncer.syncs == 2)
+
+
+def test_a_commit_by_another_process_wakes_a_pass_without_waiting_for_the_poll(
+    home: HermesHome, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    reading = reading_for(home, archive)
+    assert isinstance(reading.syncer, Syncer)
+    reading.syncer.poll_s = NEVER
+    with running(reading.syncer) as syncer:
+        wait_for(lambda: syncer.syncs == 1)  # the first pass, at start
+        assert syncer.state().watch == "events"
+        time.sleep(0.3)
+        # Its own pass read the source and sent no event: an idle source wakes nothing.
+        assert (syncer.events, syncer.syncs) == (0, 1)
+        assert_nothing_held_between_passes(syncer, home.state_db)  # the watch is on the folder
+
+        run_writer(home.state_db, "w-event", "eventword", 2)
+        search = SearchRequest(query=turn_word("eventword", 1))
+        found = wait_for(lambda: reading.reader.search(search).results, EVENT_DEADLINE_S)
+        assert [r.session_id for r in found] == ["w-event"]  # type: ignore[union-attr]
+        assert syncer.events > 0
+        assert_nothing_held_between_passes(syncer, home.state_db)
+
+
+def test_a_burst_of_file_events_runs_one_pass_not_one_per_event(tmp_path: Path) -> None:
+    home = HermesHome(tmp_path / "home")
+    shapes.build_delete_journal(home.state_db)
+    syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=NEVER)
+    with running(syncer):
+        wait_for(lambda: syncer.syncs == 1)
+        with subprocess.Popen(
+            [sys.executable, "-c", QUICK_COMMITS, str(home.state_db), shapes.S_ROOT],
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        ) as hermes:
+            assert hermes.stdout is not None
+            took = float(hermes.stdout.readline())
+            wait_for(lambda: syncer.syncs >= 2, timeout=EVENT_DEADLINE_S)
+            time.sleep(0.5)  # every event of the burst has long been delivered
+            events, passes, looks = syncer.events, syncer.syncs - 1, syncer.looks
+            assert hermes.stdin is not None
+            hermes.stdin.write("\n")
+            hermes.stdin.close()
+        print(f"150 commits in {took * 1000:.1f} ms: {events} events, {looks} looks, {passes} runs")
+        assert events >= 300  # two names at least per commit, never merged
+        # One look and one pass for the burst; more only when the burst itself lasted
+        # longer than BURST_MAX_S (a loaded machine): one per BURST_MAX_S then.
+        most = 2 + int(took / BURST_MAX_S)
+        assert 1 <= passes <= looks <= most
+        assert syncer.state().reason is None
+
+
+def test_with_file_events_off_the_poll_alone_syncs(home: HermesHome, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.db"
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST, file_events=False)
+    with running(syncer):
+        wait_for(lambda: syncer.syncs == 1)
+        assert syncer.state().watch == "poll"
+        run_writer(home.state_db, "w-polled", "pollword", 1)
+        wait_for(lambda: "w-polled" in archived_ids(archive))
+        assert syncer.events == 0
+
+
+def test_a_watch_that_cannot_start_falls_back_to_polling_then_watches_the_new_folder(
+    tmp_path: Path,
+) -> None:
+    home = HermesHome(tmp_path / "home")  # no folder yet: inotify cannot watch it
+    archive = tmp_path / "archive.db"
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    syncer.watch_retry_s = NEVER  # polling alone, until the test says otherwise
+    with running(syncer):
+        wait_for(lambda: syncer.state().reason == "missing")
+        watch = syncer.state().watch
+        assert watch.startswith("poll: cannot watch") and str(home.root) in watch
+        shapes.build_current_views(home.state_db)
+        wait_for(lambda: archived_ids(archive) == set(shapes.SESSION_IDS))
+        run_writer(home.state_db, "w-polled", "pollword", 1)
+        wait_for(lambda: "w-polled" in archived_ids(archive))
+        assert syncer.events == 0 and syncer.state().reason is None
+
+        syncer._watch_again_at = 0.0  # the retry is due: the folder exists now
+        wait_for(lambda: syncer.state().watch == "events")
+        syncer.poll_s = NEVER  # from the next wait on, only a file event wakes it
+        run_writer(home.state_db, "w-event", "eventword", 1)
+        wait_for(lambda: "w-event" in archived_ids(archive), timeout=EVENT_DEADLINE_S)
+        assert syncer.events > 0
+
+
+def test_a_deleted_home_folder_ends_the_watch_and_a_new_one_is_watched(
+    home: HermesHome, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    syncer = Syncer(archive, home.state_db, home.root, poll_s=FAST)
+    syncer.watch_retry_s = 0.2
+    with running(syncer):
+        wait_for(lambda: syncer.syncs == 1)
+        assert syncer.state().watch == "events"
+        shutil.rmtree(home.root)  # a reset home
+        wait_for(lambda: syncer.state().reason == "missing")
+        wait_for(lambda: syncer.state().watch.startswith("poll: "))
+        shapes.build_current_views(home.state_db)
+        wait_for(lambda: syncer.state().watch == "events")
+        syncer.poll_s = NEVER
+        time.sleep(3 * FAST)  # the thread is in its NEVER wait now
+        run_writer(home.state_db, "w-event", "eventword", 1)
+        wait_for(lambda: "w-event" in archived_ids(archive), timeout=EVENT_DEADLINE_S)
 
 
 def test_reconciliation_runs_at_start_then_periodically_once_the_source_moved(

@@ -158,6 +158,7 @@ def test_a_restored_backup_is_followed_and_said(
     db = HOMES[shape](tmp_path / "home")
     inode = db.stat().st_ino
     with serving(tmp_path, db.parent) as client:
+        assert client.health()["sync"]["watch"] == "events"  # file events, polls as fallback
         assert write(db, "w-kept", "keptword", 3)["errors"] == []
         client.until(lambda: client.found(turn_word("keptword", 2)), "first rows archived")
         backup = shapes.backup_copy(db, tmp_path / "backup.db")
