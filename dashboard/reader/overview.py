@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.archive.layout import Layout, detect_layout
-from dashboard.archive.syncer import FileStamp, SourceWatch, file_stamp
+from dashboard.archive.source_watch import FileStamp, SourceWatch, file_stamp
 from dashboard.errors import StoreUnavailableError
 from dashboard.hermes.conventions import visible_sql
 from dashboard.store.readonly import classify, open_readonly
