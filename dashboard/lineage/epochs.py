@@ -61,6 +61,8 @@ class EpochRow(NamedTuple):
     message_uid: str | None = None
     repeats: int | None = None  # the row this one re-inserts (archive/copies.py)
     compressed_summary: int = 0
+    gone: int = 0  # the source lost it (store/presence.py); the archive keeps it
+    seq: int | None = None  # conversation order (sessions.rows.ORDER_SQL's key); None: id
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,9 @@ class Epochs:
 
 _ROW_SELECT = (
     "SELECT session_id, id, role, content, timestamp, active, compacted, token_count,"
-    " message_uid, repeats, compressed_summary"
+    " message_uid, repeats, compressed_summary, gone_from_source_at IS NOT NULL,"
+    # The conversation's order, as sessions/rows.py's ORDER_SQL reads it.
+    " coalesce(CAST(src_id AS INTEGER), id)"
 )
 
 
@@ -158,12 +162,13 @@ def epochs_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str,
 
 
 def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
-    """The epochs of one session's rows (any order: they are read by id).
+    """The epochs of one session's rows (any order: they are read in the conversation's,
+    :attr:`EpochRow.seq`, else by id).
 
     ``child``: the session has a parent, so its first summary may be a rotation child's
     opening one (see the module).
     """
-    ordered = sorted(rows, key=lambda r: r.id)
+    ordered = sorted(rows, key=lambda r: (r.id if r.seq is None else r.seq, r.id))
     if not ordered:
         return Epochs()
     pure = {r.id: r.repeats for r in ordered if r.repeats is not None}
@@ -175,7 +180,11 @@ def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
     starts = [0, *bounds]
     ends = [*bounds, len(ordered)]
     copies: dict[int, int] = dict(pure)
-    skipped = rewound | pure.keys()  # never a tail original
+    # Never a tail original: rewound rows, copies, and rows a session still in the source
+    # lost (a restored older copy): the archive keeps them, but the source's compaction
+    # re-inserted what *it* held (a whole session gone keeps all its rows).
+    lost = {r.id for r in ordered if r.gone} if not all(r.gone for r in ordered) else set()
+    skipped = rewound | pure.keys() | lost
     epoch_of: dict[int, int] = {}
     epochs: list[Epoch] = []
     for number, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
@@ -183,7 +192,8 @@ def derive_epochs(rows: Sequence[EpochRow], *, child: bool = False) -> Epochs:
         if number > 1:
             # Files without message_uid: the retained tail by role and content.
             before = [r for r in ordered[starts[number - 2] : start] if r.id not in skipped]
-            copies.update(_tail_copies(before, [r for r in part[1:] if r.id not in pure]))
+            after = [r for r in part[1:] if r.id not in pure and r.id not in lost]
+            copies.update(_tail_copies(before, after))
         for row in part:
             epoch_of[row.id] = number
         distinct = [r for r in part if r.id not in copies and r.id not in rewound]

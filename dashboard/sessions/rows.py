@@ -25,11 +25,14 @@ from dashboard.lineage.epochs import Epochs, session_epochs
 from dashboard.params import one_of
 
 VIEWS = ("everything", "live")
-# Conversation order is Hermes's: by id, as it feeds the agent ("timestamps are not
-# monotonic", HERMES_FACTS "Hermes v31"). A re-inserted copy keeps its original's
-# timestamp, so a by-time order put a summary after the tail it precedes. The importer
-# gives a session's rows archive ids in source order, so the archive's ids keep it.
-ORDER_SQL = "m.id"
+# Conversation order is Hermes's: by its ids, as it feeds the agent ("timestamps are
+# not monotonic", HERMES_FACTS "Hermes v31"). A re-inserted copy keeps its original's
+# timestamp, so a by-time order put a summary after the tail it precedes. The archive's
+# own ids mostly keep the source's order, but not after a restored older copy: a source
+# id another message already held gets a fresh archive id, past rows that came after it
+# there. So the source's id orders (its leading digits: a retired row's "47~53" is 47),
+# and the archive's breaks ties and orders rows with no source (Recall's own store).
+ORDER_SQL = "coalesce(CAST(m.src_id AS INTEGER), m.id), m.id"
 
 
 def parse_view(text: str | None) -> str:

@@ -78,7 +78,13 @@ FIXTURE_WORDS = (hs.UNIQUE_WORD, hs.COMPACTED_WORD, hs.CRON_WORD, hs.WAL_WORD, h
 #: The v31 home's words said in rows its compactions re-inserted (head, tail, each epoch).
 V31_WORDS = (*hv.EPOCH_MARKERS.values(), hv.HEAD_MARKER, hv.TAIL_MARKER, hv.UNDO_MARKER)
 
+#: ``make test`` runs a fixed set of examples (derandomized: the same each run, so a red
+#: run is this code's, never the draw's); ``RECALL_MACHINE_EXAMPLES=N`` explores N random
+#: ones per shape and keeps what fails in ``.hypothesis``. Open failures found that way
+#: are listed in the last closing note.
+EXPLORE = "RECALL_MACHINE_EXAMPLES" in os.environ
 MACHINE_SETTINGS = settings(
+    derandomize=not EXPLORE,
     max_examples=int(os.environ.get("RECALL_MACHINE_EXAMPLES", "6")),
     stateful_step_count=int(os.environ.get("RECALL_MACHINE_STEPS", "20")),
     deadline=None,
