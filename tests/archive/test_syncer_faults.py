@@ -180,7 +180,13 @@ def test_a_restored_backup_is_followed_and_said(
 
         sync = client.health()["sync"]
         assert sync["replaced_at"] and why in sync["replaced_why"], sync
-        assert sync["replaced_sessions"] >= 1 and sync["reason"] is None
+        # How many sessions the replacement's pass re-read is 0 when a file event ran a
+        # pass between the -wal's removal and the copy's arrival: that pass, on the old
+        # file without its log, already marked the lost rows gone (a race of the
+        # restore's steps, not of Recall's; both orders end as asserted below). A
+        # rollback file has no log to lose first.
+        assert sync["replaced_sessions"] >= (1 if shape == "rollback" else 0)
+        assert sync["reason"] is None
         assert client.health()["status"] == "ok"
         page = client.get("/").text
         assert "state.db was replaced" in page and why in page
