@@ -66,14 +66,7 @@ def open_readonly(
         except sqlite3.Error as exc:
             raise classify(exc, target) from exc
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA query_only=1")
-            # Plain read() calls, never a memory map (SIGBUS on a file truncated in
-            # place). 0 is SQLite's default; set here so a build with another default
-            # cannot bring the map back. Per connection, nothing is written.
-            conn.execute("PRAGMA mmap_size=0")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
+            return _prepared(conn)
         except sqlite3.Error as exc:
             conn.close()
             error = classify(exc, target)
@@ -107,13 +100,21 @@ def open_own_readonly(
         conn = sqlite3.connect(
             readonly_uri(path) + "&immutable=1", uri=True, timeout=timeout, check_same_thread=False
         )
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA query_only=1")
-        conn.execute("PRAGMA mmap_size=0")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
+        return _prepared(conn)
     except sqlite3.Error as exc:
         raise classify(exc, Path(path)) from exc
+
+
+def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """A read-only connection set up, its schema read once (a broken file fails here)."""
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA query_only=1")
+    # Plain read() calls, never a memory map (SIGBUS on a file truncated in place).
+    # 0 is SQLite's default; set here so a build with another default cannot bring the
+    # map back. Per connection, nothing is written.
+    conn.execute("PRAGMA mmap_size=0")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return conn
 
 
 @contextmanager

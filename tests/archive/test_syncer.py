@@ -27,6 +27,7 @@ from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.commands import ROOT
 from tests.support.hermes_writer import LOCKED_MID_WRITE, turn_word
+from tests.support.open_files import held_source_files
 from tests.support.waiting import wait_for
 
 FAST = 0.05  # poll period in these tests: the real one is POLL_S
@@ -293,19 +294,6 @@ def _still_watch(path: Path) -> SourceWatch:
     return watch
 
 
-def _open_source_files(pid: int, db: Path) -> list[str]:
-    """The files of the source (``state.db`` and its side files) process ``pid`` holds open."""
-    held = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except FileNotFoundError:
-            continue  # closed while listed
-        if target.startswith(str(db)):
-            held.append(target)
-    return held
-
-
 def test_the_watch_stats_the_files_and_notices_a_new_inode(home: HermesHome) -> None:
     watch = _still_watch(home.state_db)
     assert watch.changed() is True  # first look
@@ -313,7 +301,7 @@ def test_the_watch_stats_the_files_and_notices_a_new_inode(home: HermesHome) -> 
     add_turn(home.state_db, shapes.S_ROOT, "a new row")
     assert watch.changed() is True and watch.changed() is False
     assert not watch.suspect and not watch.replaced
-    assert _open_source_files(os.getpid(), home.state_db) == []  # nothing held open
+    assert held_source_files("self", home.state_db) == []  # nothing held open
     copy = home.root / "copy.db"
     with closing(sqlite3.connect(home.state_db)) as src, closing(sqlite3.connect(copy)) as dst:
         src.backup(dst)  # a restored backup: same bytes' meaning, another file

@@ -23,6 +23,7 @@ from tests.support.browser_support import Server, running_server
 from tests.support.commands import ROOT
 from tests.support.hermes_v31 import build_v31_home
 from tests.support.hermes_writer import turn_word
+from tests.support.open_files import held_source_files
 
 DEADLINE_S = 15.0  # a bound for what should take a second or two, never a speed asserted
 
@@ -98,19 +99,6 @@ def writer(db: Path, session: str, word: str, turns: int, pause: float) -> subpr
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-
-
-def held_source_files(pid: int, db: Path) -> list[str]:
-    """The source's files (``state.db``, ``-wal``, ``-shm``, ``-journal``) ``pid`` has open."""
-    held = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except FileNotFoundError:
-            continue  # closed while listed
-        if target.startswith(str(db)):
-            held.append(target)
-    return held
 
 
 def assert_nothing_held_between_passes(client: Client, db: Path) -> None:

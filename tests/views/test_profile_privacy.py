@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from dashboard.memory.files import read_memory_file, save_memory_file
 from dashboard.store.recalldb import RecallData
 from tests.support import hermes_shapes as hs
 from tests.support.app import make_app
+from tests.support.open_files import open_files
 
 PROFILES = ("default", "legacy", "empty")
 ORIGIN = {"Origin": "http://localhost"}
@@ -598,17 +598,6 @@ def memory_bytes(world: World, served: str) -> dict[str, bytes]:
             for f in sorted((world.homes[p] / "memories").iterdir()):
                 out[str(f)] = f.read_bytes()
     return out
-
-
-def open_files() -> set[str]:
-    """The files this process holds open (Linux: /proc/self/fd)."""
-    found = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            found.add(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            continue
-    return found
 
 
 # -- the tests -------------------------------------------------------------------------
