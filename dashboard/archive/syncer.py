@@ -357,7 +357,11 @@ class Syncer(_Polling):
             return False
         # An archive it could not open may still hold this home: the pages read it as is.
         held = self._store is not None or holds_home(self.archive_path, self.home_root)
+        # The pass got as far as Recall's folder: a source fault an earlier pass saw
+        # (Hermes's lock, held a moment) is over, and must not be said until the folder heals.
         self._set(
+            reason=None,
+            error=None,
             importing=False,
             folder_reason=fault.reason,
             folder_error=fault.sentence,

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -70,6 +70,28 @@ def add_turn(db: Path, session_id: str, text: str, *, new_session: bool = False)
             (session_id, text, now),
         )
         conn.execute("COMMIT")
+
+
+@contextmanager
+def source_locked(db: Path, syncer: Syncer) -> Iterator[Callable[[], None]]:
+    """Another process holds ``db``'s write lock mid-write until the yielded call ends it
+    (rolled back); the syncer has said "locked" before the block runs."""
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKED_MID_WRITE, str(db)],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as locker:
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+        wait_for(lambda: syncer.state().reason == "locked")
+
+        def release() -> None:
+            assert locker.stdin is not None
+            locker.stdin.write("\n")
+            locker.stdin.close()
+            locker.wait()
+
+        yield release
 
 
 def archived_ids(archive: Path) -> set[str]:
@@ -411,19 +433,31 @@ def test_a_locked_source_is_reported_then_synced_when_released(tmp_path: Path) -
     syncer = Syncer(tmp_path / "archive.db", home.state_db, home.root, poll_s=FAST)
     with running(syncer):
         wait_for(lambda: syncer.state().last_sync_at)
-        with subprocess.Popen(
-            [sys.executable, "-c", LOCKED_MID_WRITE, str(home.state_db)],
-            text=True,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        ) as locker:
-            assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
-            wait_for(lambda: syncer.state().reason == "locked")
-            assert locker.stdin is not None
-            locker.stdin.write("\n")
-            locker.stdin.close()
+        with source_locked(home.state_db, syncer) as release:
+            release()
         add_turn(home.state_db, shapes.S_ROOT, "after the lock")
         wait_for(lambda: syncer.state().reason is None)
+
+
+def test_a_lock_seen_before_the_folder_failed_is_not_said_after_it(tmp_path: Path) -> None:
+    """A pass that reached Recall's folder read the source: an earlier pass's "locked" is
+    over, and the state names the folder alone (it stayed "locked" until the folder healed)."""
+    home, data = HermesHome(tmp_path / "home"), tmp_path / "data"
+    shapes.build_delete_journal(home.state_db)
+    data.mkdir()
+    syncer = Syncer(data / "archive.db", home.state_db, home.root, poll_s=FAST)
+    with running(syncer):
+        wait_for(lambda: syncer.state().last_sync_at)
+        with source_locked(home.state_db, syncer) as release:
+            unwritable = [data, *(p for p in data.iterdir() if not p.name.endswith("-shm"))]
+            with shapes.read_only(*unwritable):
+                release()
+                add_turn(home.state_db, shapes.S_ROOT, "while the folder is read-only")
+                state = wait_for(lambda: (s := syncer.state()).folder_reason and s)
+                assert state.folder_reason == "folder-readonly"
+                assert (state.reason, state.error) == (None, None)
+        wait_for(lambda: syncer.state().folder_reason is None)
+        assert syncer.state().reason is None
 
 
 def test_stop_cuts_a_first_import_at_a_batch_and_the_next_start_resumes(tmp_path: Path) -> None:
