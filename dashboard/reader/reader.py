@@ -38,6 +38,7 @@ from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
 from dashboard.search.cards import fold_copies
 from dashboard.search.facets import session_facets
 from dashboard.search.query import ParsedQuery, parse_query
+from dashboard.search.row_map import RowMapCache
 from dashboard.search.said import said_only
 from dashboard.search.sessions import (
     SearchRequest,
@@ -121,6 +122,9 @@ class StateReader:
         # A session's epochs are the same in every scope that may read it: one cache.
         self._epochs = epochs if epochs is not None else EpochsCache()
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
+        # Which session each message id is, for the ranked read (search/row_map.py):
+        # per reader, as a scoped map holds its profiles' rows alone.
+        self._row_maps = RowMapCache(scoped=not self.scope.everything)
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache = SpendCache()
         # Each Hermes file's overview figures, while its files are unchanged.
@@ -359,6 +363,7 @@ class StateReader:
             self._epochs,
             scoped=not self.scope.everything,
             by_profile=self.spans_profiles,
+            row_maps=self._row_maps,
         )
 
     def search_page(self, request: SearchRequest | None, *, facets: bool = True) -> SearchPage:
@@ -386,6 +391,7 @@ class StateReader:
                 self._lineage.get(snap.conn, snap.state),
                 self._epochs,
                 scoped=not self.scope.everything,
+                row_maps=self._row_maps,
             )
             return said_only(snap.conn, found.results, terms)
 

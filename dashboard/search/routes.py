@@ -29,6 +29,7 @@ from dashboard.hermes.conventions import visible_sql
 from dashboard.search.filters import Filters
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import SearchRequest
+from dashboard.search.row_map import RowMap
 from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX, StoreState
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
@@ -42,10 +43,12 @@ SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "searc
 # What a scan searches: the columns both FTS indexes cover.
 SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
 
-# message id, session id, score, timestamp, archived (active=0 yet visible: an in-place
-# compaction kept it as history or re-inserted it, so its session may hold copies and
-# its hits an epoch label: epochs.py)
+# message id, session id, score, timestamp, archived (a shown row with compacted = 1 or
+# active = 0: an in-place compaction kept it as history or re-inserted it, so its session
+# may hold copies and its hits an epoch label: epochs.py; row_map.Flags.archived reads
+# the same rule from partial indexes)
 Row = tuple[int, str, float, float, int]
+ARCHIVED_M = "(m.compacted = 1 OR m.active = 0)"
 
 
 @dataclass(frozen=True)
@@ -122,18 +125,36 @@ def find_rows(
     filters: Filters,
     scoped: bool = False,
     probed: Mapping[str, bool] | None = None,
+    row_map: RowMap | None = None,
 ) -> Rows:
     """The rows ``route`` finds for the request, best (or newest/oldest) first.
 
     ``scoped``: ``conn`` sees some profiles only (reader.apply_scope); see :func:`window_walk`.
-    ``probed``: :func:`probe_routes` of this request, when already asked.
+    ``probed``: :func:`probe_routes` of this request, when already asked. ``row_map``:
+    the archive's message-to-session map (row_map.py), which spares the ranked read its
+    joins where :func:`mapped` says it can; the rows are the same either way.
     """
     if route.table is None:
         return _scan(conn, parsed, request, filters)
     known = probed.get(route.name) if probed is not None else None
     if not (index_matches(conn, route) if known is None else known):
         return Rows([], 0, False, None)  # nothing to rank, count or explain
+    if row_map is not None and mapped(route, request):
+        return _fts_mapped(conn, route, request, filters, scoped, row_map)
     return _fts(conn, route, parsed, request, filters, scoped)
+
+
+def mapped(route: Route, request: SearchRequest) -> bool:
+    """Whether :func:`_fts_mapped` answers ``request`` on ``route``: a ranked read whose
+    filters are all the session's (and visibility), with no literal text to check."""
+    return (
+        route.table is not None
+        and not route.literal
+        and request.sort == "relevance"
+        and not request.roles
+        and request.after is None
+        and request.before is None
+    )
 
 
 def probe_routes(conn: sqlite3.Connection, routes: Sequence[Route]) -> dict[str, bool]:
@@ -207,7 +228,7 @@ def _fts(
     cur = conn.cursor()
     cur.row_factory = None
     rows = cur.execute(
-        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), m.active = 0 FROM "
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), {ARCHIVED_M} FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE 1{filters.sql}{literal}",
@@ -218,6 +239,63 @@ def _fts(
     rows.sort(key=itemgetter(0), reverse=direction == "DESC" or request.sort == "relevance")
     if request.sort == "relevance":
         rows.sort(key=itemgetter(2))
+    total = window + 1 if bounded else len(rows)
+    return Rows(rows, total, bounded, cutoff)
+
+
+def _fts_mapped(
+    conn: sqlite3.Connection,
+    route: Route,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool,
+    row_map: RowMap,
+) -> Rows:
+    """:func:`_fts`'s rows with no join: bm25 inside the FTS table alone, each row's
+    session, visibility and session filters from ``row_map``.
+
+    Every profile's window is the newest matches, scored in the same statement that
+    finds them. A scoped one walks rowids (no scoring) until the scope's window is
+    found, as :func:`window_walk` counts it, then scores from its edge.
+    """
+    t = route.table
+    older = continuation_sql(request, "rowid")
+    window = rank_window(request, route)
+    cur = conn.cursor()
+    cur.row_factory = None
+    cutoff: int | None = None
+    if scoped:
+        owner = row_map.owner
+        seen = 0
+        walk = cur.execute(
+            f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid DESC", (route.match,)
+        )
+        for (rowid,) in walk:
+            if owner(rowid) is None:
+                continue
+            seen += 1
+            if seen == window:
+                cutoff = rowid
+            elif seen > window:
+                break
+        bounded = seen > window
+        cutoff = cutoff if bounded else None
+        bound = f" AND rowid >= {cutoff}" if bounded else ""
+        scored = cur.execute(
+            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older}{bound}", (route.match,)
+        ).fetchall()
+    else:
+        scored = cur.execute(
+            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid DESC LIMIT ?",
+            (route.match, window + 1),
+        ).fetchall()
+        bounded = len(scored) > window
+        if bounded:
+            del scored[window:]
+            cutoff = scored[-1][0]
+    rows = row_map.rows(scored, row_map.allowed(filters.session_sql, filters.session_params))
+    rows.sort(key=itemgetter(0), reverse=True)
+    rows.sort(key=itemgetter(2))
     total = window + 1 if bounded else len(rows)
     return Rows(rows, total, bounded, cutoff)
 
@@ -243,7 +321,7 @@ def _scan(
         upper = min(upper, lower + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), m.active = 0 FROM messages m "
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} FROM messages m "
         f"JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
         f"LIMIT ?",

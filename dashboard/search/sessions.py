@@ -63,10 +63,12 @@ from dashboard.search.routes import (
     Route,
     any_row,
     find_rows,
+    mapped,
     plan_routes,
     probe_routes,
     session_matches,
 )
+from dashboard.search.row_map import RowMapCache
 from dashboard.store.state import StoreState
 
 __all__ = [
@@ -96,6 +98,7 @@ def search_sessions(
     *,
     scoped: bool = False,
     by_profile: bool = False,
+    row_maps: RowMapCache | None = None,
 ) -> SearchResult:
     """Run one search (or the recent-sessions browse for an empty query).
 
@@ -103,7 +106,8 @@ def search_sessions(
     answers yet. ``lineage`` is the session graph and ``epochs`` the in-place compaction
     epochs of sessions searched before (the reader keeps both cached). ``scoped``:
     ``conn`` sees some profiles only (reader.apply_scope), so windows are counted in
-    them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``).
+    them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``);
+    ``row_maps``: the reader's message-to-session map (row_map.py), None to join instead.
     """
     began = time.perf_counter()
     parsed = parse_query(request.query)
@@ -113,7 +117,15 @@ def search_sessions(
         result = _recent(conn, request, lineage)
     else:
         result = _matching(
-            conn, state, request, parsed, lineage, epochs or EpochsCache(), scoped, by_profile
+            conn,
+            state,
+            request,
+            parsed,
+            lineage,
+            epochs or EpochsCache(),
+            scoped,
+            by_profile,
+            row_maps,
         )
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
@@ -128,14 +140,17 @@ def _matching(
     cache: EpochsCache,
     scoped: bool,
     by_profile: bool,
+    row_maps: RowMapCache | None,
 ) -> SearchResult:
     routes, notes = plan_routes(parsed, state.trigram_ready)
     notes = [*parsed.repairs, *notes]
     filters = request_filters(request)
     route = routes[0]
     probed = probe_routes(conn, routes)
+    wanted = row_maps is not None and any(probed[r.name] and mapped(r, request) for r in routes)
+    row_map = row_maps.get(conn, state.path) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
-        found = find_rows(conn, route, parsed, request, filters, scoped, probed)
+        found = find_rows(conn, route, parsed, request, filters, scoped, probed, row_map)
         if found.rows or index == len(routes) - 1:
             break
         notes.append(
