@@ -22,7 +22,7 @@ from dashboard.hermes.profiles import Profile, Scope, by_name
 from dashboard.lineage import links
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
-from dashboard.lineage.graph import LineageCache
+from dashboard.lineage.graph import LineageCache, archive_version
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
@@ -355,15 +355,17 @@ class StateReader:
             return self._search(snap, request)
 
     def _search(self, snap: Snapshot, request: SearchRequest) -> SearchResult:
+        version = archive_version(snap.conn, snap.state)  # read once for both caches
         return search_sessions(
             snap.conn,
             snap.state,
             request,
-            self._lineage.get(snap.conn, snap.state),
+            self._lineage.get(snap.conn, snap.state, version),
             self._epochs,
             scoped=not self.scope.everything,
             by_profile=self.spans_profiles,
             row_maps=self._row_maps,
+            version=version,
         )
 
     def search_page(self, request: SearchRequest | None, *, facets: bool = True) -> SearchPage:

@@ -21,7 +21,7 @@ over 1M messages takes ~1 s): one walk in rowid order finds how far a window of
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -136,11 +136,11 @@ def find_rows(
     """
     if route.table is None:
         return _scan(conn, parsed, request, filters)
+    if row_map is not None and mapped(route, request):
+        return _fts_mapped(conn, route, request, filters, scoped, row_map)
     known = probed.get(route.name) if probed is not None else None
     if not (index_matches(conn, route) if known is None else known):
         return Rows([], 0, False, None)  # nothing to rank, count or explain
-    if row_map is not None and mapped(route, request):
-        return _fts_mapped(conn, route, request, filters, scoped, row_map)
     return _fts(conn, route, parsed, request, filters, scoped)
 
 
@@ -157,9 +157,31 @@ def mapped(route: Route, request: SearchRequest) -> bool:
     )
 
 
-def probe_routes(conn: sqlite3.Connection, routes: Sequence[Route]) -> dict[str, bool]:
-    """:func:`index_matches` of each route, asked once for a request and its explanation."""
-    return {route.name: index_matches(conn, route) for route in routes}
+class Probes(Mapping[str, bool]):
+    """:func:`index_matches` of each route, asked at most once for a request and its
+    explanation, and only when read: a mapped read needs no probe (it is as cheap as
+    one when nothing matches), so a query that finds rows there never pays for it."""
+
+    def __init__(self, conn: sqlite3.Connection, routes: Sequence[Route]) -> None:
+        self._conn = conn
+        self._routes = {route.name: route for route in routes}
+        self._known: dict[str, bool] = {}
+
+    def __getitem__(self, name: str) -> bool:
+        if name not in self._known:
+            self._known[name] = index_matches(self._conn, self._routes[name])
+        return self._known[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._routes)
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+
+def probe_routes(conn: sqlite3.Connection, routes: Sequence[Route]) -> Probes:
+    """The probes of ``routes`` for one request (each asked when first read)."""
+    return Probes(conn, routes)
 
 
 def index_matches(conn: sqlite3.Connection, route: Route) -> bool:

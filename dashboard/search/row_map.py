@@ -7,13 +7,13 @@ demo, 6,000 rows of a mid-frequency word: ~15 ms of bm25, then ~15 ms more of jo
 it is why a search was slower than the naive ``ORDER BY rank LIMIT 50``.
 
 The archive's message ids are ``AUTOINCREMENT``: an id never changes session and is
-never reused, so the map from id to session only grows. It is held as runs of ids (a
-session's rows arrive together, so 1M rows are a few thousand runs), built once from
-each session's id range, then extended by the rows past its newest id. What does change
-in place is read apart, again whenever the archive is written (its write counter): the
-few rows a search never shows (the partial index ``idx_messages_unshown``), the sessions
-holding archived rows (``idx_messages_compacted``), and, per set of filters, the
-sessions they let through. Each is one read of a small index, never of ``messages``.
+never reused, so the map from id to session only grows. It is an array of a session
+number per id (4 bytes a message), built once from each session's id range (a session's
+rows arrive together: most are one slice), then extended by the rows past its newest
+id. What does change in place is read apart, again whenever the archive is written (its
+version): the few rows a search never shows (the partial index ``idx_messages_unshown``),
+the archived rows (``idx_messages_compacted``, one run per session) and, per set of
+filters, the sessions they let through. Each is one read of a small index.
 
 A restored or replaced archive can reuse ids: its file identity and its
 ``sqlite_sequence`` going backwards rebuild the map. A store without ``AUTOINCREMENT``
@@ -31,26 +31,43 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dashboard.hermes.conventions import visible_sql
-from dashboard.store.schema import UNSHOWN_ROWS, WRITES_KEY
+from dashboard.lineage.graph import archive_version
+from dashboard.store.schema import UNSHOWN_ROWS
+from dashboard.store.state import StoreState
 
 FILTER_SETS = 16  # sets of allowed sessions kept per archive version (one per filter set)
 
 
 @dataclass(frozen=True)
 class Runs:
-    """Runs of message ids, each owned by one session: ``starts[i]..ends[i]``."""
+    """Runs of message ids, each of one session: ``starts[i]..ends[i]`` is ``owners[i]``'s."""
 
     starts: array
     ends: array
     owners: list[str]
-    top: int  # the newest id the runs cover (rows past it are read on the next use)
 
     def owner(self, rowid: int) -> str | None:
-        """The session of message ``rowid`` (None: not a message this map knows)."""
+        """The session of message ``rowid`` (None: in no run)."""
         i = bisect_right(self.starts, rowid) - 1
         if i >= 0 and rowid <= self.ends[i]:
             return self.owners[i]
         return None
+
+
+@dataclass(frozen=True)
+class Owners:
+    """Each message id's session as a number per id: a search maps thousands of ids in
+    one pass in C (``map(index.__getitem__, ids)``)."""
+
+    index: array  # message id -> session number (0: no message this map knows)
+    sessions: list[str]  # session number -> session id (number 0 is no session)
+    numbers: dict[str, int]  # session id -> its number
+    top: int  # the newest id covered (rows past it are read on the next use)
+
+    def owner(self, rowid: int) -> str | None:
+        """The session of message ``rowid`` (None: not a message this map knows)."""
+        number = self.index[rowid] if 0 <= rowid < len(self.index) else 0
+        return self.sessions[number] if number else None
 
 
 @dataclass
@@ -62,36 +79,44 @@ class Flags:
     superseded: frozenset[int]  # shown rows with active = 0, compacted = 0 (a copy's original)
     compacted: Runs  # rows an in-place compaction archived (compacted = 1), as runs
     with_archive: frozenset[str]  # the sessions holding either
-    allowed: dict[tuple[object, ...], frozenset[str]] = field(default_factory=dict)
+    allowed: dict[tuple[object, ...], bytes] = field(default_factory=dict)
 
     def archived(self, rowid: int, session_id: str) -> bool:
         """Whether shown row ``rowid`` is archived: compacted history, or the original of
-        a re-inserted copy (the rule of ``archived`` in routes.Row, without a read)."""
+        a re-inserted copy (routes.ARCHIVED_M, read from the partial indexes)."""
         return rowid in self.superseded or self.compacted.owner(rowid) == session_id
 
 
 class RowMap:
-    """The runs and flags of one archive as one snapshot sees them (see the module)."""
+    """The owners and flags of one archive as one snapshot sees them (see the module)."""
 
-    def __init__(self, runs: Runs, flags: Flags, conn: sqlite3.Connection):
-        self.runs = runs
+    def __init__(self, owners: Owners, flags: Flags, conn: sqlite3.Connection):
+        self.owners = owners
         self.flags = flags
         self._conn = conn
         self._lock = threading.Lock()
 
     def owner(self, rowid: int) -> str | None:
-        return self.runs.owner(rowid)
+        return self.owners.owner(rowid)
 
-    def allowed(self, session_sql: str, params: tuple[object, ...]) -> frozenset[str]:
+    def allowed(self, session_sql: str, params: tuple[object, ...]) -> bytes:
         """The sessions the request's session filters let through (``session_sql`` is
-        filters.Filters.session_sql over alias ``s``), read once per archive version."""
+        filters.Filters.session_sql over alias ``s``) as a byte per session number,
+        read once per archive version and set of filters."""
         key = (session_sql, params)
         with self._lock:
             found = self.flags.allowed.get(key)
-        if found is not None:
+        if found is not None and len(found) == len(self.owners.sessions):
             return found
-        rows = self._conn.execute(f"SELECT s.id FROM sessions s WHERE 1{session_sql}", params)
-        found = frozenset(r[0] for r in rows)
+        mask = bytearray(len(self.owners.sessions))
+        numbers = self.owners.numbers
+        for (sid,) in self._conn.execute(
+            f"SELECT s.id FROM sessions s WHERE 1{session_sql}", params
+        ):
+            number = numbers.get(sid)
+            if number is not None:
+                mask[number] = 1
+        found = bytes(mask)
         with self._lock:
             if len(self.flags.allowed) >= FILTER_SETS:
                 self.flags.allowed.pop(next(iter(self.flags.allowed)))
@@ -99,28 +124,40 @@ class RowMap:
         return found
 
     def rows(
-        self, scored: Iterable[tuple[int, float]], allowed: frozenset[str]
+        self, scored: list[tuple[int, float]], allowed: bytes
     ) -> list[tuple[int, str, float, float, int]]:
-        """``scored`` (rowid, bm25) as routes.Row tuples: the rows shown whose session is
-        ``allowed``, each with its session and archived flag (no timestamp: 0)."""
-        starts, ends, owners = self.runs.starts, self.runs.ends, self.runs.owners
-        hidden, flags = self.flags.hidden, self.flags
+        """``scored`` (rowid, bm25) as routes.Row tuples: the rows shown whose session
+        ``allowed`` lets through, each with its session and archived flag (no timestamp:
+        0). Thousands of rows a search: ids become session numbers and numbers verdicts
+        in passes in C; Python builds the rows kept only."""
+        if not scored:
+            return []
+        owners, flags = self.owners, self.flags
+        ids = [rowid for rowid, _ in scored]
+        past = len(owners.index)
+        if max(ids) >= past:  # a row newer than the map's snapshot: no owner here
+            ids = [rowid if rowid < past else 0 for rowid in ids]
+        numbers = list(map(owners.index.__getitem__, ids))
+        hidden, names = flags.hidden, owners.sessions
+        verdicts = map(allowed.__getitem__, numbers)
+        out = [
+            (rowid, names[n], score, 0.0, 0)
+            for (rowid, score), n, ok in zip(scored, numbers, verdicts, strict=True)
+            if ok and rowid not in hidden
+        ]
         with_archive = flags.with_archive
-        out = []
-        for rowid, score in scored:
-            i = bisect_right(starts, rowid) - 1  # Runs.owner, inline: thousands of rows
-            if i < 0 or rowid > ends[i]:
-                continue
-            sid = owners[i]
-            if sid not in allowed or rowid in hidden:
-                continue
-            archived = sid in with_archive and flags.archived(rowid, sid)
-            out.append((rowid, sid, score, 0.0, int(archived)))
+        if with_archive:
+            out = [
+                (r[0], r[1], r[2], 0.0, 1)
+                if r[1] in with_archive and flags.archived(r[0], r[1])
+                else r
+                for r in out
+            ]
         return out
 
 
 class RowMapCache:
-    """One archive's :class:`Runs` and :class:`Flags`, kept by a reader across requests.
+    """One archive's :class:`Owners` and :class:`Flags`, kept by a reader across requests.
 
     ``scoped``: the reader's connections see some profiles only (store/scope.py); the
     map then holds their sessions' rows alone, so another profile's match has no owner.
@@ -130,32 +167,36 @@ class RowMapCache:
         self._scoped = scoped
         self._lock = threading.Lock()
         self._identity: tuple[str, int, int] | None = None
-        self._runs: Runs | None = None
+        self._owners: Owners | None = None
         self._flags: Flags | None = None
 
-    def get(self, conn: sqlite3.Connection, path: str) -> RowMap | None:
-        """The map for the snapshot ``conn`` reads (``path``: the archive's file), or None
-        when the store's message ids may be reused (no ``AUTOINCREMENT``)."""
-        seq = conn.execute("SELECT seq FROM main.sqlite_sequence WHERE name = 'messages'")
-        top = (seq.fetchone() or (None,))[0]
+    def get(
+        self, conn: sqlite3.Connection, state: StoreState, version: tuple[object, ...] | None = None
+    ) -> RowMap | None:
+        """The map for the snapshot ``conn`` reads (``state`` names the archive), or None
+        when the store's message ids may be reused (no ``AUTOINCREMENT``). ``version``:
+        its graph.archive_version, when the caller read it already."""
+        top = _seq(conn)
         if top is None:
             return None
-        identity = _identity(path)
-        key = _version(conn, path)
+        identity = _identity(state.path)
+        # Rows written by anything but Recall (no write counter move) show in the newest id.
+        key = (version if version is not None else archive_version(conn, state), top)
         with self._lock:
-            runs = self._runs if identity == self._identity else None
+            owners = self._owners if identity == self._identity else None
             flags = self._flags if self._flags is not None and self._flags.key == key else None
-        if runs is None or top < runs.top:
-            runs = _build(conn, self._scoped)
-        elif top > runs.top:
-            runs = _extend(conn, runs, self._scoped)
+        if owners is None or top < owners.top:
+            owners = _build(conn, self._scoped, top)
+        elif top > owners.top:
+            owners = _extend(conn, owners, self._scoped, top)
         if flags is None:
             flags = _flags(conn, key)
         with self._lock:
-            if self._runs is None or self._identity != identity or runs.top >= self._runs.top:
-                self._identity, self._runs = identity, runs
+            kept = self._owners
+            if kept is None or self._identity != identity or owners.top >= kept.top:
+                self._identity, self._owners = identity, owners
             self._flags = flags
-        return RowMap(runs, flags, conn)
+        return RowMap(owners, flags, conn)
 
 
 def _identity(path: str) -> tuple[str, int, int]:
@@ -166,17 +207,10 @@ def _identity(path: str) -> tuple[str, int, int]:
     return (path, st.st_dev, st.st_ino)
 
 
-def _version(conn: sqlite3.Connection, path: str) -> tuple[object, ...]:
-    """What moves when the archive is written: its write counter, and (for rows written
-    by anything else) the newest message and session rowids and the sessions' count."""
-    return (
-        path,
-        *conn.execute(
-            "SELECT (SELECT value FROM main.state_meta WHERE key = ?),"
-            " (SELECT max(rowid) FROM main.messages), max(rowid), count(*) FROM main.sessions",
-            (WRITES_KEY,),
-        ).fetchone(),
-    )
+def _seq(conn: sqlite3.Connection) -> int | None:
+    """The newest message id the store ever gave (None: ids may be reused)."""
+    row = conn.execute("SELECT seq FROM main.sqlite_sequence WHERE name = 'messages'").fetchone()
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def _mine(scoped: bool) -> str:
@@ -184,61 +218,51 @@ def _mine(scoped: bool) -> str:
     return " AND session_id IN (SELECT id FROM sessions)" if scoped else ""
 
 
-def _build(conn: sqlite3.Connection, scoped: bool) -> Runs:
-    """The runs of every message: a session whose ids are consecutive is one run (read
-    from its index entries alone); the others' ids are read and cut into runs."""
-    where = f"WHERE 1{_mine(scoped)}"
-    spans: list[tuple[int, int, str]] = []
-    scattered: list[str] = []
+def _zeros(count: int) -> array:
+    return array("i", bytes(4 * max(count, 0)))
+
+
+def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
+    """Every message's session: a session whose ids are consecutive is one slice of the
+    index (read from its index entries alone); the others' ids are read one by one."""
+    index = _zeros(top + 1)
+    sessions, numbers = [""], {}
+    scattered: list[tuple[str, int]] = []
     for sid, low, high, count in conn.execute(
-        f"SELECT session_id, min(id), max(id), count(*) FROM main.messages {where}"
+        f"SELECT session_id, min(id), max(id), count(*) FROM main.messages WHERE 1{_mine(scoped)}"
         " GROUP BY session_id"
     ):
-        if high - low + 1 == count:
-            spans.append((low, high, sid))
+        number = numbers[sid] = len(sessions)
+        sessions.append(sid)
+        if high - low + 1 == count and high <= top:
+            index[low : high + 1] = array("i", [number]) * count
         else:
-            scattered.append(sid)
-    for sid in scattered:
-        ids = conn.execute(
-            "SELECT id FROM main.messages WHERE session_id = ? ORDER BY id", (sid,)
-        ).fetchall()
-        spans.extend((low, high, sid) for low, high in _consecutive(r[0] for r in ids))
-    return _runs(spans, _seq(conn))
+            scattered.append((sid, number))
+    for sid, number in scattered:
+        for (rowid,) in conn.execute("SELECT id FROM main.messages WHERE session_id = ?", (sid,)):
+            if rowid >= len(index):
+                index.extend(_zeros(rowid + 1 - len(index)))
+            index[rowid] = number
+    return Owners(index, sessions, numbers, max(top, len(index) - 1))
 
 
-def _runs(spans: list[tuple[int, int, str]], top: int) -> Runs:
-    spans.sort()
-    return Runs(
-        array("q", (s[0] for s in spans)),
-        array("q", (s[1] for s in spans)),
-        [s[2] for s in spans],
-        max(spans[-1][1] if spans else 0, top),
-    )
-
-
-def _extend(conn: sqlite3.Connection, runs: Runs, scoped: bool) -> Runs:
-    """``runs`` with the rows past its newest id: every id between two of them belongs to
-    no message (ids only grow), so a session's next row continues its last run."""
+def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) -> Owners:
+    """``owners`` with the rows past its newest id (ids only grow: the rest stands)."""
     rows = conn.execute(
-        f"SELECT id, session_id FROM main.messages WHERE id > ?{_mine(scoped)} ORDER BY id",
-        (runs.top,),
+        f"SELECT id, session_id FROM main.messages WHERE id > ?{_mine(scoped)}",
+        (owners.top,),
     ).fetchall()
-    starts, ends, owners = array("q", runs.starts), array("q", runs.ends), list(runs.owners)
-    last = max(range(len(ends)), key=ends.__getitem__) if ends else -1
+    top = max(top, owners.top, *(r[0] for r in rows))
+    index = array("i", owners.index)
+    index.extend(_zeros(top + 1 - len(index)))
+    sessions, numbers = list(owners.sessions), dict(owners.numbers)
     for rowid, sid in rows:
-        if last >= 0 and owners[last] == sid and last == len(ends) - 1:
-            ends[last] = rowid
-        else:
-            starts.append(rowid)
-            ends.append(rowid)
-            owners.append(sid)
-            last = len(ends) - 1
-    return Runs(starts, ends, owners, max(runs.top, _seq(conn), rows[-1][0] if rows else 0))
-
-
-def _seq(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT seq FROM main.sqlite_sequence WHERE name = 'messages'").fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+        number = numbers.get(sid)
+        if number is None:
+            number = numbers[sid] = len(sessions)
+            sessions.append(sid)
+        index[rowid] = number
+    return Owners(index, sessions, numbers, top)
 
 
 def _consecutive(ids: Iterable[int]) -> list[tuple[int, int]]:
@@ -273,8 +297,11 @@ def _flags(conn: sqlite3.Connection, key: tuple[object, ...]) -> Flags:
             (sid,),
         ).fetchall()
         spans.extend((lo, hi, sid) for lo, hi in _consecutive(r[0] for r in ids))
+    spans.sort()
+    compacted = Runs(
+        array("q", (s[0] for s in spans)), array("q", (s[1] for s in spans)), [s[2] for s in spans]
+    )
     superseded = [(rowid, sid) for rowid, sid, shown in unshown if shown]
-    compacted = _runs(spans, 0)
     return Flags(
         key,
         hidden=frozenset(rowid for rowid, _, shown in unshown if not shown),

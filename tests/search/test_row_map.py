@@ -77,7 +77,7 @@ def _compare(reader: StateReader, cache: RowMapCache) -> int:
             for route in routes:
                 if not mapped(route, request):
                     continue
-                row_map = cache.get(conn, snap.state.path)
+                row_map = cache.get(conn, snap.state)
                 assert row_map is not None
                 joined = find_rows(conn, route, parsed, request, filters, scoped)
                 fast = find_rows(conn, route, parsed, request, filters, scoped, row_map=row_map)
