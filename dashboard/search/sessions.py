@@ -150,7 +150,7 @@ def _matching(
     notes = [*parsed.repairs, *notes]
     filters = request_filters(request)
     route = routes[0]
-    probed = probe_routes(conn, routes)
+    probed = probe_routes(conn, routes, parsed)
     wanted = row_maps is not None and any(mapped(r, request) for r in routes)
     row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
