@@ -319,22 +319,26 @@ def _fts_mapped(
     cur.row_factory = None
     cutoff: int | None = None
     if scoped:
+        # From the scope's newest row down, and scored between its first and its
+        # window's last match: another profile's newer rows are neither walked nor scored.
         owner = row_map.owner
-        seen = 0
-        walk = cur.execute(
-            f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid DESC", (route.match,)
-        )
-        for (rowid,) in walk:
+        seen, first = 0, None
+        newest = f" AND rowid <= {row_map.owners.newest}"
+        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{newest} ORDER BY rowid DESC"
+        for (rowid,) in cur.execute(walk, (route.match,)):
             if owner(rowid) is None:
                 continue
             seen += 1
+            first = first or rowid
             if seen == window:
                 cutoff = rowid
             elif seen > window:
                 break
+        if first is None:
+            return Rows([], 0, False, None)
         bounded = seen > window
         cutoff = cutoff if bounded else None
-        bound = f" AND rowid >= {cutoff}" if bounded else ""
+        bound = f" AND rowid BETWEEN {cutoff if bounded else 0} AND {first}"
         scored = cur.execute(
             f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older}{bound}", (route.match,)
         ).fetchall()

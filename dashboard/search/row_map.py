@@ -63,6 +63,7 @@ class Owners:
     sessions: list[str]  # session number -> session id (number 0 is no session)
     numbers: dict[str, int]  # session id -> its number
     top: int  # the newest id covered (rows past it are read on the next use)
+    newest: int  # the newest id with an owner (a scoped map's newest row of its profiles)
 
     def owner(self, rowid: int) -> str | None:
         """The session of message ``rowid`` (None: not a message this map knows)."""
@@ -228,12 +229,14 @@ def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
     index = _zeros(top + 1)
     sessions, numbers = [""], {}
     scattered: list[tuple[str, int]] = []
+    newest = 0
     for sid, low, high, count in conn.execute(
         f"SELECT session_id, min(id), max(id), count(*) FROM main.messages WHERE 1{_mine(scoped)}"
         " GROUP BY session_id"
     ):
         number = numbers[sid] = len(sessions)
         sessions.append(sid)
+        newest = max(newest, high)
         if high - low + 1 == count and high <= top:
             index[low : high + 1] = array("i", [number]) * count
         else:
@@ -243,7 +246,7 @@ def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
             if rowid >= len(index):
                 index.extend(_zeros(rowid + 1 - len(index)))
             index[rowid] = number
-    return Owners(index, sessions, numbers, max(top, len(index) - 1))
+    return Owners(index, sessions, numbers, max(top, len(index) - 1), newest)
 
 
 def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) -> Owners:
@@ -262,7 +265,8 @@ def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) ->
             number = numbers[sid] = len(sessions)
             sessions.append(sid)
         index[rowid] = number
-    return Owners(index, sessions, numbers, top)
+    newest = max(owners.newest, *(r[0] for r in rows)) if rows else owners.newest
+    return Owners(index, sessions, numbers, top, newest)
 
 
 def _consecutive(ids: Iterable[int]) -> list[tuple[int, int]]:

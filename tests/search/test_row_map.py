@@ -204,3 +204,24 @@ def test_an_archive_replaced_by_an_older_copy_is_mapped_again(tmp_path: Path) ->
         )
     reader = StateReader(HermesHome(home), path=archive)
     assert _compare(reader, cache) > 0
+
+
+def test_one_profiles_kept_map_follows_its_new_turns(tmp_path: Path) -> None:
+    """A scoped map extended by its profile's new rows: they are its newest, past the
+    bound its walk starts from."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reading = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    )
+    scoped = reading.reader.scoped("default")
+    cache = RowMapCache(scoped=True)
+    assert _compare(scoped, cache) > 0
+    db = facts.dbs["default"]
+    sid = sqlite3.connect(db).execute("SELECT id FROM sessions ORDER BY id LIMIT 1").fetchone()[0]
+    for n in range(3):
+        said = f"{facts.words['default']} newer turn {n}"
+        shapes.append_turn(db, sid, said, f"reply {n}", 2e9 + n)
+    assert _compare(scoped, cache) > 0  # the inline sync runs before the snapshot
+    with scoped.snapshot() as snap:
+        newest = snap.conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+        assert cache.get(snap.conn, snap.state).owners.newest == newest
