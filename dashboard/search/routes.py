@@ -67,6 +67,9 @@ class Rows:
     total: int  # rows found; just past the window when it was cut (an exact count costs more)
     bounded: bool  # the window cut the matches
     cutoff: int | None  # the message id the window stops at (continue from there)
+    # Whether the route's index holds a match in the reader's scope, filters aside (a
+    # probe's answer, learnt on the way; None: not learnt).
+    indexed: bool | None = None
 
 
 def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[Route], list[str]]:
@@ -137,7 +140,7 @@ def find_rows(
     if route.table is None:
         return _scan(conn, parsed, request, filters)
     if route.name == "trigram" and missing_trigram(conn, route, parsed):
-        return Rows([], 0, False, None)
+        return Rows([], 0, False, None, indexed=False)
     if row_map is not None and mapped(route, request):
         return _fts_mapped(conn, route, request, filters, scoped, row_map)
     known = probed.get(route.name) if probed is not None else None
@@ -171,6 +174,10 @@ class Probes(Mapping[str, bool]):
         self._routes = {route.name: route for route in routes}
         self._parsed = parsed
         self._known: dict[str, bool] = {}
+
+    def learn(self, name: str, matches: bool) -> None:
+        """Record what a read of route ``name`` found out (no probe needed then)."""
+        self._known.setdefault(name, matches)
 
     def __getitem__(self, name: str) -> bool:
         if name not in self._known:
@@ -335,7 +342,7 @@ def _fts_mapped(
             elif seen > window:
                 break
         if first is None:
-            return Rows([], 0, False, None)
+            return Rows([], 0, False, None, indexed=False)
         bounded = seen > window
         cutoff = cutoff if bounded else None
         bound = f" AND rowid BETWEEN {cutoff if bounded else 0} AND {first}"
@@ -355,7 +362,7 @@ def _fts_mapped(
     rows.sort(key=itemgetter(0), reverse=True)
     rows.sort(key=itemgetter(2))
     total = window + 1 if bounded else len(rows)
-    return Rows(rows, total, bounded, cutoff)
+    return Rows(rows, total, bounded, cutoff, indexed=bool(scored))
 
 
 def _scan(

@@ -155,6 +155,8 @@ def _matching(
     row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
         found = find_rows(conn, route, parsed, request, filters, scoped, probed, row_map)
+        if found.indexed is not None:
+            probed.learn(route.name, found.indexed)  # the explanation need not probe it
         if found.rows or index == len(routes) - 1:
             break
         notes.append(
