@@ -115,7 +115,8 @@ def day_sums(
     range's end, in epoch seconds.
     """
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
-    first, last = clock.local_sql(ROW_FIRST, lo, hi), clock.local_sql(ROW_LAST, lo, hi)
+    stretches = clock.steady(lo, hi)
+    first, last = clock.local_sql(ROW_FIRST, stretches), clock.local_sql(ROW_LAST, stretches)
     plain = " AND ".join(
         [
             "typeof(u.estimated_cost_usd) IN ('integer', 'real', 'null')",

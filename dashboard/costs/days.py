@@ -31,8 +31,9 @@ EPOCH_DAY = date(1970, 1, 1).toordinal()
 OFFSET_STEP_S = 6 * 3600
 # Times this close to an offset change, or this close to a local midnight, are left
 # to :meth:`DayClock.day` (where a clock goes back across midnight, or a float's
-# rounding, could tell another day than plain arithmetic).
-CHANGE_MARGIN_S = 2 * 86400
+# rounding, could tell another day than plain arithmetic): a day covers any change
+# but Samoa's skipped day of 2011, which moved no midnight back.
+CHANGE_MARGIN_S = 86400
 MIDNIGHT_MARGIN_S = 1
 
 
@@ -75,20 +76,21 @@ class DayClock:
             self._days.insert(at, local.toordinal())
         return local.toordinal()
 
-    def local_sql(self, expr: str, lo: float, hi: float) -> str:
+    @staticmethod
+    def local_sql(expr: str, stretches: Iterable[tuple[float, float, float]]) -> str:
         """SQL for the local seconds of the epoch seconds ``expr``.
 
-        Between ``lo`` and ``hi``, on a number, away from any change of the zone's
-        offset it is ``expr + offset``; elsewhere NULL. :func:`one_day_sql` reads it.
-        The bounds are whole seconds (midnights, changes of offset), written as literals.
+        Inside one of ``stretches`` (:meth:`steady`), on a number, it is ``expr +
+        offset``; elsewhere NULL. :func:`one_day_sql` reads it. The bounds are whole
+        seconds (midnights, samples of the offset), written as literals.
         """
         steps = [
             f"WHEN {expr} >= {start!r} AND {expr} < {end!r} THEN {expr} + {offset!r}"
-            for start, end, offset in self._steady(lo, hi)
+            for start, end, offset in stretches
         ]
         return f"CASE {' '.join(steps)} END" if steps else "NULL"
 
-    def _steady(self, lo: float, hi: float) -> list[tuple[float, float, float]]:
+    def steady(self, lo: float, hi: float) -> tuple[tuple[float, float, float], ...]:
         """``(start, end, offset)``: stretches of [lo, hi) where the zone's UTC offset is
         ``offset`` seconds, kept ``CHANGE_MARGIN_S`` away from every change."""
 
@@ -102,7 +104,7 @@ class DayClock:
             start, at, current = lo, lo, offset(lo)
             offset(hi)
         except (OverflowError, OSError, ValueError):
-            return []  # beyond the years a datetime holds: no stretch is sure
+            return ()  # beyond the years a datetime holds: no stretch is sure
         while at < hi:
             nxt = min(at + OFFSET_STEP_S, hi)
             now = offset(nxt)
@@ -111,7 +113,7 @@ class DayClock:
                 start, current = nxt + CHANGE_MARGIN_S, now
             at = nxt
         out.append((start, hi, current))
-        return [(s, e, o) for s, e, o in out if s < e]
+        return tuple((s, e, o) for s, e, o in out if s < e)
 
 
 def one_day_sql(first: str, last: str) -> str:
