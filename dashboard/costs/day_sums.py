@@ -18,6 +18,7 @@ plain number.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,6 @@ from dataclasses import dataclass, field
 from dashboard.costs.days import EPOCH_DAY, DayClock, one_day_sql
 from dashboard.costs.rules import STATUSES, read_cost
 from dashboard.costs.usage import (
-    KEY_SQL,
     ROW_FIRST,
     ROW_LAST,
     ROWS_FROM,
@@ -55,6 +55,7 @@ class DaySums:
 
     def vectors(self) -> Iterator[tuple[tuple[int, str], list[float]]]:
         """``((bucket, key), contribution)`` per group, in SUM_COLUMNS order."""
+        read = functools.cache(_read)  # a few kinds of rows, many groups
         for (
             bucket,
             key,
@@ -68,51 +69,70 @@ class DaySums:
             calls,
             *tokens,
         ) in self.groups:
-            cost = read_cost(status, _STAND_IN[e_kind], _STAND_IN[a_kind], usage=not merged)
-            e = float(e_sum or 0) if cost.estimated is not None else None
-            a = float(a_sum or 0) if cost.billed is not None else None
-            if cost.status == "partial":
-                eff: float | None = (a or 0.0) + (e or 0.0)
+            has_e, has_a, partial, paired, at = read(status, e_kind, a_kind, merged)
+            e = float(e_sum or 0) if has_e else 0.0
+            a = float(a_sum or 0) if has_a else 0.0
+            if partial:
+                eff, has_eff = a + e, True
             else:
-                eff = a if a is not None else e
-            paired = cost.paired
+                eff, has_eff = (a, True) if has_a else (e, has_e)
+            mix = [0] * len(STATUSES)
+            mix[at] = calls
             yield (
                 (bucket, key),
                 [
                     n,
-                    0.0 if e is None else e,
-                    n if e is not None else 0,
-                    0.0 if a is None else a,
-                    n if a is not None else 0,
-                    0.0 if eff is None else eff,
-                    n if eff is not None else 0,
+                    e,
+                    n if has_e else 0,
+                    a,
+                    n if has_a else 0,
+                    eff,
+                    n if has_eff else 0,
                     a if paired else 0.0,
                     e if paired else 0.0,
                     n if paired else 0,
-                    *(calls if cost.status == s else 0 for s in STATUSES),
+                    *mix,
                     *tokens,
                     calls,
                 ],
             )
 
 
+def _read(
+    status: object, e_kind: int, a_kind: int, merged: int
+) -> tuple[bool, bool, bool, bool, int]:
+    """How :func:`read_cost` reads a kind of row: whether it keeps the estimate and the
+    bill, whether the row is partly billed and paired, and its status's index."""
+    cost = read_cost(status, _STAND_IN[e_kind], _STAND_IN[a_kind], usage=not merged)
+    return (
+        cost.estimated is not None,
+        cost.billed is not None,
+        cost.status == "partial",
+        cost.paired,
+        STATUSES.index(cost.status),
+    )
+
+
 def day_sums(
     conn: sqlite3.Connection,
     clock: DayClock,
     *,
-    by: str,
+    key: str,
     days: Sequence[int],
     uniform: int | None,
     edges: Sequence[float],
     where: str,
     params: Sequence[object],
+    count_sessions: bool = True,
 ) -> DaySums:
-    """Sum the one-day rows matching ``where`` (over ``u`` and ``s``) by period and key.
+    """Sum the one-day rows matching ``where`` by period and ``key`` (both SQL over the
+    usage row ``u`` and its session ``s``).
 
     ``days`` are the periods' first days (ordinals) then the range's end; ``uniform``
     the days of every period but the last when they are all alike (day, week), so a
     period is found by arithmetic; ``edges`` the periods' first instants then the
-    range's end, in epoch seconds.
+    range's end, in epoch seconds. ``count_sessions=False``: no distinct sessions
+    (``cell_sessions``, ``sessions``, ``shared`` stay empty), for a key that is the session.
     """
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
     stretches = clock.steady(lo, hi)
@@ -127,12 +147,12 @@ def day_sums(
     )
     tokens = ", ".join(f"{t} AS {name}" for t, name in zip(TOKEN_SQL, _TOKENS, strict=True))
     # The session's row only when the key or the condition reads it.
-    needs_session = re.search(r"\bs\.", f"{KEY_SQL[by]} {where}") is not None
+    needs_session = re.search(r"\bs\.", f"{key} {where}") is not None
     source = ROWS_FROM if needs_session else "FROM session_model_usage u"
     # d: each row read once, its key and figures, whether it spent on one day (s) and
     # its period (b); kept (MATERIALIZED) for the five parts below.
     rows = (
-        f"SELECT u.rowid AS rid, u.session_id AS sid, {KEY_SQL[by]} AS k, u.cost_status AS st, "
+        f"SELECT u.rowid AS rid, u.session_id AS sid, {key} AS k, u.cost_status AS st, "
         "u.estimated_cost_usd AS e, u.actual_cost_usd AS a, "
         f"{derived_usage_sql('u')} AS m, max(u.api_call_count, 1) AS c, {tokens}, "
         f"coalesce({plain} AND {one_day_sql(first, last)}, 0) AS s, "
@@ -141,16 +161,19 @@ def day_sums(
     summed = "s AND b IS NOT NULL"
     kinds = [_KIND_SQL.format(x) for x in ("e", "a")]
     sums = ["count(*)", "sum(e)", "sum(a)", "sum(c)", *(f"sum({t})" for t in _TOKENS)]
-    parts = [
-        _part(0, ["b", "k", "st", *kinds, "m", *sums], f"{summed} GROUP BY b, k, st, 5, 6, m"),
+    counts = [
         _part(1, ["b", "k", "count(DISTINCT sid)"], f"{summed} GROUP BY b, k"),
         _part(2, ["count(DISTINCT sid)"], summed),
-        _part(3, ["rid"], "NOT s"),
         _part(
             4,
             ["b", "k", "sid"],
             f"{summed} AND sid IN (SELECT sid FROM d WHERE NOT s) GROUP BY b, k, sid",
         ),
+    ]
+    parts = [
+        _part(0, ["b", "k", "st", *kinds, "m", *sums], f"{summed} GROUP BY b, k, st, 5, 6, m"),
+        _part(3, ["rid"], "NOT s"),
+        *(counts if count_sessions else []),
     ]
     sql = f"WITH d AS MATERIALIZED ({rows}) " + " UNION ALL ".join(parts)
     found = DaySums()

@@ -38,7 +38,7 @@ from datetime import date, datetime, timedelta
 from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
-from dashboard.costs.day_sums import day_sums
+from dashboard.costs.day_sums import DaySums, day_sums
 from dashboard.costs.days import DayClock
 from dashboard.costs.rules import (
     STATUSES,
@@ -46,7 +46,7 @@ from dashboard.costs.rules import (
     money,
     total,
 )
-from dashboard.costs.usage import ROW_FIRST, ROW_LAST, Row, read_rows
+from dashboard.costs.usage import KEY_SQL, ROW_FIRST, ROW_LAST, Row, read_rows
 from dashboard.errors import ValidationError
 from dashboard.hermes.conventions import TOKEN_KINDS
 
@@ -255,26 +255,12 @@ def spend(conn: sqlite3.Connection, **options: object) -> Spend:
     :mod:`costs.rollup` answers the same question from Recall's per-day sums.
     """
     question = plan(**options)  # type: ignore[arg-type]
-    clock = DayClock(question.zone)
-    where, params = _range_condition(question)
-    summed = day_sums(
-        conn,
-        clock,
-        by=question.by,
-        days=question.days,
-        uniform={"day": 1, "week": 7}.get(question.period),
-        edges=question.edges,
-        where=where,
-        params=params,
-    )
+    summed, others = one_day_sums(conn, question, KEY_SQL[question.by])
     sums: dict[tuple[int, str], list[float]] = {}
     for cell, vector in summed.vectors():
         add_vector(sums, cell, vector)
     members: dict[tuple[int, str], set[str]] = defaultdict(set)
     everyone: set[str] = set()
-    others = read_rows(
-        conn, clock, "u.rowid IN (SELECT value FROM json_each(?))", [json.dumps(summed.others)]
-    )
     for row in others.values():
         key = row.key(question.by)
         for day, vector in row.vectors():
@@ -298,11 +284,29 @@ def spend(conn: sqlite3.Connection, **options: object) -> Spend:
     return question.result(cells, summed.sessions + len(everyone))
 
 
-def range_rows(conn: sqlite3.Connection, question: Plan) -> dict[int, Row]:
-    """The usage rows (by rowid) that can fall in ``question``'s range, sources and
-    profiles."""
+def one_day_sums(
+    conn: sqlite3.Connection, question: Plan, key: str, *, count_sessions: bool = True
+) -> tuple[DaySums, dict[int, Row]]:
+    """The rows of ``question`` that spent on one day summed by SQLite per period and
+    ``key`` (SQL over ``u`` and ``s``), and the other rows (by rowid), read one by one.
+    ``count_sessions`` as :func:`costs.day_sums.day_sums`."""
+    clock = DayClock(question.zone)
     where, params = _range_condition(question)
-    return read_rows(conn, DayClock(question.zone), where, params)
+    summed = day_sums(
+        conn,
+        clock,
+        key=key,
+        days=question.days,
+        uniform={"day": 1, "week": 7}.get(question.period),
+        edges=question.edges,
+        where=where,
+        params=params,
+        count_sessions=count_sessions,
+    )
+    others = read_rows(
+        conn, clock, "u.rowid IN (SELECT value FROM json_each(?))", [json.dumps(summed.others)]
+    )
+    return summed, others
 
 
 def _range_condition(question: Plan) -> tuple[str, list[object]]:

@@ -11,10 +11,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from dashboard.costs.costly import raw_session_sums, session_sums
 from dashboard.costs.day_sums import day_sums
 from dashboard.costs.days import DayClock
 from dashboard.costs.rollup import CostRollup
+from dashboard.costs.rules import money
 from dashboard.costs.spend import DIMENSIONS, PERIODS, Spend, plan, spend
+from dashboard.costs.usage import KEY_SQL, read_rows
 from dashboard.store.readonly import open_readonly
 from dashboard.store.recalldb import RecallData
 from dashboard.store.records import Usage
@@ -87,7 +90,7 @@ def ask_day_sums(db: Path, **options: object):
         return day_sums(
             conn,
             DayClock(question.zone),
-            by=question.by,
+            key=KEY_SQL[question.by],
             days=question.days,
             uniform=None,
             edges=question.edges,
@@ -154,3 +157,20 @@ def test_rows_near_midnight_and_offset_changes_are_read_one_by_one(
         assert days["before-midnight"] == "2026-11-11"
         assert days["at-midnight"] == "2026-11-12"
         assert days["week-start"] == "2026-11-16"
+
+
+@pytest.mark.parametrize("shape", sorted(shapes.COST_SHAPES))
+def test_each_sessions_sums_equal_its_rows_read_one_by_one(tmp_path: Path, shape: str) -> None:
+    # The costliest sessions before the rollup: every figure as the rows read one by one.
+    db = archived(shapes.COST_SHAPES[shape], tmp_path)
+    conn = open_readonly(db)
+    try:
+        for period in PERIODS:
+            question = plan(period=period, timezone=TZ, **WHOLE)
+            fast = raw_session_sums(conn, question)
+            slow = session_sums(read_rows(conn, DayClock(question.zone)).values(), question)
+            assert sorted(fast) == sorted(slow) and fast, period
+            for sid, vector in slow.items():
+                assert [money(v) for v in fast[sid]] == [money(v) for v in vector], (period, sid)
+    finally:
+        conn.close()
