@@ -8,6 +8,7 @@ import ipaddress
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,13 @@ from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome, resolve_home
 from dashboard.hermes.profiles import ALL, discover, parse_profile
 from dashboard.store.datadir import folder_fault, recall_data_dir
-from dashboard.web.reader import get_syncer, refused_archive, start_syncer, stop_syncer
+from dashboard.web.reader import (
+    base_reader,
+    get_syncer,
+    refused_archive,
+    start_syncer,
+    stop_syncer,
+)
 from dashboard.web.rollup import prepare_cost_rollup
 
 
@@ -221,6 +228,8 @@ def serve(
     with app.app_context():
         if syncer is None:
             prepare_cost_rollup()  # in the background, so the first /costs is already fast
+            # And so is the first search (a home's own store: no sync pass to wait for).
+            threading.Thread(target=base_reader().warm_search, daemon=True).start()
         else:
             syncer.on_synced = functools.partial(_after_sync, app, prepare_cost_rollup)
             syncer.on_progress = _ImportLine(syncer, sys.stdout)
@@ -295,9 +304,10 @@ def _exit_on_signal(signum: int, frame: object) -> None:
 
 def _after_sync(app: Flask, prepare: Callable[[], None]) -> None:
     """After a sync pass: the cost rollup is built for the archive (once; later ones
-    refresh on the next request)."""
+    refresh on the next request), and search's caches take in what the pass added."""
     with app.app_context():
         prepare()
+        base_reader().warm_search()
 
 
 class _ImportLine:

@@ -36,6 +36,9 @@ from dashboard.store.schema import UNSHOWN_ROWS
 from dashboard.store.state import StoreState
 
 FILTER_SETS = 16  # sets of allowed sessions kept per archive version (one per filter set)
+# Rows past the map's newest id read one by one up to this many; more (a first import
+# landing) are read as a new map, from each session's id range: faster by far.
+REBUILD_PAST = 50_000
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ class RowMapCache:
         with self._lock:
             owners = self._owners if identity == self._identity else None
             flags = self._flags if self._flags is not None and self._flags.key == key else None
-        if owners is None or top < owners.top:
+        if owners is None or top < owners.top or top - owners.top > REBUILD_PAST:
             owners = _build(conn, self._scoped, top)
         elif top > owners.top:
             owners = _extend(conn, owners, self._scoped, top)

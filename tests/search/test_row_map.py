@@ -17,6 +17,7 @@ from dashboard.archive.files import open_archive
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
+from dashboard.search import row_map
 from dashboard.search.filters import request_filters
 from dashboard.search.query import parse_query
 from dashboard.search.routes import Rows, find_rows, mapped, plan_routes
@@ -225,3 +226,27 @@ def test_one_profiles_kept_map_follows_its_new_turns(tmp_path: Path) -> None:
     with scoped.snapshot() as snap:
         newest = snap.conn.execute("SELECT max(id) FROM messages").fetchone()[0]
         assert cache.get(snap.conn, snap.state).owners.newest == newest
+
+
+def test_a_warmed_reader_searches_with_the_map_it_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """warm_search (after each sync pass) builds the map once; the search after it
+    reuses it, and many rows landing at once are read as a new map, not one by one."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    reader = _reader(home, tmp_path)
+    builds: list[int] = []
+    real = row_map._build
+    monkeypatch.setattr(row_map, "_build", lambda *a: builds.append(1) or real(*a))
+    reader.warm_search()
+    assert builds == [1]
+    assert reader.search(SearchRequest(query="pool")).results
+    assert builds == [1]
+    monkeypatch.setattr(row_map, "REBUILD_PAST", 2)
+    for n in range(3):
+        shapes.append_turn(home / "state.db", shapes.S_ROOT, f"pool turn {n}", "ok", 1e9 + n)
+    archive_home(home, tmp_path / "archive.db")
+    reader.warm_search()
+    assert builds == [1, 1]
+    assert _compare(reader, reader._row_maps) > 0
