@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -62,11 +63,25 @@ def _build() -> MarkdownIt:
 _MD = _build()
 
 
+#: Renders kept: a transcript page shows up to 500 messages, and a page read again (back,
+#: a reload, the next page and back) renders them again. Only texts up to
+#: RENDER_KEPT_CHARS are kept, so the cache stays a few MB whatever the messages hold.
+RENDERS_KEPT = 1024
+RENDER_KEPT_CHARS = 4096
+
+
 def render_markdown(text: str | None) -> Markup:
     """Markdown as safe HTML (raw HTML shown as text, only http(s)/mailto links)."""
     if not text:
         return Markup("")
+    if len(text) <= RENDER_KEPT_CHARS:
+        return Markup(_kept_render(text))
     return Markup(_MD.render(text))
+
+
+@lru_cache(maxsize=RENDERS_KEPT)
+def _kept_render(text: str) -> str:
+    return _MD.render(text)
 
 
 def highlight(safe_html: str, terms: Iterable[str]) -> Markup:
