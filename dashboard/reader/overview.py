@@ -3,6 +3,8 @@ its source's state and layout (the one page where a Hermes layout is shown)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
 import threading
 import time
@@ -10,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.archive.layout import Layout, detect_layout
-from dashboard.archive.source_watch import FileStamp, SourceWatch, file_stamp
-from dashboard.errors import StoreUnavailableError
+from dashboard.archive.source_watch import SourceWatch, source_stamps
+from dashboard.errors import NotWritableError, StoreUnavailableError
 from dashboard.hermes.conventions import visible_sql
 from dashboard.store.readonly import classify, open_readonly
+from dashboard.store.recalldb import RecallData
 from dashboard.store.schema import GONE_ROWS, UNSHOWN_ROWS
 
 #: The rows the visible-row rule leaves out (over ``messages``, unaliased): found among the
@@ -190,36 +193,60 @@ def source_overview(path: Path) -> dict[str, Any]:
 class SourceFigures:
     """Each source's :func:`source_overview`, kept while its files are unchanged.
 
-    Counting a Hermes file's visible messages reads every row (0.5 s at 1M messages),
+    Counting a Hermes file's visible messages reads every row (0.5-1 s at 1M messages),
     and a source cannot take Recall's indexes. The stamps of ``state.db`` and its
-    ``-wal`` (archive.syncer.file_stamp: which file, size, last write) change with any
-    commit, restore or truncation, so an entry holds until one of them moves. A file
-    written within the clock's grain of the read is not kept (the same tick could hide
-    a later write), and neither is an unreachable one (its reason may pass).
+    ``-wal`` (archive.source_watch.source_stamps: which file, size, last write) change
+    with any commit, restore or truncation, so an entry holds until one of them moves.
+    A file written within the clock's grain of the read is not kept (the same tick
+    could hide a later write), and neither is an unreachable one (its reason may pass).
+    With a ``shelf`` (Recall's own file), an entry is kept there too, under the same
+    stamps: the first overview after a restart reads it instead of counting again.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: dict[Path, tuple[object, dict[str, Any]]] = {}
 
-    def get(self, path: Path) -> dict[str, Any]:
-        before = _stamps(path)
+    def get(self, path: Path, shelf: RecallData | None = None) -> dict[str, Any]:
+        # The clock before the stamps: a file written within the grain of this moment
+        # may be written again in the same tick, unseen (the count after it may take
+        # longer than the grain, so the clock after it cannot tell).
+        looked = time.time_ns()
+        before = source_stamps(path)
         with self._lock:
             kept = self._kept.get(path)
         if kept is not None and kept[0] == before:
             return dict(kept[1])
-        figures = source_overview(path)
-        settled = all(
-            s is None or s.mtime_ns < time.time_ns() - SourceWatch.GRAIN_NS for s in before
-        )
-        if figures.get("reachable") and settled and _stamps(path) == before:
-            with self._lock:
-                self._kept[path] = (before, figures)
+        stamps = json.dumps([dataclasses.astuple(s) if s else None for s in before])
+        figures = _shelved(shelf, path, stamps)
+        if figures is None:
+            figures = source_overview(path)
+            settled = all(s is None or s.mtime_ns < looked - SourceWatch.GRAIN_NS for s in before)
+            if not (figures.get("reachable") and settled and source_stamps(path) == before):
+                return dict(figures)
+            _shelve(shelf, path, stamps, figures)
+        with self._lock:
+            self._kept[path] = (before, figures)
         return dict(figures)
 
 
-def _stamps(path: Path) -> tuple[FileStamp | None, FileStamp | None]:
-    return file_stamp(path), file_stamp(Path(f"{path}-wal"))
+def _shelved(shelf: RecallData | None, path: Path, stamps: str) -> dict[str, Any] | None:
+    """The figures ``shelf`` kept of ``path`` at ``stamps``; None when it cannot say."""
+    if shelf is None:
+        return None
+    try:
+        return shelf.kept_source_figures(str(path), stamps)
+    except (sqlite3.Error, NotWritableError, ValueError, KeyError):
+        return None  # a shelf that cannot answer: count the file, as without one
+
+
+def _shelve(shelf: RecallData | None, path: Path, stamps: str, figures: dict[str, Any]) -> None:
+    if shelf is None:
+        return
+    try:
+        shelf.keep_source_figures(str(path), stamps, figures)
+    except (sqlite3.Error, NotWritableError):
+        pass  # Recall's folder refuses a write (read-only, full): kept in memory only
 
 
 # -- activity of the last days ---------------------------------------------------------

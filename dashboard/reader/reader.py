@@ -62,6 +62,7 @@ from dashboard.sessions.transcript import (
     match_entries,
 )
 from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
+from dashboard.store.recalldb import RecallData
 from dashboard.store.scope import apply_scope
 from dashboard.store.state import StoreState, read_state
 
@@ -240,9 +241,11 @@ class StateReader:
         today: date,
         timezone: str | None = None,
         rollup: CostRollup | None = None,
+        shelf: RecallData | None = None,
     ) -> OverviewPage:
         """The overview screen: the last 30 days up to ``today`` (:func:`recent_activity`),
-        then :meth:`overview`'s figures.
+        then :meth:`overview`'s figures (each source's also kept in ``shelf``, Recall's
+        own file, for the next start: :class:`SourceFigures`).
 
         In the one snapshot: the archive's figures, and the activity's sessions, models,
         tools, tokens and spend (the cost rollup's sums brought up to date from it, as
@@ -259,7 +262,7 @@ class StateReader:
                     )
             except ValidationError as exc:  # a bad timezone: the diagnostics still help
                 problem = str(exc)
-        return OverviewPage(self._with_sources(info), activity, problem)
+        return OverviewPage(self._with_sources(info, shelf), activity, problem)
 
     def _archive_figures(self, snap: Snapshot) -> dict[str, Any]:
         figures = copy.deepcopy(self._figures.get(snap.conn, snap.state))
@@ -277,16 +280,18 @@ class StateReader:
             figures["archive"] = archive_counts(conn)
         return figures
 
-    def _with_sources(self, info: dict[str, Any]) -> dict[str, Any]:
+    def _with_sources(
+        self, info: dict[str, Any], shelf: RecallData | None = None
+    ) -> dict[str, Any]:
         """``info`` with the source's state (each profile's, reading every one) and paths."""
         if self.reads_archive:
-            info["source"] = self._sources.get(self.home.state_db)
+            info["source"] = self._sources.get(self.home.state_db, shelf)
         if "profiles" in info:  # every profile: each one's figures and its own source
             found = info["profiles"]
             info["profiles"] = {
                 p.name: {
                     **found.get(p.name, {"sessions": 0, "messages": 0}),
-                    "source": self._sources.get(p.state_db),
+                    "source": self._sources.get(p.state_db, shelf),
                 }
                 for p in self.profiles
             }

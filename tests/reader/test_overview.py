@@ -19,6 +19,7 @@ from dashboard.reader.opening import reading_for
 from dashboard.reader.overview import SourceFigures, archive_counts, visible_messages
 from dashboard.reader.reader import StateReader
 from dashboard.store.readonly import open_readonly
+from dashboard.store.recalldb import RecallData
 from tests.support import hermes_shapes as hs
 from tests.support.archived import SHAPES, archive_home, build_shape
 
@@ -47,17 +48,24 @@ def test_visible_messages_through_the_index_equal_the_rule_row_by_row(
         assert archive_counts(conn)["gone_messages"] == gone.fetchone()[0]
 
 
-def test_a_source_s_figures_are_kept_until_its_files_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def settled_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
+    """A Hermes file last written a minute ago (past the clock's grain), and the list of
+    paths each count of a source's figures (:func:`overview.source_overview`) appends to."""
     db = hs.build_current_views(tmp_path / "home" / "state.db")
-    old = time.time() - 60  # written a minute ago: past the clock's grain
+    old = time.time() - 60
     for path in (db, Path(f"{db}-wal")):
         if path.exists():
             os.utime(path, (old, old))
     reads: list[Path] = []
     real = overview.source_overview
     monkeypatch.setattr(overview, "source_overview", lambda path: reads.append(path) or real(path))
+    return db, reads
+
+
+def test_a_source_s_figures_are_kept_until_its_files_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, reads = settled_source(tmp_path, monkeypatch)
     figures = SourceFigures()
     first = figures.get(db)
     assert first["reachable"] and figures.get(db) == first and len(reads) == 1
@@ -70,6 +78,31 @@ def test_a_source_s_figures_are_kept_until_its_files_change(
     for side in ("-wal", "-shm"):
         Path(f"{db}{side}").unlink(missing_ok=True)
     assert figures.get(db)["reachable"] is False  # a file gone is said, not served stale
+
+
+def test_a_source_s_figures_kept_on_the_shelf_outlive_the_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept in Recall's own file, a source's figures are read back by the next process's
+    reader (a restart) while the source's files are unchanged, equal to a fresh count;
+    a write makes it count again."""
+    db, reads = settled_source(tmp_path, monkeypatch)
+    shelf = RecallData(tmp_path / "data" / "recall.db")
+    first = SourceFigures().get(db, shelf)
+    assert first["reachable"] and len(reads) == 1
+    shelf.close()
+    shelf = RecallData(tmp_path / "data" / "recall.db")  # a restart: another process
+    assert SourceFigures().get(db, shelf) == first
+    assert len(reads) == 1  # read from the shelf, not counted
+    assert overview.source_overview(db) == first  # what a count says (2 reads now)
+    hs.append_turn(db, hs.S_ROOT, "one more", "ok", 1_900_000_000.0)
+    for path in (db, Path(f"{db}-wal")):
+        if path.exists():
+            os.utime(path, (time.time() - 30, time.time() - 30))
+    after = SourceFigures().get(db, shelf)
+    assert len(reads) == 3 and after["messages"] == first["messages"] + 2
+    assert SourceFigures().get(db, shelf) == after and len(reads) == 3
+    shelf.close()
 
 
 def plain_figures(conn: sqlite3.Connection, by_profile: bool) -> dict[str, Any]:
