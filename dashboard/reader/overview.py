@@ -45,15 +45,18 @@ def archive_overview(
     return out
 
 
-def archive_figures(conn: sqlite3.Connection, by_profile: bool = False) -> dict[str, Any]:
+def archive_figures(
+    conn: sqlite3.Connection, by_profile: bool = False, every: int | None = None
+) -> dict[str, Any]:
     """:func:`archive_overview`'s counts: sessions, their sources, visible messages, first
-    and last activity (and each profile's, ``by_profile``). Only a write changes them."""
+    and last activity (and each profile's, ``by_profile``). Only a write changes them.
+    ``every``: the count of every message, read already in the same state of the file."""
     out = _counts(conn, visible_sql("m"), messages=False, indexed=True)
     if by_profile:
         out["profiles"] = profile_figures(conn)
         out["messages"] = sum(p["messages"] for p in out["profiles"].values())
     else:
-        out["messages"] = visible_messages(conn)
+        out["messages"] = visible_messages(conn, every)
     return out
 
 
@@ -141,10 +144,12 @@ def store_overview(conn: sqlite3.Connection, layout: Layout) -> dict[str, Any]:
     return out
 
 
-def visible_messages(conn: sqlite3.Connection) -> int:
-    """How many messages the archive shows: every row less the rows the visible-row rule
-    leaves out (:data:`LEFT_OUT`)."""
-    every = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+def visible_messages(conn: sqlite3.Connection, every: int | None = None) -> int:
+    """How many messages the archive shows: every row (``every``, when counted already:
+    a pass over an index of every message, 25 ms at 1M) less the rows the visible-row
+    rule leaves out (:data:`LEFT_OUT`)."""
+    if every is None:
+        every = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     unshown = conn.execute(f"SELECT count(*) FROM messages WHERE {LEFT_OUT}").fetchone()[0]
     return int(every) - int(unshown)
 

@@ -275,9 +275,12 @@ class StateReader:
 
     def _count_figures(self, conn: sqlite3.Connection) -> dict[str, Any]:
         """The overview's counts in this reader's scope (and what the archive keeps)."""
-        figures = archive_figures(conn, by_profile=self.spans_profiles)
-        if self.reads_archive:
-            figures["archive"] = archive_counts(conn)
+        kept = archive_counts(conn) if self.reads_archive else None
+        # One count of every message (the same connection, the same scope) for both.
+        every = kept["messages"] if kept is not None else None
+        figures = archive_figures(conn, by_profile=self.spans_profiles, every=every)
+        if kept is not None:
+            figures["archive"] = kept
         return figures
 
     def _with_sources(
