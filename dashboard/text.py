@@ -171,6 +171,23 @@ def preview(text: str, width: int = PREVIEW_CHARS) -> str:
     return flat[: cut if cut > 0 else width] + "…"
 
 
+#: Of a message's Markdown, what is read for its first words (a session's name, a card's
+#: preview): far more than either shows, and a pasted log need not be parsed whole.
+OPENING_CHARS = 4_000
+
+
+def plain_opening(text: str) -> str:
+    """The first words of Markdown ``text`` as a reader sees them (:func:`markdown_plain`
+    of its opening). Kept for the last few hundred openings: a page of search cards
+    names and previews the same sessions search after search."""
+    return _plain_opening(text[:OPENING_CHARS])
+
+
+@lru_cache(maxsize=512)
+def _plain_opening(opening: str) -> str:
+    return markdown_plain(opening)
+
+
 def markdown_plain(text: str) -> str:
     """Markdown as the words a reader sees: no backticks, emphasis marks or link targets."""
     words: list[str] = []

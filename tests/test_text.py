@@ -69,3 +69,15 @@ def test_no_other_module_marks_or_clips_by_hand() -> None:
     ]
     # The demo cuts generated text at a word (its own rule, for demo data only).
     assert found == ["demo/tool_calls.py"]
+
+
+def test_the_opening_is_the_plain_text_of_the_first_characters_only() -> None:
+    short = "Fix the **pool** size in `pgbouncer.ini` — see [docs](https://x.example)"
+    assert (
+        text.plain_opening(short)
+        == text.markdown_plain(short)
+        == ("Fix the pool size in pgbouncer.ini — see docs")
+    )
+    long = "word " * (text.OPENING_CHARS // 5) + "**tail said after the opening**"
+    assert "tail" not in text.plain_opening(long)
+    assert text.plain_opening(long) == text.markdown_plain(long[: text.OPENING_CHARS])

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from dashboard.costs.spend import SUM_COLUMNS, TOKEN_COLUMNS, Cell, Plan, add_vector, cell_from_sums
+from dashboard.costs.spend import (
+    SUM_COLUMNS,
+    TOKEN_COLUMNS,
+    Cell,
+    Plan,
+    add_vector,
+    cell_from_sums,
+    one_day_sums,
+)
 from dashboard.costs.usage import Row
 from dashboard.params import table_sort
 from dashboard.store.names import session_names
@@ -79,6 +87,18 @@ def session_sums(rows: Iterable[Row], question: Plan) -> dict[str, list[float]]:
         for day, vector in row.vectors():
             if question.bucket(day) is not None:
                 add_vector(sums, row.sid, vector)
+    return sums
+
+
+def raw_session_sums(conn: sqlite3.Connection, question: Plan) -> dict[str, list[float]]:
+    """:func:`session_sums` of every raw row of ``question``: the rows that spent on one
+    day summed by SQLite per session (:func:`costs.spend.one_day_sums`), the rest here."""
+    summed, others = one_day_sums(conn, question, "u.session_id", count_sessions=False)
+    sums: dict[str, list[float]] = {}
+    for (_, sid), vector in summed.vectors():
+        add_vector(sums, str(sid), vector)  # as Row.sid
+    for sid, vector in session_sums(others.values(), question).items():
+        add_vector(sums, sid, vector)
     return sums
 
 

@@ -22,10 +22,19 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 Parts = tuple[tuple[int, int], ...]  # (local day as a proleptic ordinal, weight)
+EPOCH_DAY = date(1970, 1, 1).toordinal()
+# Offsets are sampled this often: no zone has changed its offset twice within 6 hours.
+OFFSET_STEP_S = 6 * 3600
+# Times this close to an offset change, or this close to a local midnight, are left
+# to :meth:`DayClock.day` (where a clock goes back across midnight, or a float's
+# rounding, could tell another day than plain arithmetic): a day covers any change
+# but Samoa's skipped day of 2011, which moved no midnight back.
+CHANGE_MARGIN_S = 86400
+MIDNIGHT_MARGIN_S = 1
 
 
 class DayClock:
@@ -66,6 +75,54 @@ class DayClock:
             self._ends.insert(at, end)
             self._days.insert(at, local.toordinal())
         return local.toordinal()
+
+    @staticmethod
+    def local_sql(expr: str, stretches: Iterable[tuple[float, float, float]]) -> str:
+        """SQL for the local seconds of the epoch seconds ``expr``.
+
+        Inside one of ``stretches`` (:meth:`steady`), on a number, it is ``expr +
+        offset``; elsewhere NULL. :func:`one_day_sql` reads it. The bounds are whole
+        seconds (midnights, samples of the offset), written as literals.
+        """
+        steps = [
+            f"WHEN {expr} >= {start!r} AND {expr} < {end!r} THEN {expr} + {offset!r}"
+            for start, end, offset in stretches
+        ]
+        return f"CASE {' '.join(steps)} END" if steps else "NULL"
+
+    def steady(self, lo: float, hi: float) -> tuple[tuple[float, float, float], ...]:
+        """``(start, end, offset)``: stretches of [lo, hi) where the zone's UTC offset is
+        ``offset`` seconds, kept ``CHANGE_MARGIN_S`` away from every change."""
+
+        def offset(ts: float) -> float:
+            found = datetime.fromtimestamp(ts, self.zone).utcoffset()
+            return found.total_seconds() if found is not None else 0.0
+
+        out = []
+        lo = max(lo, 2 * 86400.0)  # local seconds stay >= 0 (CAST truncates toward zero)
+        try:
+            start, at, current = lo, lo, offset(lo)
+            offset(hi)
+        except (OverflowError, OSError, ValueError):
+            return ()  # beyond the years a datetime holds: no stretch is sure
+        while at < hi:
+            nxt = min(at + OFFSET_STEP_S, hi)
+            now = offset(nxt)
+            if now != current:  # a change in (at, nxt]
+                out.append((start, at - CHANGE_MARGIN_S, current))
+                start, current = nxt + CHANGE_MARGIN_S, now
+            at = nxt
+        out.append((start, hi, current))
+        return tuple((s, e, o) for s, e, o in out if s < e)
+
+
+def one_day_sql(first: str, last: str) -> str:
+    """SQL true when local seconds ``first`` and ``last`` (:meth:`DayClock.local_sql`) fall
+    on one local day, away from its midnights: there :meth:`DayClock.day` of both is
+    ``last // 86400`` days after 1970-01-01 (``EPOCH_DAY``)."""
+    into = f"86400 * CAST({last} / 86400 AS INTEGER)"  # its midnight (local seconds >= 0)
+    inside = f"BETWEEN {MIDNIGHT_MARGIN_S} AND {86400 - MIDNIGHT_MARGIN_S}"
+    return f"({first} - {into} {inside} AND {last} - {into} {inside})"
 
 
 def row_parts(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
@@ -37,6 +38,7 @@ from datetime import date, datetime, timedelta
 from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
+from dashboard.costs.day_sums import DaySums, day_sums
 from dashboard.costs.days import DayClock
 from dashboard.costs.rules import (
     STATUSES,
@@ -44,7 +46,7 @@ from dashboard.costs.rules import (
     money,
     total,
 )
-from dashboard.costs.usage import ROW_FIRST, ROW_LAST, Row, read_rows
+from dashboard.costs.usage import KEY_SQL, ROW_FIRST, ROW_LAST, Row, read_rows
 from dashboard.errors import ValidationError
 from dashboard.hermes.conventions import TOKEN_KINDS
 
@@ -248,32 +250,68 @@ def plan(
 def spend(conn: sqlite3.Connection, **options: object) -> Spend:
     """Spend per (period, key) over [start, end) in ``timezone`` (default: the machine's).
 
-    Options as :func:`plan`. This sums the raw rows; :mod:`costs.rollup` answers the
-    same question from Recall's per-day sums.
+    Options as :func:`plan`. This sums the raw rows: SQLite sums the rows that spent on
+    one day (:mod:`costs.day_sums`), the rest are read one by one here;
+    :mod:`costs.rollup` answers the same question from Recall's per-day sums.
     """
     question = plan(**options)  # type: ignore[arg-type]
+    summed, others = one_day_sums(conn, question, KEY_SQL[question.by])
     sums: dict[tuple[int, str], list[float]] = {}
+    for cell, vector in summed.vectors():
+        add_vector(sums, cell, vector)
     members: dict[tuple[int, str], set[str]] = defaultdict(set)
     everyone: set[str] = set()
-    for row in range_rows(conn, question).values():
+    for row in others.values():
         key = row.key(question.by)
         for day, vector in row.vectors():
             index = question.bucket(day)
             if index is None:
                 continue
             add_vector(sums, (index, key), vector)
-            members[(index, key)].add(row.sid)
-            everyone.add(row.sid)
+            if (index, key) not in summed.shared.get(row.sid, ()):
+                members[(index, key)].add(row.sid)
+            if row.sid not in summed.shared:
+                everyone.add(row.sid)
     cells = [
-        cell_from_sums(question.labels[index], key, vector, len(members[(index, key)]))
+        cell_from_sums(
+            question.labels[index],
+            key,
+            vector,
+            summed.cell_sessions.get((index, key), 0) + len(members[(index, key)]),
+        )
         for (index, key), vector in sums.items()
     ]
-    return question.result(cells, len(everyone))
+    return question.result(cells, summed.sessions + len(everyone))
 
 
-def range_rows(conn: sqlite3.Connection, question: Plan) -> dict[int, Row]:
-    """The usage rows (by rowid) that can fall in ``question``'s range, sources and
-    profiles."""
+def one_day_sums(
+    conn: sqlite3.Connection, question: Plan, key: str, *, count_sessions: bool = True
+) -> tuple[DaySums, dict[int, Row]]:
+    """The rows of ``question`` that spent on one day summed by SQLite per period and
+    ``key`` (SQL over ``u`` and ``s``), and the other rows (by rowid), read one by one.
+    ``count_sessions`` as :func:`costs.day_sums.day_sums`."""
+    clock = DayClock(question.zone)
+    where, params = _range_condition(question)
+    summed = day_sums(
+        conn,
+        clock,
+        key=key,
+        days=question.days,
+        uniform={"day": 1, "week": 7}.get(question.period),
+        edges=question.edges,
+        where=where,
+        params=params,
+        count_sessions=count_sessions,
+    )
+    others = read_rows(
+        conn, clock, "u.rowid IN (SELECT value FROM json_each(?))", [json.dumps(summed.others)]
+    )
+    return summed, others
+
+
+def _range_condition(question: Plan) -> tuple[str, list[object]]:
+    """The usage rows (``u``, their session ``s``) that can fall in ``question``'s range,
+    sources and profiles, as a condition and its parameters."""
     edges = question.edges
     where, params = f"{ROW_LAST} >= ? AND {ROW_FIRST} < ?", [edges[0], edges[-1]]
     if question.sources:
@@ -282,7 +320,7 @@ def range_rows(conn: sqlite3.Connection, question: Plan) -> dict[int, Row]:
     if question.profiles:
         where += f" AND s.profile IN ({','.join('?' * len(question.profiles))})"
         params.extend(question.profiles)
-    return read_rows(conn, DayClock(question.zone), where, params)
+    return where, params
 
 
 def first_activity(conn: sqlite3.Connection) -> float | None:

@@ -30,6 +30,7 @@ def _label(expr: str) -> str:
     return f"coalesce(nullif({expr}, ''), 'unknown')"
 
 
+TOKEN_SQL = tuple(f"u.{kind}_tokens" for kind in TOKEN_KINDS)
 # The earliest and latest time of a usage row's calls.
 ROW_FIRST = "coalesce(u.first_seen, u.last_seen)"
 
@@ -37,19 +38,26 @@ ROW_FIRST = "coalesce(u.first_seen, u.last_seen)"
 ROW_LAST = "coalesce(u.last_seen, u.first_seen)"
 
 
+#: Each dimension's key of a usage row (``u``, its session ``s``): never NULL or ''.
+KEY_SQL = {
+    "provider": _label("u.billing_provider"),
+    "model": _label("u.model"),
+    "source": _label("s.source"),
+    "task": "coalesce(nullif(u.task, ''), 'main')",
+    "profile": _label("s.profile"),
+}
+# LEFT JOIN: a usage row whose session row is gone still cost money.
+ROWS_FROM = "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+
 #: How a usage row is read. The raw sums here and Recall's per-day rollup both read
 #: rows through :func:`read_rows`, so keys, tokens and time bounds live in one place:
 #: rowid, session, first, last, the DIMENSIONS keys (never NULL or ''), status,
 #: estimate, bill, TOKEN_KINDS, calls, and whether it sums a whole session.
 ROW_SQL = (
     f"SELECT u.rowid, u.session_id, {ROW_FIRST}, {ROW_LAST}, "
-    f"{_label('u.billing_provider')}, {_label('u.model')}, {_label('s.source')}, "
-    f"coalesce(nullif(u.task, ''), 'main'), {_label('s.profile')}, "
-    "u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-    f"{', '.join(f'u.{kind}_tokens' for kind in TOKEN_KINDS)}, u.api_call_count, "
-    f"{derived_usage_sql('u')} "
-    # LEFT JOIN: a usage row whose session row is gone still cost money.
-    "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
+    f"{', '.join(KEY_SQL[d] for d in ('provider', 'model', 'source', 'task', 'profile'))}, "
+    f"u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, {', '.join(TOKEN_SQL)}, "
+    f"u.api_call_count, {derived_usage_sql('u')} {ROWS_FROM}"
 )
 
 

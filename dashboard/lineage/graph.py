@@ -122,6 +122,21 @@ def load_lineage(conn: sqlite3.Connection) -> Lineage:
     return Lineage.from_parents(parents, kinds, starts)
 
 
+def archive_version(conn: sqlite3.Connection, state: StoreState) -> tuple[object, ...]:
+    """What moves when the archive behind ``conn`` is written: the write counter moves with
+    every transaction a Recall store commits, in place or not (a sync re-linking a session,
+    a gone mark); the sessions' max(rowid) and count(*) also catch rows added or removed
+    by anything else. One read per snapshot serves every cache keyed on it."""
+    return (
+        state.path,
+        *conn.execute(
+            "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
+            " FROM sessions",
+            (WRITES_KEY,),
+        ).fetchone(),
+    )
+
+
 class LineageCache(Generic[T]):
     """The last loaded :class:`Lineage` of one archive, reused until the archive is written.
 
@@ -135,20 +150,13 @@ class LineageCache(Generic[T]):
         self._value: T | None = None
         self._load = load
 
-    def get(self, conn: sqlite3.Connection, state: StoreState) -> T:
-        """The lineage (or ``load``'s value) of the archive behind ``conn`` (``state`` names it)."""
-        # The write counter moves with every transaction a Recall store commits, in
-        # place or not (a sync re-linking a session, a gone mark); max(rowid) and
-        # count(*) also catch rows added or removed by anything else. Read before
-        # the load: a write in between reloads next time, never hides.
-        key = (
-            state.path,
-            *conn.execute(
-                "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
-                " FROM sessions",
-                (WRITES_KEY,),
-            ).fetchone(),
-        )
+    def get(
+        self, conn: sqlite3.Connection, state: StoreState, version: tuple[object, ...] | None = None
+    ) -> T:
+        """The lineage (or ``load``'s value) of the archive behind ``conn`` (``state`` names
+        it); ``version``: its :func:`archive_version`, when the caller read it already."""
+        # Read before the load: a write in between reloads next time, never hides.
+        key = version if version is not None else archive_version(conn, state)
         with self._lock:
             if key == self._key and self._value is not None:
                 return self._value

@@ -23,7 +23,7 @@ from dashboard.hermes.profiles import Profile, Scope, by_name
 from dashboard.lineage import links
 from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
-from dashboard.lineage.graph import LineageCache
+from dashboard.lineage.graph import LineageCache, archive_version
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
@@ -44,6 +44,7 @@ from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
 from dashboard.search.cards import fold_copies
 from dashboard.search.facets import session_facets
 from dashboard.search.query import ParsedQuery, parse_query
+from dashboard.search.row_map import RowMapCache
 from dashboard.search.said import said_only
 from dashboard.search.sessions import (
     SearchRequest,
@@ -128,6 +129,9 @@ class StateReader:
         # A session's epochs are the same in every scope that may read it: one cache.
         self._epochs = epochs if epochs is not None else EpochsCache()
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
+        # Which session each message id is, for the ranked read (search/row_map.py):
+        # per reader, as a scoped map holds its profiles' rows alone.
+        self._row_maps = RowMapCache(scoped=not self.scope.everything)
         # Spend answers, and the costly sessions of a range (keys start "sessions").
         self._spend_cache = SpendCache()
         # Each Hermes file's overview figures, while its files are unchanged.
@@ -377,14 +381,17 @@ class StateReader:
             return self._search(snap, request)
 
     def _search(self, snap: Snapshot, request: SearchRequest) -> SearchResult:
+        version = archive_version(snap.conn, snap.state)  # read once for both caches
         return search_sessions(
             snap.conn,
             snap.state,
             request,
-            self._lineage.get(snap.conn, snap.state),
+            self._lineage.get(snap.conn, snap.state, version),
             self._epochs,
             scoped=not self.scope.everything,
             by_profile=self.spans_profiles,
+            row_maps=self._row_maps,
+            version=version,
         )
 
     def search_page(self, request: SearchRequest | None, *, facets: bool = True) -> SearchPage:
@@ -412,6 +419,7 @@ class StateReader:
                 self._lineage.get(snap.conn, snap.state),
                 self._epochs,
                 scoped=not self.scope.everything,
+                row_maps=self._row_maps,
             )
             return said_only(snap.conn, found.results, terms)
 

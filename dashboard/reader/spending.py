@@ -15,10 +15,10 @@ from dashboard.costs.costly import (
     Families,
     costly_sessions,
     rank_sessions,
-    session_sums,
+    raw_session_sums,
 )
 from dashboard.costs.rollup import CostRollup
-from dashboard.costs.spend import Spend, SpendMark, fingerprint, plan, range_rows, spend
+from dashboard.costs.spend import Spend, SpendMark, fingerprint, plan, spend
 from dashboard.store.readonly import read_snapshot
 
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
@@ -128,7 +128,7 @@ class SpendReading:
             asked = plan(**{**options, **scope})
             found = self.rollup.session_sums(conn, asked, mark=whole, **order)
         if found is None:  # no rollup (yet): sum the raw rows by the same rules
-            sums = session_sums(range_rows(self.conn, question).values(), question)
+            sums = raw_session_sums(self.conn, question)
             found = len(sums), rank_sessions(sums, **order)
         result = costly_sessions(
             self.conn, self._lineage(), *found, sort=sort, descending=descending

@@ -13,6 +13,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from dashboard.hermes.content import decode_content
@@ -26,7 +27,7 @@ from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 from dashboard.text import (
     make_snippet,
-    markdown_plain,
+    plain_opening,
     preview,
     readable,
     readable_tool_calls,
@@ -95,7 +96,9 @@ def fold_family_copies(
     child sessions can be such copies, so their uids are read first; the rest of a
     family's hits only when one of them has a uid (sources without uids: one read).
     """
-    children = {r[1] for r in rows if lineage.parents.get(r[1]) is not None}
+    # Per session, not per row: thousands of rows, a few hundred sessions.
+    sessions = set(map(itemgetter(1), rows))
+    children = {sid for sid in sessions if lineage.parents.get(sid) is not None}
     if not children or not _any_uid(conn):
         return rows, 0
     copied = _uids(conn, [r[0] for r in rows if r[1] in children])
@@ -199,11 +202,17 @@ def page_of(groups: list[Group], request: SearchRequest, rows: Iterable[Hits]) -
     start = (request.page - 1) * request.per_page
     page = groups[start : start + request.per_page]
     member = {sid: g for g in page for sid in g.session_hits}
+    # The walk ends once every card has its candidates (the best cards' hits come first).
+    unfilled = sum(1 for g in page if g.hit_count)
     if member:
         for row in rows:
             group = member.get(row[1])
             if group is not None and len(group.hit_ids) < HIT_CANDIDATES:
                 group.hit_ids.append((row[0], row[1]))
+                if len(group.hit_ids) == min(HIT_CANDIDATES, group.hit_count):
+                    unfilled -= 1
+                    if not unfilled:
+                        break
     return page
 
 
@@ -227,38 +236,22 @@ def build_cards(
     firsts = _first_user_messages(conn, list(dict.fromkeys(wanted)))
     names = session_names(conn, {sid: row["title"] for sid, row in sessions.items()})
     activity = _chain_activity(conn, {g.key: lineage.family(g.key) for g in page})
-    hit_ids = [mid for g in page for mid, _ in g.hit_ids]
-    messages = _message_rows(conn, hit_ids)
     terms = parsed.highlight_terms() if parsed else []
+    page_hits = _page_hits(conn, page, terms, epochs)
     cards = []
-    for g in page:
+    for g, hits in zip(page, page_hits, strict=True):
         s = sessions.get(g.best_session) or sessions.get(g.key)
         root = sessions.get(g.key) or s
         if s is None:
             continue
         title = (root["title"] if root is not None else None) or s["title"]
-        hits: list[Hit] = []
-        shown: set[str] = set()
-        for mid, sid in g.hit_ids:
-            m = messages.get(mid)
-            if m is None or len(hits) == HITS_SHOWN:
-                continue
-            text = readable(decode_content(m["content"]))
-            extra = " ".join(x for x in (m["tool_name"], readable_tool_calls(m["tool_calls"])) if x)
-            snippet = make_snippet(text, terms, extra)
-            if snippet in shown:
-                continue  # the same text again: once is enough
-            shown.add(snippet)
-            hits.append(
-                Hit(mid, sid, m["role"], m["timestamp"], snippet, _compaction(epochs.get(sid), mid))
-            )
         cards.append(
             SessionResult(
                 session_id=s["id"],
                 root_session_id=g.key,
                 title=title,
                 name=title or names[(root or s)["id"]],
-                preview=preview(markdown_plain(firsts.get(g.key) or firsts.get(s["id"]) or "")),
+                preview=preview(plain_opening(firsts.get(g.key) or firsts.get(s["id"]) or "")),
                 source=s["source"],
                 model=s["model"],
                 started_at=(root or s)["started_at"],
@@ -274,6 +267,41 @@ def build_cards(
             )
         )
     return cards
+
+
+def _page_hits(
+    conn: sqlite3.Connection, page: list[Group], terms: list[str], epochs: Mapping[str, Epochs]
+) -> list[list[Hit]]:
+    """Each group's first :data:`HITS_SHOWN` hits with distinct snippets, in its hits'
+    order. The first hits of every card are read at once; a card whose hits repeat a
+    text reads its next ones in another round (a message is read only to be shown)."""
+    hits: list[list[Hit]] = [[] for _ in page]
+    shown: list[set[str]] = [set() for _ in page]
+    taken = [0] * len(page)
+    while True:
+        wanted: dict[int, list[tuple[int, str]]] = {}
+        for i, g in enumerate(page):
+            need = HITS_SHOWN - len(hits[i])
+            if need > 0 and taken[i] < len(g.hit_ids):
+                wanted[i] = g.hit_ids[taken[i] : taken[i] + need]
+                taken[i] += len(wanted[i])
+        if not wanted:
+            return hits
+        messages = _message_rows(conn, [mid for ids in wanted.values() for mid, _ in ids])
+        for i, ids in wanted.items():
+            for mid, sid in ids:
+                m = messages.get(mid)
+                if m is None:
+                    continue
+                text = readable(decode_content(m["content"]))
+                calls = readable_tool_calls(m["tool_calls"])
+                extra = " ".join(x for x in (m["tool_name"], calls) if x)
+                snippet = make_snippet(text, terms, extra)
+                if snippet in shown[i]:
+                    continue  # the same text again: once is enough
+                shown[i].add(snippet)
+                compaction = _compaction(epochs.get(sid), mid)
+                hits[i].append(Hit(mid, sid, m["role"], m["timestamp"], snippet, compaction))
 
 
 def _compaction(epochs: Epochs | None, message_id: int) -> tuple[int, int] | None:

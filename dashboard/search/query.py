@@ -194,6 +194,11 @@ class ParsedQuery:
         params: list[str] = []
         return _scan(self._tree, found, params), params
 
+    def required_terms(self) -> tuple[Term, ...]:
+        """Terms every matching row contains (both sides of an AND, a NEAR's terms, the
+        left of a NOT; an OR only those all its branches require)."""
+        return tuple(_required(self._tree)) if self._tree is not None else ()
+
     def highlight_terms(self) -> list[str]:
         """Texts to mark in results: positive terms, longest first, no case duplicates."""
         seen: dict[str, str] = {}
@@ -435,6 +440,20 @@ def _walk(node: _Node) -> Iterator[_Node]:
         yield from _walk(node.right)
     elif isinstance(node, _Near):
         yield from node.terms
+
+
+def _required(node: _Node) -> list[Term]:
+    if isinstance(node, Term):
+        return [node]
+    if isinstance(node, _Near):
+        return list(node.terms)
+    if isinstance(node, _Not):
+        return _required(node.left)
+    if isinstance(node, _And):
+        return [t for child in node.children for t in _required(child)]
+    branches = [{_same(t): t for t in _required(child)} for child in node.children]
+    common = set(branches[0]).intersection(*branches[1:])
+    return [term for key, term in branches[0].items() if key in common]
 
 
 def _terms(node: _Node) -> list[Term]:

@@ -21,7 +21,7 @@ over 1M messages takes ~1 s): one walk in rowid order finds how far a window of
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -29,6 +29,7 @@ from dashboard.hermes.conventions import visible_sql
 from dashboard.search.filters import Filters
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import SearchRequest
+from dashboard.search.row_map import RowMap
 from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX, StoreState
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
@@ -42,10 +43,12 @@ SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "searc
 # What a scan searches: the columns both FTS indexes cover.
 SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
 
-# message id, session id, score, timestamp, archived (active=0 yet visible: an in-place
-# compaction kept it as history or re-inserted it, so its session may hold copies and
-# its hits an epoch label: epochs.py)
+# message id, session id, score, timestamp, archived (a shown row with compacted = 1 or
+# active = 0: an in-place compaction kept it as history or re-inserted it, so its session
+# may hold copies and its hits an epoch label: epochs.py; row_map.Flags.archived reads
+# the same rule from partial indexes)
 Row = tuple[int, str, float, float, int]
+ARCHIVED_M = "(m.compacted = 1 OR m.active = 0)"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ class Rows:
     total: int  # rows found; just past the window when it was cut (an exact count costs more)
     bounded: bool  # the window cut the matches
     cutoff: int | None  # the message id the window stops at (continue from there)
+    # Whether the route's index holds a match in the reader's scope, filters aside (a
+    # probe's answer, learnt on the way; None: not learnt).
+    indexed: bool | None = None
 
 
 def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[Route], list[str]]:
@@ -122,23 +128,74 @@ def find_rows(
     filters: Filters,
     scoped: bool = False,
     probed: Mapping[str, bool] | None = None,
+    row_map: RowMap | None = None,
 ) -> Rows:
     """The rows ``route`` finds for the request, best (or newest/oldest) first.
 
     ``scoped``: ``conn`` sees some profiles only (reader.apply_scope); see :func:`window_walk`.
-    ``probed``: :func:`probe_routes` of this request, when already asked.
+    ``probed``: :func:`probe_routes` of this request, when already asked. ``row_map``:
+    the archive's message-to-session map (row_map.py), which spares the ranked read its
+    joins where :func:`mapped` says it can; the rows are the same either way.
     """
     if route.table is None:
         return _scan(conn, parsed, request, filters)
+    if route.name == "trigram" and missing_trigram(conn, route, parsed):
+        return Rows([], 0, False, None, indexed=False)
+    if row_map is not None and mapped(route, request):
+        return _fts_mapped(conn, route, request, filters, scoped, row_map)
     known = probed.get(route.name) if probed is not None else None
     if not (index_matches(conn, route) if known is None else known):
         return Rows([], 0, False, None)  # nothing to rank, count or explain
     return _fts(conn, route, parsed, request, filters, scoped)
 
 
-def probe_routes(conn: sqlite3.Connection, routes: Sequence[Route]) -> dict[str, bool]:
-    """:func:`index_matches` of each route, asked once for a request and its explanation."""
-    return {route.name: index_matches(conn, route) for route in routes}
+def mapped(route: Route, request: SearchRequest) -> bool:
+    """Whether :func:`_fts_mapped` answers ``request`` on ``route``: a ranked read whose
+    filters are all the session's (and visibility), with no literal text to check."""
+    return (
+        route.table is not None
+        and not route.literal
+        and request.sort == "relevance"
+        and not request.roles
+        and request.after is None
+        and request.before is None
+    )
+
+
+class Probes(Mapping[str, bool]):
+    """:func:`index_matches` of each route, asked at most once for a request and its
+    explanation, and only when read: a mapped read needs no probe (it is as cheap as
+    one when nothing matches), so a query that finds rows there never pays for it."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, routes: Sequence[Route], parsed: ParsedQuery
+    ) -> None:
+        self._conn = conn
+        self._routes = {route.name: route for route in routes}
+        self._parsed = parsed
+        self._known: dict[str, bool] = {}
+
+    def learn(self, name: str, matches: bool) -> None:
+        """Record what a read of route ``name`` found out (no probe needed then)."""
+        self._known.setdefault(name, matches)
+
+    def __getitem__(self, name: str) -> bool:
+        if name not in self._known:
+            route = self._routes[name]
+            hopeless = route.name == "trigram" and missing_trigram(self._conn, route, self._parsed)
+            self._known[name] = not hopeless and index_matches(self._conn, route)
+        return self._known[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._routes)
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+
+def probe_routes(conn: sqlite3.Connection, routes: Sequence[Route], parsed: ParsedQuery) -> Probes:
+    """The probes of ``routes`` for ``parsed`` (each asked when first read)."""
+    return Probes(conn, routes, parsed)
 
 
 def index_matches(conn: sqlite3.Connection, route: Route) -> bool:
@@ -152,6 +209,31 @@ def index_matches(conn: sqlite3.Connection, route: Route) -> bool:
         conn.execute(f"SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT 1", (route.match,)).fetchone()
         is not None
     )
+
+
+def missing_trigram(conn: sqlite3.Connection, route: Route, parsed: ParsedQuery) -> bool:
+    """Whether a three-character piece of a term every match needs is in no message.
+
+    A word the word index lacks is retried as parts of words, and the trigram index
+    answers such a query by intersecting its pieces' lists: for ``zstd`` the list of
+    ``std`` (in ``stdout``, ``stderr``, … a tenth of the archive) costs tens of
+    milliseconds to find nothing. Each piece alone is one lookup that stops at its
+    first row, so a piece no message holds ends the search at once.
+    """
+    t = route.table
+    pieces = {
+        term.text[i : i + 3].lower()
+        for term in parsed.required_terms()
+        for i in range(len(term.text) - 2)
+    }
+    for piece in sorted(pieces):
+        quoted = '"' + piece.replace('"', '""') + '"'
+        if (
+            conn.execute(f"SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT 1", (quoted,)).fetchone()
+            is None
+        ):
+            return True
+    return False
 
 
 def window_walk(route: Route, request: SearchRequest, scoped: bool) -> str:
@@ -207,7 +289,7 @@ def _fts(
     cur = conn.cursor()
     cur.row_factory = None
     rows = cur.execute(
-        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), m.active = 0 FROM "
+        f"SELECT m.id, m.session_id, r.score, coalesce(m.timestamp, 0), {ARCHIVED_M} FROM "
         f"(SELECT rowid, {score} AS score FROM {t} WHERE {t} MATCH ?{older}{bound}) r "
         f"JOIN messages m ON m.id = r.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE 1{filters.sql}{literal}",
@@ -220,6 +302,67 @@ def _fts(
         rows.sort(key=itemgetter(2))
     total = window + 1 if bounded else len(rows)
     return Rows(rows, total, bounded, cutoff)
+
+
+def _fts_mapped(
+    conn: sqlite3.Connection,
+    route: Route,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool,
+    row_map: RowMap,
+) -> Rows:
+    """:func:`_fts`'s rows with no join: bm25 inside the FTS table alone, each row's
+    session, visibility and session filters from ``row_map``.
+
+    Every profile's window is the newest matches, scored in the same statement that
+    finds them. A scoped one walks rowids (no scoring) until the scope's window is
+    found, as :func:`window_walk` counts it, then scores from its edge.
+    """
+    t = route.table
+    older = continuation_sql(request, "rowid")
+    window = rank_window(request, route)
+    cur = conn.cursor()
+    cur.row_factory = None
+    cutoff: int | None = None
+    if scoped:
+        # From the scope's newest row down, and scored between its first and its
+        # window's last match: another profile's newer rows are neither walked nor scored.
+        owner = row_map.owner
+        seen, first = 0, None
+        newest = f" AND rowid <= {row_map.owners.newest}"
+        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{newest} ORDER BY rowid DESC"
+        for (rowid,) in cur.execute(walk, (route.match,)):
+            if owner(rowid) is None:
+                continue
+            seen += 1
+            first = first or rowid
+            if seen == window:
+                cutoff = rowid
+            elif seen > window:
+                break
+        if first is None:
+            return Rows([], 0, False, None, indexed=False)
+        bounded = seen > window
+        cutoff = cutoff if bounded else None
+        bound = f" AND rowid BETWEEN {cutoff if bounded else 0} AND {first}"
+        scored = cur.execute(
+            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older}{bound}", (route.match,)
+        ).fetchall()
+    else:
+        scored = cur.execute(
+            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older} ORDER BY rowid DESC LIMIT ?",
+            (route.match, window + 1),
+        ).fetchall()
+        bounded = len(scored) > window
+        if bounded:
+            del scored[window:]
+            cutoff = scored[-1][0]
+    rows = row_map.rows(scored, row_map.allowed(filters.session_sql, filters.session_params))
+    rows.sort(key=itemgetter(0), reverse=True)
+    rows.sort(key=itemgetter(2))
+    total = window + 1 if bounded else len(rows)
+    return Rows(rows, total, bounded, cutoff, indexed=bool(scored))
 
 
 def _scan(
@@ -243,7 +386,7 @@ def _scan(
         upper = min(upper, lower + SCAN_ROWS)
     direction = "ASC" if request.sort == "oldest" else "DESC"
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), m.active = 0 FROM messages m "
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} FROM messages m "
         f"JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
         f"LIMIT ?",
@@ -278,7 +421,10 @@ def any_row(
                 return True
             continue
         known = probed.get(route.name) if probed is not None else None
-        if not (index_matches(conn, route) if known is None else known):
+        if known is None:
+            hopeless = route.name == "trigram" and missing_trigram(conn, route, parsed)
+            known = not hopeless and index_matches(conn, route)
+        if not known:
             continue
         literal, literal_params = literal_sql(parsed, route)
         row = conn.execute(

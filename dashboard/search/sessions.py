@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from dashboard.lineage.epochs import EpochsCache
@@ -63,10 +63,12 @@ from dashboard.search.routes import (
     Route,
     any_row,
     find_rows,
+    mapped,
     plan_routes,
     probe_routes,
     session_matches,
 )
+from dashboard.search.row_map import RowMapCache
 from dashboard.store.state import StoreState
 
 __all__ = [
@@ -96,6 +98,8 @@ def search_sessions(
     *,
     scoped: bool = False,
     by_profile: bool = False,
+    row_maps: RowMapCache | None = None,
+    version: tuple[object, ...] | None = None,
 ) -> SearchResult:
     """Run one search (or the recent-sessions browse for an empty query).
 
@@ -103,7 +107,9 @@ def search_sessions(
     answers yet. ``lineage`` is the session graph and ``epochs`` the in-place compaction
     epochs of sessions searched before (the reader keeps both cached). ``scoped``:
     ``conn`` sees some profiles only (reader.apply_scope), so windows are counted in
-    them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``).
+    them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``);
+    ``row_maps``: the reader's message-to-session map (row_map.py), None to join instead;
+    ``version``: the snapshot's graph.archive_version, when the caller read it already.
     """
     began = time.perf_counter()
     parsed = parse_query(request.query)
@@ -113,7 +119,16 @@ def search_sessions(
         result = _recent(conn, request, lineage)
     else:
         result = _matching(
-            conn, state, request, parsed, lineage, epochs or EpochsCache(), scoped, by_profile
+            conn,
+            state,
+            request,
+            parsed,
+            lineage,
+            epochs or EpochsCache(),
+            scoped,
+            by_profile,
+            row_maps,
+            version,
         )
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
@@ -128,14 +143,20 @@ def _matching(
     cache: EpochsCache,
     scoped: bool,
     by_profile: bool,
+    row_maps: RowMapCache | None,
+    version: tuple[object, ...] | None,
 ) -> SearchResult:
     routes, notes = plan_routes(parsed, state.trigram_ready)
     notes = [*parsed.repairs, *notes]
     filters = request_filters(request)
     route = routes[0]
-    probed = probe_routes(conn, routes)
+    probed = probe_routes(conn, routes, parsed)
+    wanted = row_maps is not None and any(mapped(r, request) for r in routes)
+    row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
-        found = find_rows(conn, route, parsed, request, filters, scoped, probed)
+        found = find_rows(conn, route, parsed, request, filters, scoped, probed, row_map)
+        if found.indexed is not None:
+            probed.learn(route.name, found.indexed)  # the explanation need not probe it
         if found.rows or index == len(routes) - 1:
             break
         notes.append(
@@ -212,7 +233,7 @@ def _why_empty(
     parsed: ParsedQuery,
     routes: list[Route],
     scoped: bool,
-    probed: dict[str, bool],
+    probed: Mapping[str, bool],
 ) -> tuple[bool, tuple[str, ...]]:
     """Why nothing was found: an empty home, or the filters that hide the matches.
 
@@ -245,7 +266,9 @@ def _recent(conn: sqlite3.Connection, request: SearchRequest, lineage: Lineage) 
     at 10k sessions) where this one reads an index (1.5 ms); the switcher lists them.
     """
     filters = request_filters(request)
-    roots_only = " AND s.parent_session_id IS NULL" if request.group == "chain" else ""
+    # Unary +: most sessions are roots, so the parent index would read nearly all of
+    # them and sort; the covering index of names and starts reads them in order.
+    roots_only = " AND +s.parent_session_id IS NULL" if request.group == "chain" else ""
     where = f"1{roots_only}{filters.session_sql}"
     total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}", filters.session_params)
     total_sessions = total.fetchone()[0]

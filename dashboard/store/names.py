@@ -21,21 +21,19 @@ from collections.abc import Mapping
 
 from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import is_summary, visible_sql
-from dashboard.text import clip_line, markdown_plain
+from dashboard.text import clip_line, plain_opening
 
 NAME_CHARS = 80
 #: User rows read per untitled session to find one that says something: a session
 #: opens with at most a summary carrier or an empty row before its first words.
 ROWS_LOOKED_AT = 5
-_READ_CHARS = 4_000  # of the first words, read as Markdown: far more than a name shows
 
 
 def session_name(title: str | None, first_words: str | None, session_id: str) -> str:
     """A session's name from its title and its first user message's text."""
     if title:
         return title
-    # The opening is enough to name it: Markdown of a pasted log need not be read whole.
-    words = clip_line(markdown_plain(first_words[:_READ_CHARS]), NAME_CHARS) if first_words else ""
+    words = clip_line(plain_opening(first_words), NAME_CHARS) if first_words else ""
     return words or session_id
 
 

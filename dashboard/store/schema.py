@@ -286,7 +286,17 @@ def _v8_count_indexes(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX idx_messages_gone ON messages(session_id) WHERE {GONE_ROWS}")
 
 
-def _v9_tool_index(conn: sqlite3.Connection) -> None:
+def _v9_session_names(conn: sqlite3.Connection) -> None:
+    """What a search reads of every session to match names (title, id, source, start)
+    and the recent browse (roots by start), apart from the rows' system prompts: a scan
+    of this index, not of the table."""
+    conn.execute(
+        "CREATE INDEX idx_sessions_names"
+        " ON sessions(started_at DESC, title, source, id, parent_session_id)"
+    )
+
+
+def _v10_tool_index(conn: sqlite3.Connection) -> None:
     """The tool rows of each session by name (see TOOL_ROWS), for the overview's top tools."""
     conn.execute(
         f"CREATE INDEX idx_messages_tools ON messages(session_id, tool_name) WHERE {TOOL_ROWS}"
@@ -324,7 +334,8 @@ MIGRATIONS: Sequence[Migration] = (
         changes_rows=False,
     ),
     Migration(8, "archive: counts of unshown and gone rows", _v8_count_indexes, changes_rows=False),
-    Migration(9, "archive: tool rows by session and name", _v9_tool_index, changes_rows=False),
+    Migration(9, "sessions: names and starts apart", _v9_session_names, changes_rows=False),
+    Migration(10, "archive: tool rows by session and name", _v10_tool_index, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -12,10 +12,10 @@ from dashboard.costs.costly import (
     check_sort,
     costly_sessions,
     rank_sessions,
-    session_sums,
+    raw_session_sums,
 )
 from dashboard.costs.rollup import CostRollup
-from dashboard.costs.spend import plan, range_rows, spend
+from dashboard.costs.spend import plan, spend
 from dashboard.demo.build import build_demo_home
 from dashboard.errors import ValidationError
 from dashboard.lineage.graph import load_lineage
@@ -59,7 +59,7 @@ def every_session(
         order = {"sort": sort, "descending": descending, "limit": limit}
         found = rollup.session_sums(conn, question, **order) if rollup else None
         if found is None:
-            sums = session_sums(range_rows(conn, question).values(), question)
+            sums = raw_session_sums(conn, question)
             found = len(sums), rank_sessions(sums, **order)
         listed = costly_sessions(conn, load_lineage(conn), *found, sort=sort, descending=descending)
         return listed, spend(conn, **{**RANGE, **options})

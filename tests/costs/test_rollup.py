@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -25,7 +24,7 @@ from dashboard.store.records import Usage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
-from tests.support.cost_homes import PROFILES_ASK, archived, profiles_reader
+from tests.support.cost_homes import PROFILES_ASK, archived, assert_same, profiles_reader
 from tests.support.demo_homes import demo_home_copy
 
 TZ = "Europe/Stockholm"
@@ -34,13 +33,6 @@ ZONE = ZoneInfo(TZ)
 
 def at(day: date, hour: int = 12, minute: int = 0) -> float:
     return datetime(day.year, day.month, day.day, hour, minute, tzinfo=ZONE).timestamp()
-
-
-@pytest.fixture
-def data(tmp_path: Path) -> Iterator[RecallData]:
-    recall = RecallData(tmp_path / "recall" / "recall.db")
-    yield recall
-    recall.close()
 
 
 def answers(db: Path, rollup: CostRollup, **options: object) -> tuple[Spend, Spend]:
@@ -53,22 +45,6 @@ def answers(db: Path, rollup: CostRollup, **options: object) -> tuple[Spend, Spe
         conn.close()
     assert rolled is not None
     return raw, rolled
-
-
-def assert_same(raw: Spend, rolled: Spend) -> None:
-    assert rolled.periods == raw.periods
-    assert [(c.period, c.key) for c in rolled.rows] == [(c.period, c.key) for c in raw.rows]
-    for want, got in zip([*raw.rows, raw.totals], [*rolled.rows, rolled.totals], strict=True):
-        where = (want.period, want.key)
-        for name in ("estimated_usd", "actual_usd", "effective_usd", "drift", "actual_share"):
-            expected, value = getattr(want, name), getattr(got, name)
-            if expected is None:
-                assert value is None, (where, name)  # unknown stays unknown, never $0
-            else:
-                assert value == expected, (where, name)  # rounded to 1e-10: exactly equal
-        assert got.status_mix == want.status_mix, where
-        assert got.tokens == want.tokens, where
-        assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where
 
 
 def check(db: Path, rollup: CostRollup, **options: object) -> Spend:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from dashboard.errors import QuerySyntaxError
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
 from dashboard.search import routes as search_routes
@@ -153,3 +157,71 @@ def test_the_probe_says_whether_an_index_holds_any_match(tmp_path: Path) -> None
         assert search_routes.index_matches(conn, word) is True
         assert search_routes.index_matches(conn, none) is False
         assert search_routes.index_matches(conn, Route("scan", None, None)) is True
+
+
+@pytest.fixture(scope="module")
+def trigram_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("trigram")
+    shapes.build_current_views(root / "home" / "state.db")
+    return archive_home(root / "home")
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_missing_piece_of_a_word_is_only_said_when_nothing_matches(
+    trigram_archive: Path, data: st.DataObject
+) -> None:
+    """The shortcut for the index of word parts (a three-character piece no message
+    holds ends the search) never hides a match: whenever it says so, the full query
+    finds nothing; parts of real words, typos and AND/OR/NOT of them."""
+    with closing(sqlite3.connect(f"file:{trigram_archive}?mode=ro", uri=True)) as conn:
+        texts = [
+            r[0] for r in conn.execute("SELECT content FROM messages WHERE length(content) > 8")
+        ]
+        words = sorted({w for t in texts for w in re.findall(r"[A-Za-z_.-]{3,}", t)})
+        part = st.builds(
+            lambda w, i, n: w[i : i + n] if len(w[i : i + n]) >= 3 else w,
+            st.sampled_from(words),
+            st.integers(0, 6),
+            st.integers(3, 9),
+        )
+        typo = st.text("abcdefghijklmnopqrstuvwxyz.-", min_size=3, max_size=8)
+        term = st.one_of(part, typo)
+        a, b = data.draw(term), data.draw(term)
+        query = data.draw(st.sampled_from([a, f"{a} {b}", f"{a} OR {b}", f"{a} NOT {b}"]))
+        try:
+            parsed = parse_query(query)
+        except QuerySyntaxError:
+            return
+        match = parsed.fts_match("trigram")
+        if match is None:
+            return
+        route = Route("trigram", TRIGRAM_INDEX, match)
+        found = conn.execute(
+            f"SELECT count(*) FROM {TRIGRAM_INDEX} WHERE {TRIGRAM_INDEX} MATCH ?", (match,)
+        ).fetchone()[0]
+        if search_routes.missing_trigram(conn, route, parsed):
+            assert found == 0, query
+
+
+def test_the_terms_every_match_needs() -> None:
+    def needed(q: str) -> list[str]:
+        return sorted(t.text for t in parse_query(q).required_terms())
+
+    assert needed("alpha beta") == ["alpha", "beta"]
+    assert needed("alpha OR beta") == []
+    assert needed("(alpha beta) OR (alpha gamma)") == ["alpha"]
+    assert needed("alpha NOT beta") == ["alpha"]
+    assert needed("NEAR(alpha beta, 3) gamma") == ["alpha", "beta", "gamma"]
+
+
+def test_a_missing_piece_ends_the_search_and_a_present_one_does_not(
+    trigram_archive: Path,
+) -> None:
+    with closing(sqlite3.connect(f"file:{trigram_archive}?mode=ro", uri=True)) as conn:
+        for query, missing in (("qzx" + shapes.UNIQUE_WORD, True), (shapes.UNIQUE_WORD, False)):
+            parsed = parse_query(query)
+            route = Route("trigram", TRIGRAM_INDEX, parsed.fts_match("trigram"))
+            assert search_routes.missing_trigram(conn, route, parsed) is missing, query

@@ -9,10 +9,10 @@ import pytest
 
 from dashboard.errors import QuerySyntaxError, ValidationError
 from dashboard.hermes.home import HermesHome
-from dashboard.lineage.graph import Lineage
+from dashboard.lineage.graph import Lineage, load_lineage
 from dashboard.reader.reader import StateReader
 from dashboard.search import routes as search_routes
-from dashboard.search.sessions import SearchRequest
+from dashboard.search.sessions import SearchRequest, search_sessions
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
 from tests.support import hermes_shapes as shapes
@@ -762,3 +762,26 @@ def test_a_rotation_child_s_head_copy_is_the_message_its_root_said(
         (hit,) = card.hits
         assert result.total_matches == card.hit_count == 1, group
         assert (hit.session_id, hit.message_id) == (facts.rotation[0], ids[marker.rows[0]])
+
+
+def test_names_and_the_recent_browse_read_an_index_not_the_sessions_rows(
+    readers: dict[str, StateReader],
+) -> None:
+    """A session row carries its system prompt: matching names (every search) and the
+    recent browse scan the covering index of names and starts (migration 9) instead."""
+    reader = readers["current_views"]
+    with reader.snapshot() as snap:
+        ran: list[str] = []
+        snap.conn.set_trace_callback(ran.append)
+        try:
+            for query in ("pool", ""):
+                search_sessions(
+                    snap.conn, snap.state, SearchRequest(query=query), load_lineage(snap.conn)
+                )
+        finally:
+            snap.conn.set_trace_callback(None)
+        ordered = [sql for sql in ran if "FROM sessions s WHERE" in sql and "started_at" in sql]
+        assert len(ordered) >= 2, ran
+        for sql in ordered:
+            plan = " ".join(r[3] for r in snap.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "COVERING INDEX idx_sessions_names" in plan, (sql, plan)

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dashboard.costs.spend import period_label, period_starts
+from dashboard.costs.spend import Spend, period_label, period_starts
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
@@ -225,3 +225,20 @@ def profiles_reader(tmp_path: Path) -> StateReader:
     assert reading.syncer is not None
     reading.syncer.poll()
     return reading.reader
+
+
+def assert_same(raw: Spend, rolled: Spend) -> None:
+    """Two answers to one spend question agree on every figure (unknown stays unknown)."""
+    assert rolled.periods == raw.periods
+    assert [(c.period, c.key) for c in rolled.rows] == [(c.period, c.key) for c in raw.rows]
+    for want, got in zip([*raw.rows, raw.totals], [*rolled.rows, rolled.totals], strict=True):
+        where = (want.period, want.key)
+        for name in ("estimated_usd", "actual_usd", "effective_usd", "drift", "actual_share"):
+            expected, value = getattr(want, name), getattr(got, name)
+            if expected is None:
+                assert value is None, (where, name)  # unknown stays unknown, never $0
+            else:
+                assert value == expected, (where, name)  # rounded to 1e-10: exactly equal
+        assert got.status_mix == want.status_mix, where
+        assert got.tokens == want.tokens, where
+        assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where

@@ -1,0 +1,227 @@
+"""search/row_map.py: the ranked read through the message-to-session map gives exactly
+the rows the joined read gives, on every fixture shape, and stays so as the archive grows
+(new turns), changes in place (a compaction, a deleted session) and is replaced."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dashboard.archive.files import open_archive
+from dashboard.hermes.home import HermesHome
+from dashboard.reader.opening import reading_for
+from dashboard.reader.reader import StateReader
+from dashboard.search.filters import request_filters
+from dashboard.search.query import parse_query
+from dashboard.search.routes import Rows, find_rows, mapped, plan_routes
+from dashboard.search.row_map import RowMapCache
+from dashboard.search.sessions import SearchRequest
+from tests.support import hermes_shapes as shapes
+from tests.support import hermes_v31 as v31
+from tests.support.archived import archive_home
+
+EVERY_SOURCE = ("cli", "telegram", "discord", "cron", "subagent", "api", "web", "slack")
+
+
+def _words(conn: sqlite3.Connection, limit: int = 40) -> list[str]:
+    """Words the archive's messages say, most common first (a spread of frequencies)."""
+    counts: dict[str, int] = {}
+    for (content,) in conn.execute("SELECT content FROM main.messages"):
+        for word in set(re.findall(r"[A-Za-z]{4,}", content or "")):
+            counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    return ranked[: limit // 2] + ranked[-(limit // 2) :]
+
+
+def _requests(conn: sqlite3.Connection) -> list[SearchRequest]:
+    words = _words(conn)
+    sessions = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id LIMIT 3")]
+    models = [r[0] for r in conn.execute("SELECT DISTINCT model FROM sessions LIMIT 1") if r[0]]
+    queries = [*words, *(f"{w[:3]}*" for w in words[:4]), " ".join(words[:2]), f'"{words[0]}"']
+    queries.append(f"{words[0]} OR {words[-1]}")
+    queries.append(f"{words[1]} NOT {words[2]}")
+    out: list[SearchRequest] = []
+    for n, query in enumerate(queries):
+        base = SearchRequest(query=query)
+        variants = [
+            base,
+            replace(base, sources=EVERY_SOURCE),
+            replace(base, rank_window=1 + n % 4),  # bounded: the window's edge decides
+            replace(base, presence="archive" if n % 2 else "hermes"),
+        ]
+        if sessions:
+            variants.append(replace(base, exclude=(sessions[n % len(sessions)],)))
+        if models:
+            variants.append(replace(base, model=models[0], model_spellings=(models[0],)))
+        out.extend(variants)
+    return out
+
+
+def _compare(reader: StateReader, cache: RowMapCache) -> int:
+    """Every request's rows on every index route, joined and mapped; return how many
+    requests found rows (a check that compares nothing would pass anything)."""
+    scoped = not reader.scope.everything
+    found = 0
+    with reader.snapshot() as snap:
+        conn = snap.conn
+        for request in _requests(conn):
+            parsed = parse_query(request.query)
+            routes, _ = plan_routes(parsed, snap.state.trigram_ready)
+            filters = request_filters(request)
+            for route in routes:
+                if not mapped(route, request):
+                    continue
+                row_map = cache.get(conn, snap.state)
+                assert row_map is not None
+                joined = find_rows(conn, route, parsed, request, filters, scoped)
+                fast = find_rows(conn, route, parsed, request, filters, scoped, row_map=row_map)
+                assert _plain(fast) == _plain(joined), (request, route.name)
+                found += bool(joined.rows)
+    return found
+
+
+def _plain(rows: Rows) -> tuple[object, ...]:
+    # The timestamp is not read for a ranked search (group_rows reads it for the sorts).
+    return (
+        [(r[0], r[1], r[2], bool(r[4])) for r in rows.rows],
+        rows.total,
+        rows.bounded,
+        rows.cutoff,
+    )
+
+
+def _reader(home: Path, tmp_path: Path) -> StateReader:
+    return StateReader(HermesHome(home), path=archive_home(home, tmp_path / "archive.db"))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        shapes.build_current_views,
+        shapes.build_seed_external,
+        shapes.build_delete_journal,
+        shapes.build_cost_facts,
+    ],
+)
+def test_the_mapped_read_is_the_joined_read_on_each_shape(build, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    build(home / "state.db")
+    assert _compare(_reader(home, tmp_path), RowMapCache()) > 0
+
+
+def test_the_mapped_read_is_the_joined_read_on_in_place_compaction(tmp_path: Path) -> None:
+    """Hermes v31: compacted three times then undone, merged summaries, superseded
+    originals, re-inserted copies, rotation, profiles of its own: archived rows flagged
+    from the partial indexes as the join reads them."""
+    facts = v31.build_v31_home(tmp_path / "v31")
+    reader = _reader(facts.root, tmp_path)
+    with reader.snapshot() as snap:
+        archived = snap.conn.execute(
+            "SELECT count(*) FROM messages WHERE active = 0 OR compacted = 1"
+        ).fetchone()[0]
+    assert archived > 0
+    assert _compare(reader, RowMapCache()) > 0
+    for form in shapes.EPOCH_FORMS:
+        home = tmp_path / form
+        shapes.build_epochs_home(home, form)
+        assert _compare(_reader(home, tmp_path / f"{form}-data"), RowMapCache()) > 0
+
+
+def test_one_profile_maps_its_own_rows_only(tmp_path: Path) -> None:
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reader = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    ).reader
+    assert _compare(reader, RowMapCache()) > 0
+    for name in ("default", "legacy"):
+        scoped = reader.scoped(name)
+        assert not scoped.scope.everything
+        assert _compare(scoped, RowMapCache(scoped=True)) > 0
+        # The other profile's word: its matches have no owner here, so nothing is found.
+        other = next(p for p in facts.words if p not in (name, "empty") and facts.words[p])
+        result = scoped.search(SearchRequest(query=facts.words[other], sources=EVERY_SOURCE))
+        assert result.total_matches == 0 and not result.results
+
+
+def test_one_kept_map_follows_new_turns_a_compaction_and_a_deleted_session(
+    tmp_path: Path,
+) -> None:
+    """The same cache across changes: rows past its newest id extend it, a compaction
+    in place (flags) and a deleted session (ids gone) are read again."""
+    facts = v31.build_v31_home(tmp_path / "v31")
+    db = facts.db
+    archive = archive_home(facts.root, tmp_path / "archive.db")
+    reader = StateReader(HermesHome(facts.root), path=archive)
+    cache = RowMapCache()
+    assert _compare(reader, cache) > 0
+    sessions = [r[0] for r in sqlite3.connect(db).execute("SELECT id FROM sessions ORDER BY id")]
+    long = facts.long_session
+    # Turns interleaved across sessions: one session's rows are no longer consecutive.
+    for n in range(6):
+        sid = sessions[n % 3]
+        shapes.append_turn(
+            db, sid, f"quillwort turn {n} redis", f"reply {n} redis", v31.V31_NOW + n
+        )
+    archive_home(facts.root, archive)
+    assert _compare(reader, cache) > 0
+    v31.compact_in_place(db, long, "quillwort summary of the turns", v31.V31_NOW + 100)
+    archive_home(facts.root, archive)
+    assert _compare(reader, cache) > 0
+    with open_archive(archive) as store:
+        store.delete_session(sessions[1])
+    assert _compare(reader, cache) > 0
+
+
+def test_an_archive_replaced_by_an_older_copy_is_mapped_again(tmp_path: Path) -> None:
+    """A restored copy reuses ids the kept map gave to other sessions: its file identity
+    (and the id sequence going back) rebuild the map."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    archive = archive_home(home, tmp_path / "archive.db")
+    backup = tmp_path / "backup.db"
+    with closing(sqlite3.connect(archive)) as conn:
+        conn.execute("VACUUM INTO ?", (str(backup),))
+    reader = StateReader(HermesHome(home), path=archive)
+    cache = RowMapCache()
+    for n in range(4):
+        shapes.append_turn(home / "state.db", shapes.S_ROOT, f"first timeline {n}", "ok", 1e9 + n)
+    archive_home(home, archive)
+    assert _compare(reader, cache) > 0
+    for side in ("-wal", "-shm"):
+        Path(f"{archive}{side}").unlink(missing_ok=True)
+    shutil.copy(backup, tmp_path / "restored.db")
+    (tmp_path / "restored.db").replace(archive)
+    with closing(sqlite3.connect(archive)) as conn, conn:  # other sessions take those ids
+        conn.execute(
+            "INSERT INTO messages(session_id, role, content, timestamp)"
+            " SELECT id, 'user', 'second timeline said', 1e9 FROM sessions LIMIT 4"
+        )
+    reader = StateReader(HermesHome(home), path=archive)
+    assert _compare(reader, cache) > 0
+
+
+def test_one_profiles_kept_map_follows_its_new_turns(tmp_path: Path) -> None:
+    """A scoped map extended by its profile's new rows: they are its newest, past the
+    bound its walk starts from."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reading = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    )
+    scoped = reading.reader.scoped("default")
+    cache = RowMapCache(scoped=True)
+    assert _compare(scoped, cache) > 0
+    db = facts.dbs["default"]
+    sid = sqlite3.connect(db).execute("SELECT id FROM sessions ORDER BY id LIMIT 1").fetchone()[0]
+    for n in range(3):
+        said = f"{facts.words['default']} newer turn {n}"
+        shapes.append_turn(db, sid, said, f"reply {n}", 2e9 + n)
+    assert _compare(scoped, cache) > 0  # the inline sync runs before the snapshot
+    with scoped.snapshot() as snap:
+        newest = snap.conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+        assert cache.get(snap.conn, snap.state).owners.newest == newest
