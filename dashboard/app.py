@@ -11,7 +11,16 @@ from dashboard.hermes.home import resolve_home
 from dashboard.store.datadir import recall_data_dir
 from dashboard.views import register_blueprints
 from dashboard.web import errors as error_pages
-from dashboard.web import filters, htmx, profiles, reader, resources, security, summaries
+from dashboard.web import (
+    filters,
+    htmx,
+    profiles,
+    reader,
+    resources,
+    security,
+    summaries,
+    template_cache,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,6 +38,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         PROFILE=None,  # serve this one profile only (recall serve --profile)
         DATA_DIR=None,  # Recall's own files: secret key, recall.db (default: datadir)
         ARCHIVE=None,  # the home's archive file (default: archive.db in its data directory)
+        TEMPLATE_CACHE=None,  # compiled templates' folder (default: Jinja's, in the temp dir)
         BIND_HOST="127.0.0.1",
         BIND_PORT=None,  # with DATA_DIR, names the session cookie of this instance
         ALLOWED_HOSTS=[],  # extra Host names accepted besides loopback and BIND_HOST
@@ -47,6 +57,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     security.init_app(app)
     filters.init_app(app)
+    template_cache.init_app(app)
     htmx.init_app(app)
     reader.init_app(app)
     profiles.init_app(app)

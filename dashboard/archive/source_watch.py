@@ -32,6 +32,13 @@ def file_stamp(path: Path) -> FileStamp | None:
     return FileStamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def source_stamps(path: Path) -> tuple[FileStamp | None, FileStamp | None]:
+    """The stamps of ``state.db`` and its ``-wal``; an empty ``-wal`` counts as none (it
+    holds nothing: a read-only open makes one after Hermes's close deleted it)."""
+    wal = file_stamp(Path(f"{path}-wal"))
+    return file_stamp(path), (None if wal is not None and wal.size == 0 else wal)
+
+
 class SourceWatch:
     """Has the source changed since the last look? Told from the files alone.
 
@@ -102,16 +109,12 @@ class SourceWatch:
         whether they are still racy (a file written all the time)."""
         for attempt in range(self.SETTLE_TRIES + 1):
             now = time.time_ns()
-            db = file_stamp(self.path)
+            # An empty -wal must not count as a change either (a pass, and a file
+            # event, per checkpoint).
+            db, wal = source_stamps(self.path)
             if db is None:
                 self.suspect = True
                 raise StoreUnavailableError("missing", str(self.path), "no such file")
-            wal = file_stamp(self.wal)
-            if wal is not None and wal.size == 0:
-                # An empty -wal holds nothing: the same as none. A read-only open (the
-                # syncer's own pass) makes one after Hermes's close deleted it, and that
-                # must not count as a change (a pass, and a file event, per checkpoint).
-                wal = None
             wait = max(db.mtime_ns, wal.mtime_ns if wal else 0) + self.GRAIN_NS - now
             if wait <= 0:
                 return db, wal, False

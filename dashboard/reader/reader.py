@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +27,12 @@ from dashboard.lineage.graph import LineageCache, archive_version
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
-from dashboard.reader.overview import SourceFigures, archive_counts, archive_overview
+from dashboard.reader.overview import (
+    SourceFigures,
+    archive_counts,
+    archive_figures,
+    archive_overview,
+)
 from dashboard.reader.screens import (
     ChainPage,
     OverviewPage,
@@ -57,6 +63,7 @@ from dashboard.sessions.transcript import (
     match_entries,
 )
 from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
+from dashboard.store.recalldb import RecallData
 from dashboard.store.scope import apply_scope
 from dashboard.store.state import StoreState, read_state
 
@@ -129,6 +136,9 @@ class StateReader:
         self._spend_cache = SpendCache()
         # Each Hermes file's overview figures, while its files are unchanged.
         self._sources = SourceFigures()
+        # The overview's counts of the archive (two counts of every message, a seek per
+        # session for the newest: ~70 ms at 1M messages), until the archive's next write.
+        self._figures = LineageCache(self._count_figures)
 
     @property
     def path(self) -> Path:
@@ -235,9 +245,11 @@ class StateReader:
         today: date,
         timezone: str | None = None,
         rollup: CostRollup | None = None,
+        shelf: RecallData | None = None,
     ) -> OverviewPage:
         """The overview screen: the last 30 days up to ``today`` (:func:`recent_activity`),
-        then :meth:`overview`'s figures.
+        then :meth:`overview`'s figures (each source's also kept in ``shelf``, Recall's
+        own file, for the next start: :class:`SourceFigures`).
 
         In the one snapshot: the archive's figures, and the activity's sessions, models,
         tools, tokens and spend (the cost rollup's sums brought up to date from it, as
@@ -254,25 +266,39 @@ class StateReader:
                     )
             except ValidationError as exc:  # a bad timezone: the diagnostics still help
                 problem = str(exc)
-        return OverviewPage(self._with_sources(info), activity, problem)
+        return OverviewPage(self._with_sources(info, shelf), activity, problem)
 
     def _archive_figures(self, snap: Snapshot) -> dict[str, Any]:
-        info = archive_overview(snap.conn, self.path, by_profile=self.spans_profiles)
+        figures = copy.deepcopy(self._figures.get(snap.conn, snap.state))
+        kept = figures.pop("archive", None)
+        info = archive_overview(snap.conn, self.path, figures=figures)
         info["is_demo"] = snap.state.is_demo
-        if self.reads_archive:
-            info["archive"] = archive_counts(snap.conn)
+        if kept is not None:
+            info["archive"] = kept
         return info
 
-    def _with_sources(self, info: dict[str, Any]) -> dict[str, Any]:
+    def _count_figures(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        """The overview's counts in this reader's scope (and what the archive keeps)."""
+        kept = archive_counts(conn) if self.reads_archive else None
+        # One count of every message (the same connection, the same scope) for both.
+        every = kept["messages"] if kept is not None else None
+        figures = archive_figures(conn, by_profile=self.spans_profiles, every=every)
+        if kept is not None:
+            figures["archive"] = kept
+        return figures
+
+    def _with_sources(
+        self, info: dict[str, Any], shelf: RecallData | None = None
+    ) -> dict[str, Any]:
         """``info`` with the source's state (each profile's, reading every one) and paths."""
         if self.reads_archive:
-            info["source"] = self._sources.get(self.home.state_db)
+            info["source"] = self._sources.get(self.home.state_db, shelf)
         if "profiles" in info:  # every profile: each one's figures and its own source
             found = info["profiles"]
             info["profiles"] = {
                 p.name: {
                     **found.get(p.name, {"sessions": 0, "messages": 0}),
-                    "source": self._sources.get(p.state_db),
+                    "source": self._sources.get(p.state_db, shelf),
                 }
                 for p in self.profiles
             }

@@ -7,13 +7,14 @@ same write core as Recall's state store: a user's ``state.db`` is never touched.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dashboard.errors import NotFoundError
 from dashboard.store.datadir import unwritable
@@ -188,6 +189,9 @@ MIGRATIONS = (
     Migration(6, "cost rollup: every record keyed by its profile", _cost_by_profile),
 )
 
+#: ``state_meta`` key prefix of a Hermes file's overview figures, kept across restarts.
+SOURCE_FIGURES_PREFIX = "source_figures:"
+
 _REVISION_COLUMNS = ("id", "home", "name", "content", "sha256", "saved_at", "note")
 
 
@@ -245,6 +249,28 @@ class RecallData:
 
     def close(self) -> None:
         self.core.close()
+
+    def kept_source_figures(self, path: str, stamps: str) -> dict[str, Any] | None:
+        """The overview figures kept for the Hermes file at ``path`` when they were read
+        at ``stamps`` (its files' stamps, as the reader writes them); None otherwise."""
+        with self.core.reading() as conn:
+            row = conn.execute(
+                "SELECT value FROM state_meta WHERE key = ?", (SOURCE_FIGURES_PREFIX + path,)
+            ).fetchone()
+        kept = json.loads(row[0]) if row else {}
+        return kept["figures"] if kept.get("stamps") == stamps else None
+
+    def keep_source_figures(self, path: str, stamps: str, figures: dict[str, Any]) -> None:
+        """Keep ``figures`` of the Hermes file at ``path``, read at ``stamps`` (one entry
+        a file: the last one read)."""
+        value = json.dumps({"stamps": stamps, "figures": figures})
+        self._write(
+            lambda conn: conn.execute(
+                "INSERT INTO state_meta(key, value) VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (SOURCE_FIGURES_PREFIX + path, value),
+            )
+        )
 
     def cached_summary(self, key: SummaryKey) -> CachedSummary | None:
         with self.core.reading() as conn:

@@ -275,6 +275,9 @@ UNSHOWN_ROWS = (
 )
 #: Rows Hermes no longer has (store/presence.py), counted the same way.
 GONE_ROWS = "gone_from_source_at IS NOT NULL"
+#: Rows that name a tool (a call's result). The overview's top tools count them from a
+#: partial index of (session, tool) alone: the tool's name sits behind the row's text.
+TOOL_ROWS = "tool_name IS NOT NULL AND tool_name != ''"
 
 
 def _v8_count_indexes(conn: sqlite3.Connection) -> None:
@@ -290,6 +293,13 @@ def _v9_session_names(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE INDEX idx_sessions_names"
         " ON sessions(started_at DESC, title, source, id, parent_session_id)"
+    )
+
+
+def _v10_tool_index(conn: sqlite3.Connection) -> None:
+    """The tool rows of each session by name (see TOOL_ROWS), for the overview's top tools."""
+    conn.execute(
+        f"CREATE INDEX idx_messages_tools ON messages(session_id, tool_name) WHERE {TOOL_ROWS}"
     )
 
 
@@ -325,6 +335,7 @@ MIGRATIONS: Sequence[Migration] = (
     ),
     Migration(8, "archive: counts of unshown and gone rows", _v8_count_indexes, changes_rows=False),
     Migration(9, "sessions: names and starts apart", _v9_session_names, changes_rows=False),
+    Migration(10, "archive: tool rows by session and name", _v10_tool_index, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -13,6 +13,13 @@ from dashboard.archive.files import open_archive
 from dashboard.archive.importer import sync
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.reader import StateReader
+from tests.support import hermes_shapes as hs
+from tests.support import hermes_v31 as hv
+
+#: Homes whose archives hold every kind of row the visible-row rule reads: v31's
+#: re-inserted copies and superseded originals, rewound and in-place compacted rows
+#: (epochs), today's views form with hidden rows (current); profiles: three of them.
+SHAPES = ("v31", "epochs", "current", "profiles")
 
 
 def archive_home(home: str | Path, archive: str | Path | None = None) -> Path:
@@ -28,3 +35,17 @@ def archive_home(home: str | Path, archive: str | Path | None = None) -> Path:
 def archived_reader(home: str | Path, archive: str | Path | None = None) -> StateReader:
     """A reader of ``home``'s archive, brought level with the home first."""
     return StateReader(HermesHome(Path(home)), path=archive_home(home, archive))
+
+
+def build_shape(home: Path, shape: str) -> None:
+    """Write a Hermes home of ``shape`` (:data:`SHAPES`) at ``home``."""
+    if shape == "v31":
+        hv.build_v31_home(home)
+    elif shape == "epochs":
+        hs.build_epochs_home(home)
+    elif shape == "current":
+        hs.build_current_views(home / "state.db")
+    elif shape == "profiles":
+        hs.build_profiles_home(home)
+    else:
+        raise ValueError(shape)

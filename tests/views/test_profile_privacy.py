@@ -23,6 +23,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -136,12 +137,12 @@ def build_world(root: Path) -> World:
     # gone sessions and the next sync marks them.
     everything = make_app(facts.root, world.data)
     everything.test_client().get("/")
-    with sqlite3.connect(facts.dbs["default"]) as conn:
-        conn.execute("DELETE FROM messages WHERE session_id = ?", (GONE["default"][0],))
-        conn.execute("DELETE FROM sessions WHERE id = ?", (GONE["default"][0],))
-    with sqlite3.connect(facts.dbs["legacy"]) as conn:
-        conn.execute("DELETE FROM messages WHERE session_id = ?", (GONE["legacy"][0],))
-        conn.execute("DELETE FROM sessions WHERE id = ?", (GONE["legacy"][0],))
+    # Closed, not only committed: an unclosed source connection lives until the garbage
+    # collector runs, and the served profile's test then finds its source held open.
+    for name in ("default", "legacy"):
+        with closing(sqlite3.connect(facts.dbs[name])) as conn, conn:
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (GONE[name][0],))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (GONE[name][0],))
     everything.test_client().get("/")
     _stop(everything)
     with sqlite3.connect(world.archive) as conn:
