@@ -76,6 +76,13 @@ REPLACED_NOTICE_S = 24 * 3600.0
 REUSED_IDS = "its message ids now name other messages"
 
 
+#: What an upper layer keeps derived in the archive after each pass, handed down the
+#: way the prune radar gets the continuation rule: the rule sits above the archive
+#: (reader/opening.py gives lineage/epochs.keep_in_place_counts). Given the archive and
+#: whether to stop; it writes through the archive's write core.
+Upkeep = Callable[[SessionStore, Callable[[], bool]], object]
+
+
 class SyncStopped(Exception):
     """Raised from the progress callback to cut a sync off at a transaction boundary."""
 
@@ -255,8 +262,10 @@ class Syncer(_Polling):
         on_progress: Callable[[Progress], None] | None = None,
         profile: str | None = None,
         id_prefix: str = "",
+        upkeep: Upkeep | None = None,
     ) -> None:
         self.archive_path = Path(archive)
+        self.upkeep = upkeep  # after each pass, before on_synced (see Upkeep)
         self.profile = profile  # the name its rows are archived under (profiles.py)
         self.id_prefix = id_prefix
         self.state_db = Path(state_db)
@@ -423,6 +432,8 @@ class Syncer(_Polling):
             self._set(running=False)
         self.syncs += 1
         self._set(importing=False, last_sync_at=time.time(), imported=self._holds_home(store))
+        if self.upkeep is not None:  # the rows are in and searchable: no longer importing
+            self.upkeep(store, self._stop.is_set)
         if self.on_synced is not None:
             self.on_synced()
         return report
