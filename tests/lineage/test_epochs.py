@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.lineage.epochs import (
+    _FLAGGED,
     EpochRow,
     Epochs,
     EpochsCache,
@@ -21,9 +22,11 @@ from dashboard.lineage.epochs import (
     session_epochs,
     usage_epoch,
 )
+from dashboard.store import schema
 from dashboard.store.readonly import open_readonly
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
+from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
 from tests.support import hermes_v31 as hv
 from tests.support.archived import archive_home
@@ -475,3 +478,26 @@ def test_any_write_to_a_session_forgets_its_kept_count(tmp_path: Path) -> None:
             store.core.write(write, foreign_keys=False)
             assert _kept(path) == {other: 3}
             _assert_never_stale(path)
+
+
+def test_an_archive_migrated_to_kept_counts_derives_them_until_they_are_kept(
+    tmp_path: Path,
+) -> None:
+    """Schema migration 10 on an archive that has compacted sessions: nothing kept at
+    first, the counts still the rule's; kept afterwards. The sessions are found through
+    the partial index of archived rows, one seek per session."""
+    path = tmp_path / "archive.db"
+    core = WriteCore(path)
+    schema.migrate(core, target=9)
+    core.close()
+    with SessionStore(path) as store:  # now at the latest version, counts table empty
+        sid = store.create_session("cli", started_at=1_000.0)
+        for n in range(2):
+            store.append_messages(sid, [NewMessage("user", f"q{n}"), NewMessage("assistant", "a")])
+            store.compact_in_place(sid, f"so far {n}")
+        assert _kept(path) == {}
+        with closing(open_readonly(path)) as conn:
+            assert in_place_counts(conn) == {sid: 2}
+            plan = " ".join(str(tuple(r)) for r in conn.execute(f"EXPLAIN QUERY PLAN {_FLAGGED}"))
+        assert "idx_messages_compacted (session_id>?)" in plan
+        assert keep_in_place_counts(store) == 1 and _kept(path) == {sid: 2}
