@@ -265,7 +265,7 @@ class Syncer(_Polling):
         upkeep: Upkeep | None = None,
     ) -> None:
         self.archive_path = Path(archive)
-        self.upkeep = upkeep  # after each pass, before on_synced (see Upkeep)
+        self.upkeep = upkeep  # after each pass that landed (see Upkeep)
         self.profile = profile  # the name its rows are archived under (profiles.py)
         self.id_prefix = id_prefix
         self.state_db = Path(state_db)
@@ -341,6 +341,10 @@ class Syncer(_Polling):
                         replaced_why=report.replaced_why or REUSED_IDS,
                         replaced_sessions=report.sessions_reread,
                     )
+                if self.upkeep is not None:
+                    # After the state says the pass landed: its rows are searchable, and a
+                    # folder that took them is no longer at fault, whatever this adds.
+                    self.upkeep(store, self._stop.is_set)
                 return True
             except SyncStopped:
                 pass  # the next start resumes from the watermark
@@ -432,8 +436,6 @@ class Syncer(_Polling):
             self._set(running=False)
         self.syncs += 1
         self._set(importing=False, last_sync_at=time.time(), imported=self._holds_home(store))
-        if self.upkeep is not None:  # the rows are in and searchable: no longer importing
-            self.upkeep(store, self._stop.is_set)
         if self.on_synced is not None:
             self.on_synced()
         return report
