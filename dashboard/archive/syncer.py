@@ -76,6 +76,13 @@ REPLACED_NOTICE_S = 24 * 3600.0
 REUSED_IDS = "its message ids now name other messages"
 
 
+#: What an upper layer keeps derived in the archive after each pass, handed down the
+#: way the prune radar gets the continuation rule: the rule sits above the archive
+#: (reader/opening.py gives lineage/epochs.keep_in_place_counts). Given the archive and
+#: whether to stop; it writes through the archive's write core.
+Upkeep = Callable[[SessionStore, Callable[[], bool]], object]
+
+
 class SyncStopped(Exception):
     """Raised from the progress callback to cut a sync off at a transaction boundary."""
 
@@ -255,8 +262,10 @@ class Syncer(_Polling):
         on_progress: Callable[[Progress], None] | None = None,
         profile: str | None = None,
         id_prefix: str = "",
+        upkeep: Upkeep | None = None,
     ) -> None:
         self.archive_path = Path(archive)
+        self.upkeep = upkeep  # after each pass that landed (see Upkeep)
         self.profile = profile  # the name its rows are archived under (profiles.py)
         self.id_prefix = id_prefix
         self.state_db = Path(state_db)
@@ -332,6 +341,10 @@ class Syncer(_Polling):
                         replaced_why=report.replaced_why or REUSED_IDS,
                         replaced_sessions=report.sessions_reread,
                     )
+                if self.upkeep is not None:
+                    # After the state says the pass landed: its rows are searchable, and a
+                    # folder that took them is no longer at fault, whatever this adds.
+                    self.upkeep(store, self._stop.is_set)
                 return True
             except SyncStopped:
                 pass  # the next start resumes from the watermark

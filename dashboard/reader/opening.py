@@ -8,17 +8,22 @@ builds the reader over it and, when there is an archive to fill, the syncer.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.archive.files import ReadChoice, foreign_file, migrate_own_store, read_choice
 from dashboard.archive.importer import Progress
 from dashboard.archive.syncer import Syncer, SyncGroup
-from dashboard.errors import ValidationError
+from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Scope, discover
+from dashboard.lineage.epochs import counts_missing, keep_in_place_counts
 from dashboard.reader.reader import StateReader
+from dashboard.store.readonly import open_own_readonly
+from dashboard.store.session_store import SessionStore
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ def reading_for(
     choice = read_choice(home, archive, folder=folder, will_create=will_create, own=alone)
     if choice.archive is None:
         migrate_own_store(choice.path)
+        _keep_own_counts(choice.path)
         return HomeReading(choice, StateReader(home, choice.path, profiles=profiles), None)
     if foreign_file(choice.archive):
         # Someone else's database named as the archive: never synced into; reading it
@@ -85,6 +91,7 @@ def reading_for(
             on_progress=on_progress,
             profile=p.name,
             id_prefix=p.id_prefix,
+            upkeep=keep_in_place_counts,
         )
         for p in served
     ]
@@ -93,3 +100,19 @@ def reading_for(
         served[0].home, choice.path, syncer.before_read, scope=scope, profiles=profiles
     )
     return HomeReading(choice, reader, syncer)
+
+
+def _keep_own_counts(path: Path) -> None:
+    """Keep the in-place counts of a home's own Recall store (no syncer keeps them;
+    epochs.keep_in_place_counts), when some are missing: after a migration or a build,
+    once; after an agent's compactions, those sessions. A file that cannot be read or
+    written is left alone: the pages derive what is missing, or say why they cannot."""
+    try:
+        with closing(open_own_readonly(path)) as conn:
+            if not counts_missing(conn):
+                return
+        with SessionStore(path) as store:
+            keep_in_place_counts(store)
+    except (sqlite3.Error, OSError, StoreUnavailableError, RuntimeError):
+        # RuntimeError: a file written by a newer Recall (schema.migrate refuses it).
+        return

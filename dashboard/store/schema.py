@@ -303,6 +303,43 @@ def _v10_tool_index(conn: sqlite3.Connection) -> None:
     )
 
 
+#: Each session's in-place compaction count, kept so the chains index need not derive
+#: every compacted session's epochs from all its rows (~3 s at 1M messages). The rule is
+#: lineage/epochs.py's, above the store, which writes the counts
+#: (``keep_in_place_counts``); the store only forgets them: these triggers delete a
+#: session's count in the transaction that writes any of its rows or its parent link,
+#: so a count kept is the rule's for the rows as they are, or is missing (then derived).
+COMPACTIONS_TABLE = "session_compactions"
+COUNT_TRIGGERS = (
+    "session_compactions_row_insert",
+    "session_compactions_row_update",
+    "session_compactions_row_delete",
+    "session_compactions_session_update",
+    "session_compactions_session_delete",
+)
+
+
+def _v11_compaction_counts(conn: sqlite3.Connection) -> None:
+    """A table of kept in-place compaction counts, forgotten by any write to a session
+    (see COMPACTIONS_TABLE); empty at first: counts are derived until kept."""
+    forget = f"DELETE FROM {COMPACTIONS_TABLE} WHERE session_id"
+    insert, update, delete, session_update, session_delete = COUNT_TRIGGERS
+    for sql in (
+        f"CREATE TABLE {COMPACTIONS_TABLE} (session_id TEXT PRIMARY KEY,"
+        " compactions INTEGER NOT NULL) WITHOUT ROWID",
+        f"CREATE TRIGGER {insert} AFTER INSERT ON messages BEGIN {forget} = new.session_id; END",
+        # Any column: flags, content, uids, order and provenance all feed the rule.
+        f"CREATE TRIGGER {update} AFTER UPDATE ON messages"
+        f" BEGIN {forget} IN (old.session_id, new.session_id); END",
+        f"CREATE TRIGGER {delete} AFTER DELETE ON messages BEGIN {forget} = old.session_id; END",
+        # A child's first summary may be its opening one (epochs._opens_child).
+        f"CREATE TRIGGER {session_update} AFTER UPDATE OF id, parent_session_id ON sessions"
+        f" BEGIN {forget} IN (old.id, new.id); END",
+        f"CREATE TRIGGER {session_delete} AFTER DELETE ON sessions BEGIN {forget} = old.id; END",
+    ):
+        conn.execute(sql)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -336,6 +373,13 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(8, "archive: counts of unshown and gone rows", _v8_count_indexes, changes_rows=False),
     Migration(9, "sessions: names and starts apart", _v9_session_names, changes_rows=False),
     Migration(10, "archive: tool rows by session and name", _v10_tool_index, changes_rows=False),
+    # A new table and triggers, empty: no row changes.
+    Migration(
+        11,
+        "archive: kept in-place compaction counts",
+        _v11_compaction_counts,
+        changes_rows=False,
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

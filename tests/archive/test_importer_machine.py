@@ -44,6 +44,7 @@ from dashboard.archive.importer import sync
 from dashboard.archive.marks import source_key
 from dashboard.hermes import conventions
 from dashboard.hermes.home import HermesHome
+from dashboard.lineage.epochs import epochs_of, keep_in_place_counts
 from dashboard.reader.reader import StateReader
 from dashboard.search.sessions import SearchRequest
 from dashboard.store.session_store import SessionStore
@@ -266,6 +267,7 @@ class ArchiveMachine(RuleBasedStateMachine):
         assert_untouched(self.db, before)
         self.remember()
         self.check_kept()
+        self.check_compaction_counts()
         assert_mirrors(self.archive, self.db, self.home)
         self.check_counted_once()
         self.check_readers()
@@ -314,6 +316,18 @@ class ArchiveMachine(RuleBasedStateMachine):
             if sid not in in_source and shown:  # pruned, or lost to an older copy: found
                 found = reader.search(self.request(word))
                 assert sid in {r.session_id for r in found.results}, word
+
+    def check_compaction_counts(self) -> None:
+        """Each in-place count kept before this sync is still the rule's (a write to a
+        session forgets its count), and so is each kept after it (as the syncer keeps
+        them after a pass)."""
+        for keep in (False, True):
+            if keep:
+                keep_in_place_counts(self.archive)
+            conn = self.archive.core.conn
+            kept = dict(conn.execute("SELECT session_id, compactions FROM session_compactions"))
+            derived = epochs_of(conn, list(kept))
+            assert kept == {sid: e.compactions for sid, e in derived.items()}
 
     def check_counted_once(self) -> None:
         """Every message counts once: a session's hits for a word are its distinct

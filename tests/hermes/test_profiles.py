@@ -261,7 +261,7 @@ def test_a_second_profile_imports_into_the_indexed_archive_without_a_rebuild(
             (f'"{word[1:-1]}"',),
         ).fetchone()[0]
         triggers = conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type='trigger'"
+            "SELECT count(*) FROM sqlite_master WHERE type='trigger' AND name LIKE 'messages_fts%'"
         ).fetchone()[0]
     finally:
         conn.close()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from dashboard.lineage.epochs import (
+    _FLAGGED,
     EpochRow,
     Epochs,
     EpochsCache,
@@ -15,12 +18,15 @@ from dashboard.lineage.epochs import (
     derive_epochs,
     epochs_of,
     in_place_counts,
+    keep_in_place_counts,
     session_epochs,
     usage_epoch,
 )
+from dashboard.store import schema
 from dashboard.store.readonly import open_readonly
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
+from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as hs
 from tests.support import hermes_v31 as hv
 from tests.support.archived import archive_home
@@ -344,3 +350,154 @@ def test_each_v31_compaction_archived_the_messages_it_summarized(
         expected.append(len(new))
     assert [e.archived for e in epochs.epochs[:3]] == expected
     assert expected[0] == 7
+
+
+# -- kept counts (keep_in_place_counts): the rule's, or missing, never stale --------
+
+
+def _reinsert(db: Path, session_id: str, at: float) -> None:
+    """Hermes re-inserting a session's live rows by mistake (a v31 file's keep their
+    uids): the rule drops them as copies (dedupe, never delete)."""
+    with closing(sqlite3.connect(db)) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(messages)") if r[1] != "id"]
+        flags = "active = 1" if "active" in columns else "1"
+        copied = ", ".join("? " if c == "timestamp" else c for c in columns)
+        conn.execute(
+            f"INSERT INTO messages ({', '.join(columns)}) SELECT {copied} FROM messages"
+            f" WHERE session_id = ? AND {flags} ORDER BY id",
+            (at, session_id),
+        )
+        conn.commit()
+
+
+def _kept(path: Path) -> dict[str, int]:
+    with closing(sqlite3.connect(path)) as conn:
+        return dict(conn.execute("SELECT session_id, compactions FROM session_compactions"))
+
+
+def _derived(path: Path) -> dict[str, int]:
+    """The count of every session with an archived row (``compacted=1``: what
+    in_place_counts lists) by the rule, read afresh (no cache, nothing kept)."""
+    with closing(open_readonly(path)) as conn:
+        flagged = [r[0] for r in conn.execute("SELECT session_id FROM messages WHERE compacted")]
+        return {sid: e.compactions for sid, e in epochs_of(conn, flagged).items()}
+
+
+def _assert_never_stale(path: Path) -> dict[str, int]:
+    """Each count kept is the rule's over the rows as they are now, and the counts the
+    chains index reads (kept or derived) are the rule's."""
+    derived = _derived(path)
+    kept = _kept(path)
+    assert kept == {sid: derived[sid] for sid in kept}
+    with closing(open_readonly(path)) as conn:
+        assert in_place_counts(conn) == {sid: n for sid, n in derived.items() if n}
+    return derived
+
+
+def _shape(tmp_path: Path, shape: str) -> tuple[Path, Path, str]:
+    """(home, its state.db, the session compacted three times) of a shape with in-place
+    compaction: either epoch form, or Hermes v31."""
+    if shape == "v31":
+        facts = hv.build_v31_home(tmp_path / shape)
+        return facts.root, facts.db, facts.long_session
+    home = tmp_path / shape
+    return home, hs.build_epochs_home(home, shape).db, hs.S_EPOCHS
+
+
+@pytest.mark.parametrize("shape", [*hs.EPOCH_FORMS, "v31"])
+def test_kept_counts_stay_the_rules_through_compactions_rewinds_and_reinserts(
+    tmp_path: Path, shape: str
+) -> None:
+    """After every sync (before the counts are kept again: a count a write left behind
+    would be stale) and after keeping them, each kept count is derive_epochs's."""
+    home, db, sid = _shape(tmp_path, shape)
+    path = archive_home(home)
+    assert _kept(path) == {}  # nothing kept yet: every count derived
+    with SessionStore(path) as store:
+        assert keep_in_place_counts(store) > 0
+    derived = _assert_never_stale(path)
+    assert _kept(path)[sid] == derived[sid] == 3
+    backup = hs.backup_copy(db, tmp_path / "backup.db")
+    at = 1_900_000_000.0
+    compact = hv.compact_in_place if shape == "v31" else hs.compact_in_place
+    steps = [
+        lambda: compact(db, sid, "once more", at),
+        lambda: hs.rewind(db, sid, 1, at + 60),  # a retained copy undone
+        lambda: hs.append_turn(db, sid, "and then?", "this", at + 120),
+        lambda: compact(db, sid, "and again", at + 180),
+        lambda: hs.rewind(db, sid, 3, at + 240),  # its carrier and copies undone
+        lambda: _reinsert(db, sid, at + 300),
+        lambda: hs.restore_copy(backup, db),  # an older copy: its rows come back as they were
+    ]
+    counts = [derived[sid]]
+    for step in steps:
+        step()
+        archive_home(home, path)
+        _assert_never_stale(path)
+        with SessionStore(path) as store:
+            keep_in_place_counts(store)
+        counts.append(_assert_never_stale(path)[sid])
+        assert sid in _kept(path)
+    # Up at each compaction, down when a rewind undoes one; a re-insert or an older
+    # copy adds none (the archive keeps what the source lost).
+    assert counts == [3, 4, 4, 4, 5, 4, 4, 4]
+
+
+def test_any_write_to_a_session_forgets_its_kept_count(tmp_path: Path) -> None:
+    """The store's triggers (schema.COUNT_TRIGGERS), whatever writes: a turn, a
+    compaction, a flag flipped, a parent link, a deletion; other sessions keep theirs."""
+    path = tmp_path / "own.db"
+    with SessionStore(path) as store:
+        sids = [store.create_session("cli", started_at=1_000.0 + n) for n in range(2)]
+        for sid in sids:
+            for n in range(3):
+                store.append_messages(
+                    sid, [NewMessage("user", f"q{n}"), NewMessage("assistant", "a")]
+                )
+                store.compact_in_place(sid, f"so far {n}")
+        one, other = sids
+        assert keep_in_place_counts(store) == 2 and _kept(path) == {one: 3, other: 3}
+        last = f"SELECT max(id) FROM messages WHERE session_id = '{one}'"
+        writes: list[Callable[[sqlite3.Connection], object]] = [
+            lambda c: c.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp)"
+                " VALUES (?, 'user', 'more', 2000)",
+                (one,),
+            ),
+            lambda c: c.execute(f"UPDATE messages SET active = 0 WHERE id = ({last})"),
+            lambda c: c.execute(f"UPDATE messages SET content = 'x' WHERE id = ({last})"),
+            lambda c: c.execute(
+                "UPDATE sessions SET parent_session_id = ? WHERE id = ?", (other, one)
+            ),
+            lambda c: c.execute(f"DELETE FROM messages WHERE id = ({last})"),
+            lambda c: c.execute("DELETE FROM sessions WHERE id = ?", (one,)),
+        ]
+        for write in writes:
+            keep_in_place_counts(store)
+            assert set(_kept(path)) == {one, other}
+            store.core.write(write, foreign_keys=False)
+            assert _kept(path) == {other: 3}
+            _assert_never_stale(path)
+
+
+def test_an_archive_migrated_to_kept_counts_derives_them_until_they_are_kept(
+    tmp_path: Path,
+) -> None:
+    """Schema migration 11 on an archive that has compacted sessions: nothing kept at
+    first, the counts still the rule's; kept afterwards. The sessions are found through
+    the partial index of archived rows, one seek per session."""
+    path = tmp_path / "archive.db"
+    core = WriteCore(path)
+    schema.migrate(core, target=10)
+    core.close()
+    with SessionStore(path) as store:  # now at the latest version, counts table empty
+        sid = store.create_session("cli", started_at=1_000.0)
+        for n in range(2):
+            store.append_messages(sid, [NewMessage("user", f"q{n}"), NewMessage("assistant", "a")])
+            store.compact_in_place(sid, f"so far {n}")
+        assert _kept(path) == {}
+        with closing(open_readonly(path)) as conn:
+            assert in_place_counts(conn) == {sid: 2}
+            plan = " ".join(str(tuple(r)) for r in conn.execute(f"EXPLAIN QUERY PLAN {_FLAGGED}"))
+        assert "idx_messages_compacted (session_id>?)" in plan
+        assert keep_in_place_counts(store) == 1 and _kept(path) == {sid: 2}
