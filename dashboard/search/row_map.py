@@ -67,6 +67,7 @@ class Owners:
     numbers: dict[str, int]  # session id -> its number
     top: int  # the newest id covered (rows past it are read on the next use)
     newest: int  # the newest id with an owner (a scoped map's newest row of its profiles)
+    oldest: int  # the oldest id with an owner
 
     def owner(self, rowid: int) -> str | None:
         """The session of message ``rowid`` (None: not a message this map knows)."""
@@ -232,7 +233,7 @@ def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
     index = _zeros(top + 1)
     sessions, numbers = [""], {}
     scattered: list[tuple[str, int]] = []
-    newest = 0
+    newest, oldest = 0, 0
     for sid, low, high, count in conn.execute(
         f"SELECT session_id, min(id), max(id), count(*) FROM main.messages WHERE 1{_mine(scoped)}"
         " GROUP BY session_id"
@@ -240,6 +241,7 @@ def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
         number = numbers[sid] = len(sessions)
         sessions.append(sid)
         newest = max(newest, high)
+        oldest = min(oldest, low) if oldest else low
         if high - low + 1 == count and high <= top:
             index[low : high + 1] = array("i", [number]) * count
         else:
@@ -249,7 +251,7 @@ def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
             if rowid >= len(index):
                 index.extend(_zeros(rowid + 1 - len(index)))
             index[rowid] = number
-    return Owners(index, sessions, numbers, max(top, len(index) - 1), newest)
+    return Owners(index, sessions, numbers, max(top, len(index) - 1), newest, oldest)
 
 
 def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) -> Owners:
@@ -269,7 +271,8 @@ def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) ->
             sessions.append(sid)
         index[rowid] = number
     newest = max(owners.newest, *(r[0] for r in rows)) if rows else owners.newest
-    return Owners(index, sessions, numbers, top, newest)
+    oldest = owners.oldest or (min(r[0] for r in rows) if rows else 0)
+    return Owners(index, sessions, numbers, top, newest, oldest)
 
 
 def _consecutive(ids: Iterable[int]) -> list[tuple[int, int]]:

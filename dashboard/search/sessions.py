@@ -151,7 +151,10 @@ def _matching(
     filters = request_filters(request)
     route = routes[0]
     probed = probe_routes(conn, routes, parsed)
-    wanted = row_maps is not None and any(mapped(r, request) for r in routes)
+    # A scoped scan takes its id bounds from the map too (routes._id_bounds).
+    wanted = row_maps is not None and any(
+        mapped(r, request) or (scoped and r.table is None) for r in routes
+    )
     row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
         found = find_rows(conn, route, parsed, request, filters, scoped, probed, row_map)

@@ -17,7 +17,7 @@ from dashboard.archive.files import open_archive
 from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
-from dashboard.search import row_map
+from dashboard.search import routes, row_map
 from dashboard.search.filters import request_filters
 from dashboard.search.query import parse_query
 from dashboard.search.routes import Rows, find_rows, mapped, plan_routes
@@ -250,3 +250,31 @@ def test_a_warmed_reader_searches_with_the_map_it_built(
     reader.warm_search()
     assert builds == [1, 1]
     assert _compare(reader, reader._row_maps) > 0
+
+
+def test_a_scoped_scan_takes_its_id_bounds_from_the_map_while_they_hold(tmp_path: Path) -> None:
+    """A profile's oldest and newest message ids (a 2-character CJK scan's range): the
+    map's, checked against the rows, the same as min()/max() through the scope's view,
+    also after the session holding the newest row is deleted."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    archive = tmp_path / "data" / "archive.db"
+    reading = reading_for(HermesHome(facts.root), archive, inline=True, folder=tmp_path)
+    scoped = reading.reader.scoped("default")
+    cache = RowMapCache(scoped=True)
+
+    def both(sync: bool = False) -> tuple[object, object]:
+        with scoped.snapshot(sync=sync) as snap:
+            plain = tuple(snap.conn.execute("SELECT min(id), max(id) FROM messages").fetchone())
+            found = routes._id_bounds(snap.conn, True, cache.get(snap.conn, snap.state))
+            return found, plain
+
+    found, plain = both(sync=True)  # the first import
+    assert found == plain and None not in plain
+    with scoped.snapshot(sync=False) as snap:
+        newest_session = snap.conn.execute(
+            "SELECT session_id FROM messages WHERE id = ?", (plain[1],)
+        ).fetchone()[0]
+    with open_archive(archive) as store:  # as `recall archive delete` does
+        store.delete_session(newest_session)
+    found, plain = both()
+    assert found == plain
