@@ -139,7 +139,7 @@ def find_rows(
     """
     if route.table is None:
         return _scan(conn, parsed, request, filters, scoped, row_map)
-    if route.name == "trigram" and missing_trigram(conn, route, parsed):
+    if missing_trigram(conn, route, parsed):
         return Rows([], 0, False, None, indexed=False)
     if row_map is not None and mapped(route, request):
         return _fts_mapped(conn, route, request, filters, scoped, row_map)
@@ -181,9 +181,7 @@ class Probes(Mapping[str, bool]):
 
     def __getitem__(self, name: str) -> bool:
         if name not in self._known:
-            route = self._routes[name]
-            hopeless = route.name == "trigram" and missing_trigram(self._conn, route, self._parsed)
-            self._known[name] = not hopeless and index_matches(self._conn, route)
+            self._known[name] = route_matches(self._conn, self._routes[name], self._parsed)
         return self._known[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -211,8 +209,15 @@ def index_matches(conn: sqlite3.Connection, route: Route) -> bool:
     )
 
 
+def route_matches(conn: sqlite3.Connection, route: Route, parsed: ParsedQuery) -> bool:
+    """Whether ``route`` can find anything for ``parsed``, filters aside: no missing
+    piece (:func:`missing_trigram`), then :func:`index_matches`."""
+    return not missing_trigram(conn, route, parsed) and index_matches(conn, route)
+
+
 def missing_trigram(conn: sqlite3.Connection, route: Route, parsed: ParsedQuery) -> bool:
-    """Whether a three-character piece of a term every match needs is in no message.
+    """Whether ``route`` is the index of word parts and a three-character piece of a term
+    every match needs is in no message (False for any other route).
 
     A word the word index lacks is retried as parts of words, and the trigram index
     answers such a query by intersecting its pieces' lists: for ``zstd`` the list of
@@ -220,6 +225,8 @@ def missing_trigram(conn: sqlite3.Connection, route: Route, parsed: ParsedQuery)
     milliseconds to find nothing. Each piece alone is one lookup that stops at its
     first row, so a piece no message holds ends the search at once.
     """
+    if route.name != "trigram":
+        return False
     t = route.table
     pieces = {
         term.text[i : i + 3].lower()
@@ -446,10 +453,7 @@ def any_row(
                 return True
             continue
         known = probed.get(route.name) if probed is not None else None
-        if known is None:
-            hopeless = route.name == "trigram" and missing_trigram(conn, route, parsed)
-            known = not hopeless and index_matches(conn, route)
-        if not known:
+        if not (route_matches(conn, route, parsed) if known is None else known):
             continue
         literal, literal_params = literal_sql(parsed, route)
         row = conn.execute(

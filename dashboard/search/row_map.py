@@ -228,30 +228,40 @@ def _zeros(count: int) -> array:
 
 
 def _build(conn: sqlite3.Connection, scoped: bool, top: int) -> Owners:
-    """Every message's session: a session whose ids are consecutive is one slice of the
-    index (read from its index entries alone); the others' ids are read one by one."""
-    index = _zeros(top + 1)
+    """Every message's session, one slice of the index per run of its ids."""
+    spans = _spans(conn, f"1{_mine(scoped)}")
+    high = max((span[1] for span in spans), default=0)
+    index = _zeros(max(top, high) + 1)
     sessions, numbers = [""], {}
-    scattered: list[tuple[str, int]] = []
-    newest, oldest = 0, 0
+    for low, high, sid in spans:
+        number = numbers.get(sid)
+        if number is None:
+            number = numbers[sid] = len(sessions)
+            sessions.append(sid)
+        index[low : high + 1] = array("i", [number]) * (high - low + 1)
+    newest = max((span[1] for span in spans), default=0)
+    oldest = min((span[0] for span in spans), default=0)
+    return Owners(index, sessions, numbers, len(index) - 1, newest, oldest)
+
+
+def _spans(conn: sqlite3.Connection, where: str) -> list[tuple[int, int, str]]:
+    """The runs of consecutive ids of each session's rows matching ``where``, in id order:
+    a session whose ids are consecutive is one run, read from its index entries alone
+    (min, max, count); the others' ids are read and cut into runs."""
+    spans: list[tuple[int, int, str]] = []
     for sid, low, high, count in conn.execute(
-        f"SELECT session_id, min(id), max(id), count(*) FROM main.messages WHERE 1{_mine(scoped)}"
+        f"SELECT session_id, min(id), max(id), count(*) FROM main.messages WHERE {where}"
         " GROUP BY session_id"
     ):
-        number = numbers[sid] = len(sessions)
-        sessions.append(sid)
-        newest = max(newest, high)
-        oldest = min(oldest, low) if oldest else low
-        if high - low + 1 == count and high <= top:
-            index[low : high + 1] = array("i", [number]) * count
-        else:
-            scattered.append((sid, number))
-    for sid, number in scattered:
-        for (rowid,) in conn.execute("SELECT id FROM main.messages WHERE session_id = ?", (sid,)):
-            if rowid >= len(index):
-                index.extend(_zeros(rowid + 1 - len(index)))
-            index[rowid] = number
-    return Owners(index, sessions, numbers, max(top, len(index) - 1), newest, oldest)
+        if high - low + 1 == count:
+            spans.append((low, high, sid))
+            continue
+        ids = conn.execute(
+            f"SELECT id FROM main.messages WHERE {where} AND session_id = ? ORDER BY id", (sid,)
+        )
+        spans.extend((lo, hi, sid) for lo, hi in _consecutive(r[0] for r in ids))
+    spans.sort()
+    return spans
 
 
 def _extend(conn: sqlite3.Connection, owners: Owners, scoped: bool, top: int) -> Owners:
@@ -294,20 +304,7 @@ def _flags(conn: sqlite3.Connection, key: tuple[object, ...]) -> Flags:
     unshown = conn.execute(
         f"SELECT id, session_id, {visible_sql('messages')} FROM main.messages WHERE {UNSHOWN_ROWS}"
     ).fetchall()
-    spans: list[tuple[int, int, str]] = []
-    for sid, low, high, count in conn.execute(
-        "SELECT session_id, min(rowid), max(rowid), count(*) FROM main.messages"
-        " WHERE compacted = 1 GROUP BY session_id"
-    ):
-        if high - low + 1 == count:
-            spans.append((low, high, sid))
-            continue
-        ids = conn.execute(
-            "SELECT rowid FROM main.messages WHERE compacted = 1 AND session_id = ? ORDER BY rowid",
-            (sid,),
-        ).fetchall()
-        spans.extend((lo, hi, sid) for lo, hi in _consecutive(r[0] for r in ids))
-    spans.sort()
+    spans = _spans(conn, "compacted = 1")
     compacted = Runs(
         array("q", (s[0] for s in spans)), array("q", (s[1] for s in spans)), [s[2] for s in spans]
     )
