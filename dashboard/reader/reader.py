@@ -62,6 +62,7 @@ from dashboard.sessions.transcript import (
     load_transcript,
     match_entries,
 )
+from dashboard.store.kept import KeptConnections
 from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
 from dashboard.store.recalldb import RecallData
 from dashboard.store.scope import apply_scope
@@ -139,6 +140,9 @@ class StateReader:
         # The overview's counts of the archive (two counts of every message, a seek per
         # session for the newest: ~70 ms at 1M messages), until the archive's next write.
         self._figures = LineageCache(self._count_figures)
+        # A read-only connection per thread kept between snapshots (store/kept.py): its
+        # page cache and FTS5's index structures outlive one request. Each is scoped once.
+        self._kept = KeptConnections(self._path, self._prepare)
 
     @property
     def path(self) -> Path:
@@ -195,18 +199,19 @@ class StateReader:
         ``before_read`` first (the archive page reads the archive as it is)."""
         if sync and self._before_read is not None:
             self._before_read()
-        conn = open_own_readonly(self.path)
         try:
-            try:
+            with self._kept.connection() as conn:
                 state = read_state(conn, self.path)
-                apply_scope(conn, self.scope)
                 with read_snapshot(conn):
                     yield Snapshot(conn, state)
-            except sqlite3.DatabaseError as exc:
-                # "database disk image is malformed" surfaces on the first page read.
-                raise classify(exc, self.path) from exc
-        finally:
-            conn.close()
+        except sqlite3.DatabaseError as exc:
+            # "database disk image is malformed" surfaces on the first page read.
+            raise classify(exc, self.path) from exc
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """A new connection's setup: the file proved an archive, then this reader's scope."""
+        read_state(conn, self.path)
+        apply_scope(conn, self.scope)
 
     def is_demo(self) -> bool:
         """Whether the home was built by ``recall demo``, without ever waiting on its lock.

@@ -86,8 +86,16 @@ def open_own_readonly(
     (SQLite then needs no ``-shm`` and takes no lock). A file that cannot be opened
     because of its folder (gone, read-only) says so: the folder's fault, not the file's.
     """
+    return open_own(path, timeout=timeout, io_retries=io_retries)[0]
+
+
+def open_own(
+    path: str | Path, *, timeout: float = BUSY_TIMEOUT_S, io_retries: int = IO_RETRIES
+) -> tuple[sqlite3.Connection, bool]:
+    """:func:`open_own_readonly`, and whether the file was opened ``immutable`` (such a
+    connection never sees a later change: it is for the one unit of work at hand)."""
     try:
-        return open_readonly(path, timeout=timeout, io_retries=io_retries)
+        return open_readonly(path, timeout=timeout, io_retries=io_retries), False
     except StoreUnavailableError as exc:
         if exc.reason not in ("readonly", "missing", "io"):
             raise
@@ -100,7 +108,7 @@ def open_own_readonly(
         conn = sqlite3.connect(
             readonly_uri(path) + "&immutable=1", uri=True, timeout=timeout, check_same_thread=False
         )
-        return _prepared(conn)
+        return _prepared(conn), True
     except sqlite3.Error as exc:
         raise classify(exc, Path(path)) from exc
 
