@@ -40,13 +40,28 @@ def _words(conn: sqlite3.Connection, limit: int = 40) -> list[str]:
     return ranked[: limit // 2] + ranked[-(limit // 2) :]
 
 
+def _symbolic(conn: sqlite3.Connection, limit: int = 3) -> list[str]:
+    """Words with a symbol inside (``node.js``, ``pg_stat``) the messages say: the word
+    route finds their words and checks the literal text (through the trigram index)."""
+    found: set[str] = set()
+    for (content,) in conn.execute("SELECT content FROM main.messages ORDER BY id"):
+        found.update(re.findall(r"\b[A-Za-z]{2,}[._-][A-Za-z]{2,}\b", content or ""))
+    return sorted(found)[:limit]
+
+
 def _requests(conn: sqlite3.Connection) -> list[SearchRequest]:
     words = _words(conn)
+    symbolic = _symbolic(conn)
     sessions = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id LIMIT 3")]
     models = [r[0] for r in conn.execute("SELECT DISTINCT model FROM sessions LIMIT 1") if r[0]]
     queries = [*words, *(f"{w[:3]}*" for w in words[:4]), " ".join(words[:2]), f'"{words[0]}"']
     queries.append(f"{words[0]} OR {words[-1]}")
     queries.append(f"{words[1]} NOT {words[2]}")
+    # Symbols count: the literal text, in any case; with another word; a symbol the
+    # messages never write between those words (the words match, the text does not).
+    for text in symbolic:
+        queries += [text, text.upper(), f"{text} {words[0]}"]
+        queries.append(re.sub(r"[._-]", "~", text))
     out: list[SearchRequest] = []
     for n, query in enumerate(queries):
         base = SearchRequest(query=query)
