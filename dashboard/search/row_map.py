@@ -27,8 +27,9 @@ import sqlite3
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from dashboard.hermes.conventions import visible_sql
 from dashboard.lineage.graph import archive_version
@@ -36,6 +37,8 @@ from dashboard.store.schema import UNSHOWN_ROWS
 from dashboard.store.state import StoreState
 
 FILTER_SETS = 16  # sets of allowed sessions kept per archive version (one per filter set)
+ANSWERS = 64  # other answers kept per archive version (RowMap.remembered)
+T = TypeVar("T")
 # Rows past the map's newest id read one by one up to this many; more (a first import
 # landing) are read as a new map, from each session's id range: faster by far.
 REBUILD_PAST = 50_000
@@ -85,6 +88,8 @@ class Flags:
     compacted: Runs  # rows an in-place compaction archived (compacted = 1), as runs
     with_archive: frozenset[str]  # the sessions holding either
     allowed: dict[tuple[object, ...], bytes] = field(default_factory=dict)
+    # Other answers of this version, by question (RowMap.remembered): sessions' names.
+    answers: dict[tuple[object, ...], object] = field(default_factory=dict)
 
     def archived(self, rowid: int, session_id: str) -> bool:
         """Whether shown row ``rowid`` is archived: compacted history, or the original of
@@ -127,6 +132,19 @@ class RowMap:
                 self.flags.allowed.pop(next(iter(self.flags.allowed)))
             self.flags.allowed[key] = found
         return found
+
+    def remembered(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
+        """``compute()``'s answer, kept for this version of the archive under ``key`` (the
+        question, whole: its SQL and parameters), the :data:`ANSWERS` newest."""
+        with self._lock:
+            if key in self.flags.answers:
+                return self.flags.answers[key]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            if len(self.flags.answers) >= ANSWERS:
+                self.flags.answers.pop(next(iter(self.flags.answers)))
+            self.flags.answers[key] = value
+        return value
 
     def rows(
         self, scored: list[tuple[int, float]], allowed: bytes

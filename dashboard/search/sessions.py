@@ -68,7 +68,7 @@ from dashboard.search.routes import (
     probe_routes,
     session_matches,
 )
-from dashboard.search.row_map import RowMapCache
+from dashboard.search.row_map import RowMap, RowMapCache
 from dashboard.store.state import StoreState
 
 __all__ = [
@@ -167,7 +167,7 @@ def _matching(
             f"{ROUTE_WORDS[routes[index + 1].name]}."
         )
 
-    titles = _title_matches(conn, parsed, request, filters)
+    titles = _title_matches(conn, parsed, request, filters, row_map)
     # A re-inserted tail row and the row it repeats are one message: every count below
     # (per card, per chain, the total) and every link reads the row a person reads.
     epochs = cache.get(conn, archived_sessions(found.rows))
@@ -216,18 +216,30 @@ def _matching(
 
 
 def _title_matches(
-    conn: sqlite3.Connection, parsed: ParsedQuery, request: SearchRequest, filters: Filters
+    conn: sqlite3.Connection,
+    parsed: ParsedQuery,
+    request: SearchRequest,
+    filters: Filters,
+    row_map: RowMap | None = None,
 ) -> list[tuple[str, float]]:
-    """Sessions whose name (title or id) satisfies the whole query, with their start times."""
+    """Sessions whose name (title or id) satisfies the whole query, with their start times.
+
+    A pass over every session's name (~1 ms at 10k sessions): with ``row_map``, kept for
+    its version of the archive, so paging, a filter toggled back or a query asked again
+    does not read them again."""
     if request.continues:
         return []  # "search older/newer" pages continue the message hits only
     where, params = parsed.name_sql("s.title", "s.id")
-    rows = conn.execute(
+    sql = (
         f"SELECT s.id, coalesce(s.started_at, 0) FROM sessions s WHERE {where}"
-        f"{filters.session_sql} ORDER BY s.started_at DESC LIMIT 50",
-        (*params, *filters.session_params),
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
+        f"{filters.session_sql} ORDER BY s.started_at DESC LIMIT 50"
+    )
+    args = (*params, *filters.session_params)
+
+    def read() -> list[tuple[str, float]]:
+        return [(r[0], r[1]) for r in conn.execute(sql, args).fetchall()]
+
+    return read() if row_map is None else row_map.remembered(("names", sql, args), read)
 
 
 def _why_empty(
@@ -247,6 +259,8 @@ def _why_empty(
     if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None:
         return True, ()
     active = active_filters(request)
+    if not active:
+        return False, ()  # nothing hides a match: there is none
     # Dropping filters only adds names: when none matches with every filter dropped,
     # no subset needs the name lookup (a pass over every session's name) again.
     names = bool(_title_matches(conn, parsed, request, request_filters(request, frozenset(active))))

@@ -293,3 +293,27 @@ def test_a_scoped_scan_takes_its_id_bounds_from_the_map_while_they_hold(tmp_path
         store.delete_session(newest_session)
     found, plain = both()
     assert found == plain
+
+
+def test_kept_name_matches_follow_a_renamed_session(tmp_path: Path) -> None:
+    """A session's name matches are kept per version of the archive: a title set after a
+    search is found by the next one, and the old title no longer is."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    archive = archive_home(home, tmp_path / "archive.db")
+    reader = StateReader(HermesHome(home), path=archive)
+    with reader.snapshot() as snap:
+        sid = snap.conn.execute("SELECT id FROM sessions ORDER BY id LIMIT 1").fetchone()[0]
+
+    def named(word: str) -> list[str]:
+        result = reader.search(SearchRequest(query=word, sources=EVERY_SOURCE))
+        return [c.session_id for c in result.results if c.title_match]
+
+    with open_archive(archive) as store:
+        store.set_title(sid, "quillwort retrospective")
+    assert named("quillwort") == [sid]
+    assert named("quillwort") == [sid]  # asked again: the kept answer
+    with open_archive(archive) as store:
+        store.set_title(sid, "bramblefinch retrospective")
+    assert named("quillwort") == []
+    assert named("bramblefinch") == [sid]
