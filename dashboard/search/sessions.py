@@ -206,7 +206,7 @@ def _matching(
     )
     if not groups:
         result.home_empty, result.excluded_by = _why_empty(
-            conn, request, parsed, routes, scoped, probed
+            conn, request, parsed, routes, scoped, probed, row_map
         )
     elif by_profile:
         # A card's best session is its group's profile: a chain never leaves its profile.
@@ -249,6 +249,7 @@ def _why_empty(
     routes: list[Route],
     scoped: bool,
     probed: Mapping[str, bool],
+    row_map: RowMap | None = None,
 ) -> tuple[bool, tuple[str, ...]]:
     """Why nothing was found: an empty home, or the filters that hide the matches.
 
@@ -259,15 +260,14 @@ def _why_empty(
     if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is None:
         return True, ()
     active = active_filters(request)
-    if not active:
-        return False, ()  # nothing hides a match: there is none
     # Dropping filters only adds names: when none matches with every filter dropped,
     # no subset needs the name lookup (a pass over every session's name) again.
-    names = bool(_title_matches(conn, parsed, request, request_filters(request, frozenset(active))))
+    every = request_filters(request, frozenset(active))
+    names = bool(_title_matches(conn, parsed, request, every, row_map))
 
     def found(skip: Iterable[str]) -> bool:
         filters = request_filters(request, frozenset(skip))
-        return (names and bool(_title_matches(conn, parsed, request, filters))) or any_row(
+        return (names and bool(_title_matches(conn, parsed, request, filters, row_map))) or any_row(
             conn, routes, parsed, request, filters, scoped, probed
         )
 
