@@ -13,6 +13,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import itemgetter
 from typing import Any
 
@@ -54,7 +55,8 @@ class Group:
 def archived_sessions(rows: Iterable[Row]) -> list[str]:
     """Sessions with an archived row among ``rows``: the only ones where a hit can have a
     copy that also matched (a re-inserted tail repeats rows its compaction archived)."""
-    return list(dict.fromkeys(row[1] for row in rows if row[4]))
+    rows = list(rows)  # passes in C: thousands of rows a search
+    return list(dict.fromkeys(compress(map(itemgetter(1), rows), map(itemgetter(4), rows))))
 
 
 def fold_copies(rows: Iterable[Hits], epochs: Mapping[str, Epochs]) -> tuple[list[Hits], int]:
@@ -71,7 +73,8 @@ def fold_copies(rows: Iterable[Hits], epochs: Mapping[str, Epochs]) -> tuple[lis
     # Only the rows of sessions with copies are looked at (a comprehension finds them).
     seen: set[int] = set()
     folded: set[int] = set()
-    for i in [i for i, row in enumerate(out) if row[1] in with_copies]:
+    mine = map(with_copies.__contains__, map(itemgetter(1), out))
+    for i in list(compress(range(len(out)), mine)):
         row = out[i]
         shown = with_copies[row[1]].shown_once(row[0])
         if shown in seen:
@@ -178,7 +181,7 @@ def group_rows(
     timed = request.sort != "relevance"
     # Per session, not per row: a mid-frequency word ranks thousands of rows for a page
     # of 20 cards. Counted in C; a group's sessions in the order their first rows come.
-    counts = Counter(r[1] for r in rows)
+    counts = Counter(map(itemgetter(1), rows))
     # Rows come newest (oldest) first: a session's first row is its newest (oldest).
     first_when = {r[1]: r[3] for r in reversed(rows)} if timed else {}
     for sid in counts:  # a Counter keeps first-seen order

@@ -29,6 +29,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TypeVar
 
 from dashboard.hermes.conventions import visible_sql
@@ -111,8 +112,9 @@ class RowMap:
 
     def allowed(self, session_sql: str, params: tuple[object, ...]) -> bytes:
         """The sessions the request's session filters let through (``session_sql`` is
-        filters.Filters.session_sql over alias ``s``) as a byte per session number,
-        read once per archive version and set of filters."""
+        filters.Filters.session_sql over alias ``s``) as a byte per session number (0:
+        kept out; 1: let through; 2: let through, and holding archived rows, which
+        :meth:`rows` checks one by one), read once per archive version and set of filters."""
         key = (session_sql, params)
         with self._lock:
             found = self.flags.allowed.get(key)
@@ -126,6 +128,10 @@ class RowMap:
             number = numbers.get(sid)
             if number is not None:
                 mask[number] = 1
+        for sid in self.flags.with_archive:
+            number = numbers.get(sid)
+            if number is not None and mask[number]:
+                mask[number] = 2
         found = bytes(mask)
         with self._lock:
             if len(self.flags.allowed) >= FILTER_SETS:
@@ -156,27 +162,19 @@ class RowMap:
         if not scored:
             return []
         owners, flags = self.owners, self.flags
-        ids = [rowid for rowid, _ in scored]
+        ids = list(map(itemgetter(0), scored))
         past = len(owners.index)
         if max(ids) >= past:  # a row newer than the map's snapshot: no owner here
             ids = [rowid if rowid < past else 0 for rowid in ids]
         numbers = list(map(owners.index.__getitem__, ids))
-        hidden, names = flags.hidden, owners.sessions
+        hidden, names, archived = flags.hidden, owners.sessions, flags.archived
         verdicts = map(allowed.__getitem__, numbers)
-        out = [
-            (rowid, names[n], score, 0.0, 0)
+        # One pass; only a session holding archived rows (verdict 2) asks row by row.
+        return [
+            (rowid, names[n], score, 0.0, 1 if ok == 2 and archived(rowid, names[n]) else 0)
             for (rowid, score), n, ok in zip(scored, numbers, verdicts, strict=True)
             if ok and rowid not in hidden
         ]
-        with_archive = flags.with_archive
-        if with_archive:
-            out = [
-                (r[0], r[1], r[2], 0.0, 1)
-                if r[1] in with_archive and flags.archived(r[0], r[1])
-                else r
-                for r in out
-            ]
-        return out
 
 
 class RowMapCache:
