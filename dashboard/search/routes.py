@@ -362,11 +362,13 @@ def _fts_mapped(
         # window's last match: another profile's newer rows are neither walked nor scored.
         index = row_map.owners.index
         owned: list[int] = []  # the scope's matches, newest first, up to one past the window
+        walked = 0  # matches walked, the other profiles' among them
         newest = f" AND rowid <= {row_map.owners.newest}"
         walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{newest} ORDER BY rowid DESC"
         cur.execute(walk, (route.match,))
         while len(owned) <= window and (chunk := cur.fetchmany(4096)):
             ids = [r[0] for r in chunk]  # every id <= newest < len(index)
+            walked += len(ids)
             numbers = map(index.__getitem__, ids)
             owned += [rowid for rowid, n in zip(ids, numbers, strict=True) if n]
         seen = len(owned)
@@ -376,8 +378,16 @@ def _fts_mapped(
             return Rows([], 0, False, None, indexed=False)
         bounded = seen > window
         bound = f" AND rowid BETWEEN {cutoff if bounded else 0} AND {first}"
+        params: tuple[object, ...] = (route.match,)
+        if walked - seen > seen // 10:
+            # Other profiles' matches lie between: only the scope's are scored. SQLite
+            # tests the WHERE before it reads the rank column, so FTS5 never computes
+            # bm25 for a row the list refuses (the ``+`` keeps the list off the rowid
+            # lookup, which would run the MATCH once per id).
+            bound += " AND +rowid IN (SELECT value FROM json_each(?))"
+            params += (json.dumps(owned[:window]),)
         scored = cur.execute(
-            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older}{bound}", (route.match,)
+            f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?{older}{bound}", params
         ).fetchall()
     else:
         scored = cur.execute(
