@@ -90,9 +90,13 @@ def make_snippet(
     When no term is in ``text`` (the match was in a tool name or the tool-call
     arguments), the window is taken from ``extra`` instead.
     """
-    flat = _SPACE.sub(" ", text).strip()
     pattern = term_pattern(terms)
-    found = pattern.search(flat) if pattern else None
+    near = _around_match(text, terms, pattern, width)
+    if near is not None:
+        flat, found = near
+    else:
+        flat = _SPACE.sub(" ", text).strip()
+        found = pattern.search(flat) if pattern else None
     if found is None and extra:
         flat_extra = _SPACE.sub(" ", extra).strip()
         alt = pattern.search(flat_extra) if pattern else None
@@ -113,6 +117,39 @@ def make_snippet(
     window = flat[start:end]
     body = mark(window, pattern)
     return ("…" if start > 0 else "") + body + ("…" if end < len(flat) else "")
+
+
+def _around_match(
+    text: str, terms: Sequence[str], pattern: re.Pattern[str] | None, width: int
+) -> tuple[str, re.Match[str]] | None:
+    """:func:`make_snippet`'s flattened text cut to a slice around the first match, and
+    the match in it; None when the whole text must be flattened (short, no match, a
+    term holding a space).
+
+    A tool's output can run to hundreds of KB, and a card shows 220 characters of it.
+    The slice holds more than the window can take on either side of the match (else
+    None), so the window, and whether text lies beyond it, are the whole text's."""
+    if pattern is None or len(text) < 8 * width or any(_SPACE.search(t) for t in terms):
+        return None
+    found = pattern.search(text)  # no term holds a space: the same first match as flat's
+    if found is None:
+        return None
+    low, high = max(0, found.start() - 2 * width), found.end() + 3 * width
+    # Where only whitespace lies beyond a side, the slice goes to that end (stripped).
+    whole_before = low == 0 or text[:low].isspace()
+    whole_after = high >= len(text) or text[high:].isspace()
+    flat = _SPACE.sub(" ", text[0 if whole_before else low : len(text) if whole_after else high])
+    flat = flat.lstrip() if whole_before else flat
+    flat = flat.rstrip() if whole_after else flat
+    near = pattern.search(flat)
+    if near is None:
+        return None
+    # The window starts at most width // 3 + 20 before the match and takes width more.
+    if (not whole_before and near.start() <= width // 3 + 21) or (
+        not whole_after and len(flat) - near.start() <= width + 1
+    ):
+        return None
+    return flat, near
 
 
 def escape_html(text: str) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dashboard import text
 from dashboard.agent import blocks
 from dashboard.search import said
@@ -81,3 +84,66 @@ def test_the_opening_is_the_plain_text_of_the_first_characters_only() -> None:
     long = "word " * (text.OPENING_CHARS // 5) + "**tail said after the opening**"
     assert "tail" not in text.plain_opening(long)
     assert text.plain_opening(long) == text.markdown_plain(long[: text.OPENING_CHARS])
+
+
+def _snippet_of_the_whole_text(whole: str, terms: list[str], width: int) -> str:
+    """make_snippet as it reads with the whole text flattened first (the reference the
+    sliced read must equal, byte for byte)."""
+    flat = re.sub(r"\s+", " ", whole).strip()
+    pattern = text.term_pattern(terms)
+    found = pattern.search(flat) if pattern else None
+    start = 0
+    if found is not None:
+        start = max(0, found.start() - width // 3)
+        if start:
+            space = flat.rfind(" ", max(0, start - 20), start + 1)
+            start = space + 1 if space >= 0 else start
+    end = min(len(flat), start + width)
+    if end < len(flat):
+        space = flat.rfind(" ", end - 25, end)
+        end = space if space > start else end
+    body = text.mark(flat[start:end], pattern)
+    return ("…" if start > 0 else "") + body + ("…" if end < len(flat) else "")
+
+
+_FILLER = st.lists(
+    st.one_of(
+        st.text(alphabet="cd ef\n\t", min_size=0, max_size=60),
+        st.sampled_from(["   \n\n   ", " " * 90, "\t", "dc fc " * 30]),
+    ),
+    min_size=4,
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    before=_FILLER,
+    needle=st.sampled_from(["Needle", "needle", "x.y", "<b>&", "  needle  ", "d\n\ne"]),
+    after=st.lists(
+        st.one_of(_FILLER, st.sampled_from(["needle", "x.y", " " * 90])), max_size=6
+    ).map("".join),
+    terms=st.lists(
+        st.sampled_from(["needle", "x.y", "<b>", "ef", "zz", "d e", "needle c"]),
+        min_size=1,
+        max_size=3,
+    ),
+    width=st.integers(min_value=26, max_value=40),
+)
+def test_a_long_texts_snippet_is_read_from_a_slice_and_is_the_same(
+    before: str, needle: str, after: str, terms: list[str], width: int
+) -> None:
+    """The first match anywhere (deep in the text, after long runs of spaces, near
+    either end): the snippet of a slice is the snippet of the whole text."""
+    whole = before + needle + after
+    assert text.make_snippet(whole, terms, width=width) == _snippet_of_the_whole_text(
+        whole, terms, width
+    )
+
+
+def test_a_term_holding_a_space_is_found_across_any_whitespace_of_a_long_text() -> None:
+    # "d\te" reads "d e" once flattened: the first match, though "d e" comes later as is.
+    whole = "d\te" + " xy" * 400 + " d e" + " zw" * 400
+    snippet = text.make_snippet(whole, ["d e"], width=40)
+    assert snippet == _snippet_of_the_whole_text(whole, ["d e"], 40)
+    assert snippet.startswith("<mark>d e</mark> xy")
