@@ -126,12 +126,15 @@ def archive_version(conn: sqlite3.Connection, state: StoreState) -> tuple[object
     """What moves when the archive behind ``conn`` is written: the write counter moves with
     every transaction a Recall store commits, in place or not (a sync re-linking a session,
     a gone mark); the sessions' max(rowid) and count(*) also catch rows added or removed
-    by anything else. One read per snapshot serves every cache keyed on it."""
+    by anything else. One read per snapshot serves every cache keyed on it. The whole
+    archive's, whatever the connection's scope (store/scope.py): a profile's caches
+    then also drop on another profile's write, and the count reads an index, not the
+    scope's view row by row (1.5 ms for one profile of three at 1M)."""
     return (
         state.path,
         *conn.execute(
-            "SELECT (SELECT value FROM state_meta WHERE key = ?), max(rowid), count(*)"
-            " FROM sessions",
+            "SELECT (SELECT value FROM main.state_meta WHERE key = ?), max(rowid), count(*)"
+            " FROM main.sessions",
             (WRITES_KEY,),
         ).fetchone(),
     )

@@ -65,7 +65,7 @@ from dashboard.sessions.transcript import (
 from dashboard.store.kept import KeptConnections
 from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
 from dashboard.store.recalldb import RecallData
-from dashboard.store.scope import apply_scope
+from dashboard.store.scope import apply_scope, follow_scope
 from dashboard.store.state import StoreState, read_state
 
 
@@ -92,6 +92,8 @@ class Snapshot:
 
     conn: sqlite3.Connection
     state: StoreState
+    # graph.archive_version, when the snapshot read it already (a scoped one does).
+    version: tuple[object, ...] | None = None
 
 
 class StateReader:
@@ -203,7 +205,12 @@ class StateReader:
             with self._kept.connection() as conn:
                 state = read_state(conn, self.path)
                 with read_snapshot(conn):
-                    yield Snapshot(conn, state)
+                    version = None
+                    if not self.scope.everything:
+                        # The scope's session ids as this snapshot sees the archive.
+                        version = archive_version(conn, state)
+                        follow_scope(conn, self.scope, version)
+                    yield Snapshot(conn, state, version)
         except sqlite3.DatabaseError as exc:
             # "database disk image is malformed" surfaces on the first page read.
             raise classify(exc, self.path) from exc
@@ -386,7 +393,8 @@ class StateReader:
             return self._search(snap, request)
 
     def _search(self, snap: Snapshot, request: SearchRequest) -> SearchResult:
-        version = archive_version(snap.conn, snap.state)  # read once for both caches
+        # Read once for both caches.
+        version = snap.version or archive_version(snap.conn, snap.state)
         return search_sessions(
             snap.conn,
             snap.state,

@@ -358,17 +358,19 @@ def _fts_mapped(
     cur.row_factory = None
     cutoff: int | None = None
     if scoped:
-        # From the scope's newest row down, and scored between its first and its
-        # window's last match: another profile's newer rows are neither walked nor scored.
-        index = row_map.owners.index
+        # Between the scope's newest and oldest rows, and scored between its first and
+        # its window's last match: another profile's rows outside are neither walked
+        # nor scored (profiles imported one after another are blocks of ids).
+        owners = row_map.owners
+        index = owners.index
         owned: list[int] = []  # the scope's matches, newest first, up to one past the window
-        walked = 0  # matches walked, the other profiles' among them
-        newest = f" AND rowid <= {row_map.owners.newest}"
-        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{newest} ORDER BY rowid DESC"
+        walked: list[int] = []  # every match walked, the other profiles' among them
+        span = f" AND rowid BETWEEN {owners.oldest} AND {owners.newest}"
+        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{span} ORDER BY rowid DESC"
         cur.execute(walk, (route.match,))
         while len(owned) <= window and (chunk := cur.fetchmany(4096)):
             ids = [r[0] for r in chunk]  # every id <= newest < len(index)
-            walked += len(ids)
+            walked += ids
             numbers = map(index.__getitem__, ids)
             owned += [rowid for rowid, n in zip(ids, numbers, strict=True) if n]
         seen = len(owned)
@@ -377,9 +379,14 @@ def _fts_mapped(
         if first is None:
             return Rows([], 0, False, None, indexed=False)
         bounded = seen > window
-        bound = f" AND rowid BETWEEN {cutoff if bounded else 0} AND {first}"
+        low = cutoff if bounded else owners.oldest
+        bound = f" AND rowid BETWEEN {low} AND {first}"
         params: tuple[object, ...] = (route.match,)
-        if walked - seen > seen // 10:
+        # The other profiles' matches in that range (the walk is newest first: from
+        # ``first`` to ``low``, or to its end, which ``oldest`` bounds).
+        last = walked.index(cutoff) if bounded else len(walked) - 1
+        others = last - walked.index(first) + 1 - min(seen, window)
+        if others > seen // 10:
             # Other profiles' matches lie between: only the scope's are scored. SQLite
             # tests the WHERE before it reads the rank column, so FTS5 never computes
             # bm25 for a row the list refuses (the ``+`` keeps the list off the rowid

@@ -317,3 +317,62 @@ def test_kept_name_matches_follow_a_renamed_session(tmp_path: Path) -> None:
         store.set_title(sid, "bramblefinch retrospective")
     assert named("quillwort") == []
     assert named("bramblefinch") == [sid]
+
+
+def test_a_kept_profile_reader_sees_its_new_sessions(tmp_path: Path) -> None:
+    """The scope's session ids are kept on each thread's connection (store/scope.py):
+    a session the profile starts after they were read is found by the next search, and
+    another profile's new session is not."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reading = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    )
+    scoped = reading.reader.scoped("default")
+    word = "quillwortnew"
+    assert scoped.search(SearchRequest(query=word, sources=EVERY_SOURCE)).total_matches == 0
+    other = next(p for p in facts.dbs if p != "default")
+    for profile, sid in (("default", "20270101_000000_aaaaaa"), (other, "20270101_000000_bbbbbb")):
+        shapes.start_session(facts.dbs[profile], sid, 2e9)
+        shapes.append_turn(facts.dbs[profile], sid, f"{word} {profile}", "ok", 2e9 + 1)
+    result = scoped.search(SearchRequest(query=word, sources=EVERY_SOURCE))
+    assert [hit.snippet for card in result.results for hit in card.hits] == [
+        f"<mark>{word}</mark> default"
+    ]
+
+
+def test_one_profile_scores_only_its_own_rows_among_interleaved_ones(tmp_path: Path) -> None:
+    """Turns of two profiles interleaved in id order: a scoped read scores its profile's
+    matches only (a list of them), and gives the joined read's rows, bounded or not."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    other = next(p for p in facts.dbs if p != "default")
+    sids = {
+        p: sqlite3.connect(facts.dbs[p]).execute("SELECT min(id) FROM sessions").fetchone()[0]
+        for p in ("default", other)
+    }
+    reading = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    )
+    for n in range(24):
+        profile = "default" if n % 3 == 0 else other  # two of the other's for one of ours
+        shapes.append_turn(
+            facts.dbs[profile], sids[profile], f"quillwort {n}", f"quillwort reply {n}", 2e9 + n
+        )
+        assert reading.syncer is not None
+        reading.syncer.poll()  # each turn synced as it lands: the profiles' ids interleave
+    scoped = reading.reader.scoped("default")
+    cache = RowMapCache(scoped=True)
+    found = 0
+    with scoped.snapshot() as snap:
+        conn = snap.conn
+        for window in (None, 1, 3, 7, 40):
+            request = SearchRequest(query="quillwort", sources=EVERY_SOURCE, rank_window=window)
+            parsed = parse_query(request.query)
+            route = plan_routes(parsed, snap.state.trigram_ready)[0][0]
+            filters = request_filters(request)
+            joined = find_rows(conn, route, parsed, request, filters, True)
+            fast = find_rows(
+                conn, route, parsed, request, filters, True, row_map=cache.get(conn, snap.state)
+            )
+            assert _plain(fast) == _plain(joined), window
+            found += len(joined.rows)
+    assert found > 0
