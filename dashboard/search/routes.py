@@ -115,7 +115,7 @@ def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[R
     if symbolic:
         notes.append(f"Matched {shown} with their symbols, not just their words.")
     # Only where the trigram index's answer can only be a subset of the text check's:
-    # no NOT (the index stops at a NUL, so a "\x00json:" content's later text is not
+    # no NOT (the index stops at a NUL, so a JSON content's text, after its marker, is not
     # seen there, and a NOT could then pass a row the text check refuses).
     plain = not parsed.negative and all(t.text.isascii() for t in terms)
     by_trigram = tri_match if symbolic and plain else None
@@ -421,7 +421,7 @@ def _literal_rows(
     """The rows of ``scored`` holding the query as literal text (:func:`literal_sql`),
     most of them known from the trigram index (~9 ms for ``pg_stat_activity`` at 1M
     messages, against ~40 ms reading every candidate's text). The index misses text
-    after a NUL (a ``"\x00json:"`` content), so the candidates it does not hold are
+    after a NUL (a JSON content, hermes/content.py), so the candidates it does not hold are
     checked by their text: the answer is exactly :func:`literal_sql`'s."""
     low, high = min(r[0] for r in scored), max(r[0] for r in scored)
     found = {
