@@ -15,7 +15,7 @@ several days (their messages weigh the days), a time near a local midnight or a 
 of the zone's offset (:meth:`DayClock.local_sql`), a figure or a count that is not a
 plain number. That last test costs a third of the statement when made on every row
 (nine ``typeof()`` calls), and such figures are rare (a file written by hand), so it is
-made per group first (:func:`_plain`) and on every row only when a group fails it.
+made per group first (:func:`_sums`) and on every row only when a group fails it.
 """
 
 from __future__ import annotations
@@ -39,17 +39,17 @@ from dashboard.costs.usage import (
 
 _TOKENS = tuple(f"t{i}" for i, _ in enumerate(TOKEN_SQL))
 # How the rules read a figure: missing, zero or not zero. ``x <> 0`` tells the three
-# apart in one comparison (NULL, 0, 1: in that order, as the groups come); _KINDS maps
-# them to read_cost's stand-ins.
-_KINDS = {None: 0, 0: 1, 1: 2}
-_STAND_IN = (None, 0.0, 1.0)
+# apart in one comparison (NULL, 0, 1: in that order, as the groups come); a stand-in
+# of each for read_cost.
+_STAND_IN = {None: None, 0: 0.0, 1: 1.0}
 
 
 @dataclass
 class DaySums:
     """What the statement summed, and the rows it left for the caller."""
 
-    groups: list[tuple] = field(default_factory=list)  # (bucket, key, status, kinds, sums…)
+    # (bucket, key, status, kinds (x <> 0), derived, count, sums…, then more columns)
+    groups: list[tuple] = field(default_factory=list)
     cell_sessions: dict[tuple[int, str], int] = field(default_factory=dict)
     sessions: int = 0  # distinct sessions of the rows summed
     others: list[int] = field(default_factory=list)  # rowids left for the caller
@@ -70,8 +70,9 @@ class DaySums:
             e_sum,
             a_sum,
             calls,
-            *tokens,
+            *rest,
         ) in self.groups:
+            tokens = rest[: len(_TOKENS)]
             has_e, has_a, partial, paired, at = read(status, e_kind, a_kind, merged)
             e = float(e_sum or 0) if has_e else 0.0
             a = float(a_sum or 0) if has_a else 0.0
@@ -102,10 +103,11 @@ class DaySums:
 
 
 def _read(
-    status: object, e_kind: int, a_kind: int, merged: int
+    status: object, e_kind: int | None, a_kind: int | None, merged: int
 ) -> tuple[bool, bool, bool, bool, int]:
-    """How :func:`read_cost` reads a kind of row: whether it keeps the estimate and the
-    bill, whether the row is partly billed and paired, and its status's index."""
+    """How :func:`read_cost` reads a kind of row (its figures as ``x <> 0``): whether it
+    keeps the estimate and the bill, whether the row is partly billed and paired, and
+    its status's index."""
     cost = read_cost(status, _STAND_IN[e_kind], _STAND_IN[a_kind], usage=not merged)
     return (
         cost.estimated is not None,
@@ -210,11 +212,18 @@ def _sums(
     three sorts of the rows and a materialized copy of them, 40% more time.
     """
     sums = ["count(*)", "sum(e)", "sum(a)", "sum(c)", *(f"sum({t})" for t in _TOKENS)]
-    # What _plain reads: text or a blob sorts above every number; NULL drops out of
-    # the sum of a row's counts.
-    checks = ["max(e)", "max(a)", f"count({' + '.join([*_TOKENS, 'c'])})"]
+    # Figures and counts that are plain numbers, read by SQLite once a group: no
+    # estimate or bill of text or a blob (they sort above every number), counts that
+    # sum to an integer (a real, text or a blob makes the sum a real), none NULL.
+    plain = " AND ".join(
+        [
+            *(f"typeof(max({x})) NOT IN ('text', 'blob')" for x in ("e", "a")),
+            *(f"typeof(sum({x})) = 'integer'" for x in ("c", *_TOKENS)),
+            f"count({' + '.join([*_TOKENS, 'c'])}) = count(*)",
+        ]
+    )
     sessions = "json_group_array(DISTINCT sid)" if count_sessions else "NULL"
-    columns = ["b", "k", "st", "e <> 0", "a <> 0", "m", *sums, *checks, sessions]
+    columns = ["b", "k", "st", "e <> 0", "a <> 0", "m", *sums, plain, sessions]
     # LIMIT -1: the rows stay a subquery; flattened, ``b`` would be computed thrice.
     sql = (
         f"SELECT {', '.join(columns)}, group_concat(CASE WHEN b < 0 THEN rid END) "
@@ -222,17 +231,16 @@ def _sums(
     )
     found = DaySums()
     cells: dict[tuple[int, str], list[list[object]]] = {}
-    width = 6 + len(sums)
-    for values in conn.execute(sql, params):
-        bucket, key, status, e_kind, a_kind, merged, *rest = values[:width]
-        if bucket < 0:
-            found.others.extend(int(rid) for rid in values[-1].split(","))
+    checked = len(columns) - 2
+    for group in conn.execute(sql, params):
+        if group[0] < 0:
+            found.others.extend(int(rid) for rid in group[-1].split(","))
             continue
-        if not _plain(rest, values[width : width + len(checks)]):
+        if not group[checked]:
             return None
-        found.groups.append((bucket, key, status, _KINDS[e_kind], _KINDS[a_kind], merged, *rest))
+        found.groups.append(group)
         if count_sessions:
-            cells.setdefault((bucket, key), []).append(json.loads(values[-2]))
+            cells.setdefault((group[0], group[1]), []).append(json.loads(group[-2]))
     if count_sessions:
         found.cell_sessions = {cell: _distinct(ids) for cell, ids in cells.items()}
         found.sessions = _distinct([ids for groups in cells.values() for ids in groups])
@@ -247,20 +255,6 @@ def _distinct(groups: list[list[object]]) -> int:
     if len(groups) == 1:
         return len(groups[0]) - (None in groups[0])
     return len(set().union(*groups) - {None})
-
-
-def _plain(sums: Sequence[object], checks: Sequence[object]) -> bool:
-    """Whether a group summed plain numbers alone: no estimate or bill that is text or a
-    blob, counts and tokens all integers (SQLite's sum of integers is an integer, of
-    anything else a real) and none NULL."""
-    n, _, _, calls, *tokens = sums
-    max_e, max_a, complete = checks
-    return (
-        not isinstance(max_e, str | bytes)
-        and not isinstance(max_a, str | bytes)
-        and complete == n
-        and all(type(v) is int for v in (calls, *tokens))
-    )
 
 
 def _shared(
