@@ -38,17 +38,18 @@ from dashboard.costs.usage import (
 )
 
 _TOKENS = tuple(f"t{i}" for i, _ in enumerate(TOKEN_SQL))
-# How the rules read a figure: missing, zero or not zero. ``x <> 0`` tells the three
-# apart in one comparison (NULL, 0, 1: in that order, as the groups come); a stand-in
-# of each for read_cost.
-_STAND_IN = {None: None, 0: 0.0, 1: 1.0}
+# What the rules read of a row besides its status, as one number (one sort key, not
+# three): the estimate and the bill each missing, zero or not (0, 1, 2), and whether
+# the row was derived from a session (0, 1); ``x <> 0`` is NULL, 0 or 1.
+_KIND_SQL = "(coalesce((e <> 0) + 1, 0) * 3 + coalesce((a <> 0) + 1, 0)) * 2 + m"
+_STAND_IN = (None, 0.0, 1.0)  # an estimate or a bill of each kind, for read_cost
 
 
 @dataclass
 class DaySums:
     """What the statement summed, and the rows it left for the caller."""
 
-    # (bucket, key, status, kinds (x <> 0), derived, count, sums…, then more columns)
+    # (bucket, key, status, kind (_KIND_SQL), count, sums…, then the statement's others)
     groups: list[tuple] = field(default_factory=list)
     cell_sessions: dict[tuple[int, str], int] = field(default_factory=dict)
     sessions: int = 0  # distinct sessions of the rows summed
@@ -63,9 +64,7 @@ class DaySums:
             bucket,
             key,
             status,
-            e_kind,
-            a_kind,
-            merged,
+            kind,
             n,
             e_sum,
             a_sum,
@@ -73,7 +72,7 @@ class DaySums:
             *rest,
         ) in self.groups:
             tokens = rest[: len(_TOKENS)]
-            has_e, has_a, partial, paired, at = read(status, e_kind, a_kind, merged)
+            has_e, has_a, partial, paired, at = read(status, kind)
             e = float(e_sum or 0) if has_e else 0.0
             a = float(a_sum or 0) if has_a else 0.0
             if partial:
@@ -102,12 +101,12 @@ class DaySums:
             )
 
 
-def _read(
-    status: object, e_kind: int | None, a_kind: int | None, merged: int
-) -> tuple[bool, bool, bool, bool, int]:
-    """How :func:`read_cost` reads a kind of row (its figures as ``x <> 0``): whether it
-    keeps the estimate and the bill, whether the row is partly billed and paired, and
+def _read(status: object, kind: int) -> tuple[bool, bool, bool, bool, int]:
+    """How :func:`read_cost` reads a kind of row (``kind`` as :data:`_KIND_SQL`): whether
+    it keeps the estimate and the bill, whether the row is partly billed and paired, and
     its status's index."""
+    figures, merged = divmod(kind, 2)
+    e_kind, a_kind = divmod(figures, 3)
     cost = read_cost(status, _STAND_IN[e_kind], _STAND_IN[a_kind], usage=not merged)
     return (
         cost.estimated is not None,
@@ -223,11 +222,11 @@ def _sums(
         ]
     )
     sessions = "json_group_array(DISTINCT sid)" if count_sessions else "NULL"
-    columns = ["b", "k", "st", "e <> 0", "a <> 0", "m", *sums, plain, sessions]
+    columns = ["b", "k", "st", _KIND_SQL, *sums, plain, sessions]
     # LIMIT -1: the rows stay a subquery; flattened, ``b`` would be computed thrice.
     sql = (
         f"SELECT {', '.join(columns)}, group_concat(CASE WHEN b < 0 THEN rid END) "
-        f"FROM ({rows(where)} LIMIT -1) WHERE b IS NOT NULL GROUP BY b, k, st, 4, 5, m"
+        f"FROM ({rows(where)} LIMIT -1) WHERE b IS NOT NULL GROUP BY b, k, st, 4"
     )
     found = DaySums()
     cells: dict[tuple[int, str], list[list[object]]] = {}
