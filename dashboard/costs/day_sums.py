@@ -213,12 +213,12 @@ def _sums(
     sums = ["count(*)", "sum(e)", "sum(a)", "sum(c)", *(f"sum({t})" for t in _TOKENS)]
     # Figures and counts that are plain numbers, read by SQLite once a group: no
     # estimate or bill of text or a blob (they sort above every number), counts that
-    # sum to an integer (a real, text or a blob makes the sum a real), none NULL.
+    # sum to an integer (a real, text or a blob makes the sum a real; NULL cannot be
+    # there: every store's usage table has them NOT NULL, store/schema.py).
     plain = " AND ".join(
         [
             *(f"typeof(max({x})) NOT IN ('text', 'blob')" for x in ("e", "a")),
             *(f"typeof(sum({x})) = 'integer'" for x in ("c", *_TOKENS)),
-            f"count({' + '.join([*_TOKENS, 'c'])}) = count(*)",
         ]
     )
     sessions = "json_group_array(DISTINCT sid)" if count_sessions else "NULL"
