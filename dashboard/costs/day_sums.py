@@ -13,15 +13,18 @@ never computes one, so a group's sums are its rows' figures summed (in another o
 The statement leaves to the caller, by rowid, every row it cannot be sure of: calls on
 several days (their messages weigh the days), a time near a local midnight or a change
 of the zone's offset (:meth:`DayClock.local_sql`), a figure or a count that is not a
-plain number.
+plain number. That last test costs a third of the statement when made on every row
+(nine ``typeof()`` calls), and such figures are rare (a file written by hand), so it is
+made per group first (:func:`_sums`) and on every row only when a group fails it.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from dashboard.costs.days import EPOCH_DAY, DayClock, one_day_sql
@@ -35,18 +38,19 @@ from dashboard.costs.usage import (
 )
 
 _TOKENS = tuple(f"t{i}" for i, _ in enumerate(TOKEN_SQL))
-_WIDTH = 11 + len(_TOKENS)  # columns of every part of the statement (part 0's)
-# How the rules read a figure: missing (or not a number: such rows are left out), zero,
-# or not zero; and a stand-in of each for read_cost.
-_KIND_SQL = "CASE WHEN {0} IS NULL THEN 0 WHEN {0} = 0 THEN 1 ELSE 2 END"
-_STAND_IN = (None, 0.0, 1.0)
+# What the rules read of a row besides its status, as one number (one sort key, not
+# three): the estimate and the bill each missing, zero or not (0, 1, 2), and whether
+# the row was derived from a session (0, 1); ``x <> 0`` is NULL, 0 or 1.
+_KIND_SQL = "(coalesce((e <> 0) + 1, 0) * 3 + coalesce((a <> 0) + 1, 0)) * 2 + m"
+_STAND_IN = (None, 0.0, 1.0)  # an estimate or a bill of each kind, for read_cost
 
 
 @dataclass
 class DaySums:
     """What the statement summed, and the rows it left for the caller."""
 
-    groups: list[tuple] = field(default_factory=list)  # (bucket, key, status, kinds, sums…)
+    # (bucket, key, status, kind (_KIND_SQL), count, sums…, then the statement's others)
+    groups: list[tuple] = field(default_factory=list)
     cell_sessions: dict[tuple[int, str], int] = field(default_factory=dict)
     sessions: int = 0  # distinct sessions of the rows summed
     others: list[int] = field(default_factory=list)  # rowids left for the caller
@@ -60,16 +64,15 @@ class DaySums:
             bucket,
             key,
             status,
-            e_kind,
-            a_kind,
-            merged,
+            kind,
             n,
             e_sum,
             a_sum,
             calls,
-            *tokens,
+            *rest,
         ) in self.groups:
-            has_e, has_a, partial, paired, at = read(status, e_kind, a_kind, merged)
+            tokens = rest[: len(_TOKENS)]
+            has_e, has_a, partial, paired, at = read(status, kind)
             e = float(e_sum or 0) if has_e else 0.0
             a = float(a_sum or 0) if has_a else 0.0
             if partial:
@@ -98,11 +101,12 @@ class DaySums:
             )
 
 
-def _read(
-    status: object, e_kind: int, a_kind: int, merged: int
-) -> tuple[bool, bool, bool, bool, int]:
-    """How :func:`read_cost` reads a kind of row: whether it keeps the estimate and the
-    bill, whether the row is partly billed and paired, and its status's index."""
+def _read(status: object, kind: int) -> tuple[bool, bool, bool, bool, int]:
+    """How :func:`read_cost` reads a kind of row (``kind`` as :data:`_KIND_SQL`): whether
+    it keeps the estimate and the bill, whether the row is partly billed and paired, and
+    its status's index."""
+    figures, merged = divmod(kind, 2)
+    e_kind, a_kind = divmod(figures, 3)
     cost = read_cost(status, _STAND_IN[e_kind], _STAND_IN[a_kind], usage=not merged)
     return (
         cost.estimated is not None,
@@ -136,7 +140,35 @@ def day_sums(
     """
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
     stretches = clock.steady(lo, hi)
-    first, last = clock.local_sql(ROW_FIRST, stretches), clock.local_sql(ROW_LAST, stretches)
+    for checked in (False, True):
+        rows = functools.partial(
+            _rows_sql, clock, stretches, key, days, uniform, edges, checked=checked
+        )
+        found = _sums(conn, rows, where, list(params), count_sessions)
+        if found is not None:
+            return found
+    raise AssertionError("every row is checked on the second pass")  # pragma: no cover
+
+
+def _rows_sql(
+    clock: DayClock,
+    stretches: Sequence[tuple[float, float, float]],
+    key: str,
+    days: Sequence[int],
+    uniform: int | None,
+    edges: Sequence[float],
+    where: str,
+    *,
+    checked: bool,
+) -> str:
+    """A SELECT of each usage row matching ``where``: its key and figures, and its cell
+    ``b``: the period's index for a row summed here, -1 for a row left to the caller,
+    NULL for a one-day row outside the range. ``checked``: rows with a figure or a count
+    that is not a plain number are left to the caller too."""
+    tokens = ", ".join(f"{t} AS {name}" for t, name in zip(TOKEN_SQL, _TOKENS, strict=True))
+    # The session's row only when the key or the condition reads it.
+    needs_session = re.search(r"\bs\.", f"{key} {where}") is not None
+    source = ROWS_FROM if needs_session else "FROM session_model_usage u"
     plain = " AND ".join(
         [
             "typeof(u.estimated_cost_usd) IN ('integer', 'real', 'null')",
@@ -145,56 +177,105 @@ def day_sums(
             *(f"typeof({t}) = 'integer'" for t in TOKEN_SQL),
         ]
     )
-    tokens = ", ".join(f"{t} AS {name}" for t, name in zip(TOKEN_SQL, _TOKENS, strict=True))
-    # The session's row only when the key or the condition reads it.
-    needs_session = re.search(r"\bs\.", f"{key} {where}") is not None
-    source = ROWS_FROM if needs_session else "FROM session_model_usage u"
-    # d: each row read once, its key and figures, whether it spent on one day (s) and
-    # its period (b); kept (MATERIALIZED) for the five parts below.
-    rows = (
+    # Each row's local times once (LIMIT -1: kept a subquery, not flattened into the
+    # expressions below, which read each several times).
+    inner = (
         f"SELECT u.rowid AS rid, u.session_id AS sid, {key} AS k, u.cost_status AS st, "
         "u.estimated_cost_usd AS e, u.actual_cost_usd AS a, "
         f"{derived_usage_sql('u')} AS m, max(u.api_call_count, 1) AS c, {tokens}, "
-        f"coalesce({plain} AND {one_day_sql(first, last)}, 0) AS s, "
-        f"{_bucket_sql(ROW_LAST, last, days, edges, uniform)} AS b {source} WHERE {where}"
+        f"{ROW_LAST} AS y, {clock.local_sql(ROW_FIRST, stretches)} AS lf, "
+        f"{clock.local_sql(ROW_LAST, stretches)} AS ll, {plain if checked else 1} AS p "
+        f"{source} WHERE {where} LIMIT -1"
     )
-    summed = "s AND b IS NOT NULL"
-    kinds = [_KIND_SQL.format(x) for x in ("e", "a")]
+    one_day = one_day_sql("lf", "ll")
+    bucket = _bucket_sql("y", "ll", days, edges, uniform)
+    return (
+        f"SELECT rid, sid, k, st, e, a, m, c, {', '.join(_TOKENS)}, "
+        f"CASE WHEN p AND {one_day} THEN {bucket} ELSE -1 END AS b FROM ({inner})"
+    )
+
+
+def _sums(
+    conn: sqlite3.Connection,
+    rows: Callable[[str], str],
+    where: str,
+    params: list[object],
+    count_sessions: bool,
+) -> DaySums | None:
+    """Run the statement over ``rows(where)`` (:func:`_rows_sql`); None when a group
+    summed a figure that is not a plain number (then ask again with every row checked).
+
+    One ``GROUP BY`` (one sort) answers it all: the sums of each group, its sessions
+    (distinct, as JSON: a session in two groups of a cell counts once there) and the
+    rows left over (the groups of cell -1, by rowid). Sums and sessions apart took
+    three sorts of the rows and a materialized copy of them, 40% more time.
+    """
     sums = ["count(*)", "sum(e)", "sum(a)", "sum(c)", *(f"sum({t})" for t in _TOKENS)]
-    counts = [
-        _part(1, ["b", "k", "count(DISTINCT sid)"], f"{summed} GROUP BY b, k"),
-        _part(2, ["count(DISTINCT sid)"], summed),
-        _part(
-            4,
-            ["b", "k", "sid"],
-            f"{summed} AND sid IN (SELECT sid FROM d WHERE NOT s) GROUP BY b, k, sid",
-        ),
-    ]
-    parts = [
-        _part(0, ["b", "k", "st", *kinds, "m", *sums], f"{summed} GROUP BY b, k, st, 5, 6, m"),
-        _part(3, ["rid"], "NOT s"),
-        *(counts if count_sessions else []),
-    ]
-    sql = f"WITH d AS MATERIALIZED ({rows}) " + " UNION ALL ".join(parts)
+    # Figures and counts that are plain numbers, read by SQLite once a group: no
+    # estimate or bill of text or a blob (they sort above every number), counts that
+    # sum to an integer (a real, text or a blob makes the sum a real; NULL cannot be
+    # there: every store's usage table has them NOT NULL, store/schema.py).
+    plain = " AND ".join(
+        [
+            *(f"typeof(max({x})) NOT IN ('text', 'blob')" for x in ("e", "a")),
+            *(f"typeof(sum({x})) = 'integer'" for x in ("c", *_TOKENS)),
+        ]
+    )
+    sessions = "json_group_array(DISTINCT sid)" if count_sessions else "NULL"
+    columns = ["b", "k", "st", _KIND_SQL, *sums, plain, sessions]
+    # LIMIT -1: the rows stay a subquery; flattened, ``b`` would be computed thrice.
+    sql = (
+        f"SELECT {', '.join(columns)}, group_concat(CASE WHEN b < 0 THEN rid END) "
+        f"FROM ({rows(where)} LIMIT -1) WHERE b IS NOT NULL GROUP BY b, k, st, 4"
+    )
     found = DaySums()
-    for part, *values in conn.execute(sql, list(params)):
-        if part == 0:
-            found.groups.append(tuple(values))
-        elif part == 1:
-            found.cell_sessions[(values[0], values[1])] = values[2]
-        elif part == 2:
-            found.sessions = values[0]
-        elif part == 3:
-            found.others.append(values[0])
-        else:
-            found.shared.setdefault(str(values[2]), set()).add((values[0], values[1]))
+    cells: dict[tuple[int, str], list[list[object]]] = {}
+    checked = len(columns) - 2
+    for group in conn.execute(sql, params):
+        if group[0] < 0:
+            found.others.extend(int(rid) for rid in group[-1].split(","))
+            continue
+        if not group[checked]:
+            return None
+        found.groups.append(group)
+        if count_sessions:
+            cells.setdefault((group[0], group[1]), []).append(json.loads(group[-2]))
+    if count_sessions:
+        found.cell_sessions = {cell: _distinct(ids) for cell, ids in cells.items()}
+        found.sessions = _distinct([ids for groups in cells.values() for ids in groups])
+        if found.others:
+            found.shared = _shared(conn, rows, where, params, found.others)
     return found
 
 
-def _part(number: int, columns: list[str], condition: str) -> str:
-    """One SELECT of the statement, padded to one width (UNION ALL needs one)."""
-    padded = [str(number), *columns, *["NULL"] * (_WIDTH - 1 - len(columns))]
-    return f"SELECT {', '.join(padded)} FROM d WHERE {condition}"
+def _distinct(groups: list[list[object]]) -> int:
+    """Distinct sessions of some groups, each a list of distinct ids (NULL is none, as
+    for ``count(DISTINCT …)``)."""
+    if len(groups) == 1:
+        return len(groups[0]) - (None in groups[0])
+    return len(set().union(*groups) - {None})
+
+
+def _shared(
+    conn: sqlite3.Connection,
+    rows: Callable[[str], str],
+    where: str,
+    params: list[object],
+    others: list[int],
+) -> dict[str, set[tuple[int, str]]]:
+    """The cells of the summed rows of each session that has a row left over: a few
+    sessions, their rows found through the usage table's key (its session first)."""
+    mine = (
+        f"({where}) AND u.session_id IN (SELECT session_id FROM session_model_usage "
+        "WHERE rowid IN (SELECT value FROM json_each(?)))"
+    )
+    shared: dict[str, set[tuple[int, str]]] = {}
+    for bucket, key, sid in conn.execute(
+        f"SELECT b, k, sid FROM ({rows(mine)}) WHERE b >= 0 GROUP BY b, k, sid",
+        [*params, json.dumps(others)],
+    ):
+        shared.setdefault(str(sid), set()).add((bucket, key))
+    return shared
 
 
 def _bucket_sql(
@@ -213,5 +294,14 @@ def _bucket_sql(
         return (
             f"CASE WHEN {inside} THEN CAST(({local} - {first}) / {86400 * uniform} AS INTEGER) END"
         )
-    steps = " ".join(f"WHEN {at} < {edge!r} THEN {i}" for i, edge in enumerate(edges[1:]))
-    return f"CASE WHEN {inside} THEN CASE {steps} END END"
+    return f"CASE WHEN {inside} THEN {_search_sql(at, edges, 0, len(edges) - 1)} END"
+
+
+def _search_sql(at: str, edges: Sequence[float], lo: int, hi: int) -> str:
+    """SQL for the index ``i`` in [lo, hi) with ``edges[i] <= at < edges[i + 1]``, for an
+    ``at`` inside [edges[lo], edges[hi]): halving, a dozen months in four comparisons."""
+    if hi - lo == 1:
+        return str(lo)
+    mid = (lo + hi) // 2
+    below, above = _search_sql(at, edges, lo, mid), _search_sql(at, edges, mid, hi)
+    return f"CASE WHEN {at} < {edges[mid]!r} THEN {below} ELSE {above} END"

@@ -174,3 +174,34 @@ def test_each_sessions_sums_equal_its_rows_read_one_by_one(tmp_path: Path, shape
                 assert [money(v) for v in fast[sid]] == [money(v) for v in vector], (period, sid)
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "input_tokens = 2.7",
+        "api_call_count = 1.5",
+        "output_tokens = 'many'",
+        "estimated_cost_usd = x'00'",
+        "actual_cost_usd = 'billed'",
+    ],
+)
+def test_a_figure_that_is_not_a_plain_number_is_read_one_by_one(
+    tmp_path: Path, data: RecallData, odd: str
+) -> None:
+    # SQLite would sum such a figure its own way (2.7 tokens, a blob as 0.0); the rules
+    # read it otherwise (2 tokens, no estimate). Its group fails the check, and the
+    # statement runs again checking every row.
+    db = edge_home(tmp_path / "state.db")
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(f"UPDATE session_model_usage SET {odd} WHERE model = 'noon'")
+    ask = {"timezone": TZ, "start": date(2026, 10, 1), "end": date(2026, 12, 1)}
+    found = ask_day_sums(db, period="month", by="model", **ask)
+    with closing(sqlite3.connect(db)) as conn:
+        model = dict(conn.execute("SELECT rowid, model FROM session_model_usage"))
+    assert "noon" in {model[r] for r in found.others}
+    assert "week-start" not in {model[r] for r in found.others}  # the others still summed
+    rollup = CostRollup(data.core, str(db))
+    for period in PERIODS:
+        for by in DIMENSIONS:
+            assert_same(*raw_and_rolled(db, rollup, period=period, by=by, **ask))
