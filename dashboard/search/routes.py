@@ -358,34 +358,19 @@ def _fts_mapped(
     cur.row_factory = None
     cutoff: int | None = None
     if scoped:
-        # Between the scope's newest and oldest rows, and scored between its first and
-        # its window's last match: another profile's rows outside are neither walked
-        # nor scored (profiles imported one after another are blocks of ids).
-        owners = row_map.owners
-        index = owners.index
-        owned: list[int] = []  # the scope's matches, newest first, up to one past the window
-        walked: list[int] = []  # every match walked, the other profiles' among them
-        span = f" AND rowid BETWEEN {owners.oldest} AND {owners.newest}"
-        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}{span} ORDER BY rowid DESC"
-        cur.execute(walk, (route.match,))
-        while len(owned) <= window and (chunk := cur.fetchmany(4096)):
-            ids = [r[0] for r in chunk]  # every id <= newest < len(index)
-            walked += ids
-            numbers = map(index.__getitem__, ids)
-            owned += [rowid for rowid, n in zip(ids, numbers, strict=True) if n]
+        # Scored between the scope's first and its window's last match (row_map walks
+        # them): another profile's rows outside are neither walked nor scored.
+        walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ?{older}"
+        owned, others = row_map.scope_matches(cur, walk, route.match, window)
         seen = len(owned)
         first = owned[0] if owned else None
         cutoff = owned[window - 1] if seen > window else None
         if first is None:
             return Rows([], 0, False, None, indexed=False)
         bounded = seen > window
-        low = cutoff if bounded else owners.oldest
+        low = cutoff if bounded else row_map.owners.oldest
         bound = f" AND rowid BETWEEN {low} AND {first}"
         params: tuple[object, ...] = (route.match,)
-        # The other profiles' matches in that range (the walk is newest first: from
-        # ``first`` to ``low``, or to its end, which ``oldest`` bounds).
-        last = walked.index(cutoff) if bounded else len(walked) - 1
-        others = last - walked.index(first) + 1 - min(seen, window)
         if others > seen // 10:
             # Other profiles' matches lie between: only the scope's are scored. SQLite
             # tests the WHERE before it reads the rank column, so FTS5 never computes

@@ -152,6 +152,34 @@ class RowMap:
             self.flags.answers[key] = value
         return value
 
+    def scope_matches(
+        self, cur: sqlite3.Cursor, walk: str, match: str, window: int
+    ) -> tuple[list[int], int]:
+        """A scoped map's matches of ``walk`` (an FTS ``SELECT rowid … WHERE … MATCH ?``,
+        no order), newest first, up to one past ``window``; and how many other profiles'
+        matches lie among those scored (from the first to the window's last, or to the
+        scope's oldest row). Walked in rowid order, no bm25, between the scope's newest
+        and oldest rows: profiles imported one after another are blocks of ids."""
+        owners = self.owners
+        index = owners.index
+        owned: list[int] = []
+        walked: list[int] = []
+        cur.execute(
+            f"{walk} AND rowid BETWEEN {owners.oldest} AND {owners.newest} ORDER BY rowid DESC",
+            (match,),
+        )
+        while len(owned) <= window and (chunk := cur.fetchmany(4096)):
+            ids = [r[0] for r in chunk]  # every id <= newest < len(index)
+            walked += ids
+            numbers = map(index.__getitem__, ids)
+            owned += [rowid for rowid, n in zip(ids, numbers, strict=True) if n]
+        if not owned:
+            return owned, 0
+        # Newest first: the scored range runs from the first to the window's last match,
+        # or, short of a window, to the walk's end.
+        last = walked.index(owned[window - 1]) if len(owned) > window else len(walked) - 1
+        return owned, last - walked.index(owned[0]) + 1 - min(len(owned), window)
+
     def rows(
         self, scored: list[tuple[int, float]], allowed: bytes
     ) -> list[tuple[int, str, float, float, int]]:
