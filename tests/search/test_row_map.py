@@ -15,6 +15,7 @@ import pytest
 
 from dashboard.archive.files import open_archive
 from dashboard.hermes.home import HermesHome
+from dashboard.lineage import epochs
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
 from dashboard.search import routes, row_map
@@ -376,3 +377,45 @@ def test_one_profile_scores_only_its_own_rows_among_interleaved_ones(tmp_path: P
             assert _plain(fast) == _plain(joined), window
             found += len(joined.rows)
     assert found > 0
+
+
+def test_warming_derives_the_epochs_a_first_search_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """warm_search derives the epochs of the sessions holding archived rows, a few at a
+    time, so a query's first search derives none; later warm-ups only check them."""
+    facts = v31.build_v31_home(tmp_path / "v31")
+    reader = _reader(facts.root, tmp_path)
+    derived: list[list[str]] = []
+    real = epochs.epochs_of
+    monkeypatch.setattr(epochs, "WARM_SESSIONS", 1)
+    monkeypatch.setattr(
+        epochs, "epochs_of", lambda conn, ids: derived.append(list(ids)) or real(conn, ids)
+    )
+    reader.warm_search()
+    assert derived and all(len(ids) == 1 for ids in derived)  # one session a read
+    warmed = {sid for ids in derived for sid in ids}
+    with reader.snapshot() as snap:
+        archived = {
+            r[0]
+            for r in snap.conn.execute(
+                "SELECT DISTINCT session_id FROM messages WHERE active = 0 OR compacted = 1"
+            )
+        }
+        texts = [
+            r[0]
+            for r in snap.conn.execute(
+                "SELECT content FROM messages WHERE active = 0 OR compacted = 1 ORDER BY id"
+            )
+        ]
+    assert archived <= warmed
+    words = sorted({w.lower() for t in texts for w in re.findall(r"[A-Za-z]{5,}", t or "")})
+    derived.clear()
+    hits = 0
+    for query in words[:12]:
+        result = reader.search(SearchRequest(query=query, sources=EVERY_SOURCE))
+        hits += sum(1 for card in result.results if card.session_id in archived)
+    assert hits > 0  # the searches did land in sessions holding archived rows
+    assert derived == []
+    reader.warm_search()
+    assert derived == []  # nothing changed: checked, not derived again
