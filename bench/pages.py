@@ -56,7 +56,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct, timed
+from bench.common import pct, timed, wait_idle
 from bench.hermes_form import to_current_views
 from bench.search import DEFAULT_HOME, OUT, build_once, wait_for_import
 from dashboard.archive.files import ARCHIVE_FILE
@@ -66,8 +66,6 @@ WARM_P95_TARGET_MS = 150.0
 FIRST_TARGET_MS = 1000.0
 RSS_TARGET_MB = 350.0
 SESSION_ROWS = 500  # a transcript's page size (sessions/transcript.PAGE_SIZE)
-IDLE_CPU_SHARE = 0.05  # the server counts as idle below 5 % of a core over a second
-IDLE_WAIT_S = 600
 BASELINE = "count(*)"
 
 
@@ -118,23 +116,6 @@ def pages(session_id: str, query: str) -> dict[str, tuple[str, dict[str, str]]]:
         "/memory": ("/memory", {}),
         "/sessions/<500 rows>": (f"/sessions/{session_id}", {}),
     }
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process ``pid`` has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_idle(pid: int) -> float:
-    """Wait until the server uses under IDLE_CPU_SHARE of a core; seconds waited."""
-    began = time.monotonic()
-    while time.monotonic() - began < IDLE_WAIT_S:
-        used = cpu_seconds(pid)
-        time.sleep(1.0)
-        if cpu_seconds(pid) - used < IDLE_CPU_SHARE:
-            break
-    return time.monotonic() - began
 
 
 def rss_mb(pid: int) -> tuple[float, float]:

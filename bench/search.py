@@ -64,7 +64,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct
+from bench.common import pct, wait_idle
 from bench.common import timed as timed_ms
 from dashboard.demo.build import build_demo_home
 from dashboard.search.query import parse_query
@@ -413,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     with running_server(["--home", str(home), "--data-dir", str(workdir / "data")], workdir) as srv:
         client = httpx.Client(base_url=srv.url, timeout=60)
         client.get("/api/search", params={"q": "warmup"})
+        # What a user who searches a while after start meets: the start's warm-up done.
+        print(f"server idle after {wait_idle(srv.process.pid):.0f} s", flush=True)
         for name, mix in mixes.items():
             print(
                 f"== mix {name}: {len(mix)} queries, {args.rounds} rounds, "
@@ -573,6 +575,8 @@ def compare_profiles(single_home: Path, count: int, rounds: int) -> int:
             )
         )
         wait_for_import(many)
+        for srv in (single, many):
+            print(f"server idle after {wait_idle(srv.process.pid):.0f} s", flush=True)
         targets = {
             "single": (stack.enter_context(httpx.Client(base_url=single.url, timeout=120)), {}),
             "all": (

@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import pct
+from bench.common import cpu_seconds, pct
 
 
 def writer(db: str, turns: int, interval: float) -> int:
@@ -67,12 +67,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and its threads, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_first_import(url: str, proc: subprocess.Popen[str], timeout: float) -> float:
