@@ -17,7 +17,7 @@ from dashboard.costs.costly import CostlySessions
 from dashboard.costs.request import CostsRequest
 from dashboard.costs.rollup import CostRollup
 from dashboard.costs.spend import Spend
-from dashboard.errors import QuerySyntaxError, StoreUnavailableError, ValidationError
+from dashboard.errors import StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
 from dashboard.lineage import links
@@ -43,7 +43,7 @@ from dashboard.reader.screens import (
 from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
 from dashboard.search.cards import fold_copies
 from dashboard.search.facets import session_facets
-from dashboard.search.query import ParsedQuery, parse_query
+from dashboard.search.query import highlight_terms, parse_query, usable_query
 from dashboard.search.row_map import RowMapCache
 from dashboard.search.said import said_only
 from dashboard.search.sessions import (
@@ -67,23 +67,6 @@ from dashboard.store.readonly import classify, open_own_readonly, read_snapshot
 from dashboard.store.recalldb import RecallData
 from dashboard.store.scope import apply_scope, follow_scope
 from dashboard.store.state import StoreState, read_state
-
-
-def usable_query(text: str) -> ParsedQuery | None:
-    """The parsed query, or None when there is nothing in it to search for or mark."""
-    try:
-        parsed = parse_query(text)
-    except QuerySyntaxError:
-        return None
-    return None if parsed.empty else parsed
-
-
-def highlight_terms(q: str) -> list[str]:
-    """The terms search matched for ``q`` (NOT terms excluded); none if ``q`` is unusable."""
-    try:
-        return parse_query(q).highlight_terms()
-    except QuerySyntaxError:
-        return []
 
 
 @dataclass(frozen=True)

@@ -562,3 +562,20 @@ def _unique(notes: list[str]) -> tuple[str, ...]:
 
 
 # -- a message as a query ---------------------------------------------------------------
+
+
+def usable_query(text: str) -> ParsedQuery | None:
+    """The parsed query, or None when there is nothing in it to search for or mark."""
+    try:
+        parsed = parse_query(text)
+    except QuerySyntaxError:
+        return None
+    return None if parsed.empty else parsed
+
+
+def highlight_terms(q: str) -> list[str]:
+    """The terms search matched for ``q`` (NOT terms excluded); none if ``q`` is unusable."""
+    try:
+        return parse_query(q).highlight_terms()
+    except QuerySyntaxError:
+        return []

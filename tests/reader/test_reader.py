@@ -14,29 +14,13 @@ from dashboard.costs.rollup import CostRollup
 from dashboard.hermes.home import HermesHome
 from dashboard.reader import costs_report as costs_report_module
 from dashboard.reader.opening import reading_for
-from dashboard.reader.reader import StateReader, highlight_terms
+from dashboard.reader.reader import StateReader
 from dashboard.search.sessions import SearchRequest
 from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.store.recalldb import RecallData
 from dashboard.store.session_store import SessionStore, Usage
 from tests.support import hermes_shapes as shapes
 from tests.support.snapshots import count_snapshots
-
-
-def test_highlight_terms_are_the_parsers_positive_terms() -> None:
-    assert sorted(highlight_terms('pool AND "read replica" OR time*')) == [
-        "pool",
-        "read replica",
-        "time",
-    ]
-    assert sorted(highlight_terms("NEAR(pool worker, 5)")) == ["pool", "worker"]
-    assert sorted(highlight_terms("a NOT b c")) == ["a", "c"]
-    assert sorted(highlight_terms('unbalanced "quote here')) == ["quote here", "unbalanced"]
-    assert sorted(highlight_terms("and or not")) == ["and", "not", "or"]  # lower case: words
-    assert highlight_terms("数据库 部署 部署") == ["数据库", "部署"]
-    assert highlight_terms('"" * ( )') == []  # unusable: nothing to mark, no error
-    assert highlight_terms("NOT only") == []
-
 
 # --- One snapshot per screen ----------------------------------------------------------
 

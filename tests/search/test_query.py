@@ -17,6 +17,7 @@ from dashboard.search.query import (
     ONLY_EXCLUSIONS,
     ParsedQuery,
     Term,
+    highlight_terms,
     parse_query,
 )
 from dashboard.search.related import terms_query
@@ -673,3 +674,18 @@ def test_any_message_becomes_a_safe_query(message: str) -> None:
     terms = query.split(" OR ")
     assert 1 <= len(terms) <= 8 and len(parsed.positive) == len(terms)
     assert all(t.startswith('"') and t.endswith('"') and len(t) >= 5 for t in terms)
+
+
+def test_highlight_terms_are_the_parsers_positive_terms() -> None:
+    assert sorted(highlight_terms('pool AND "read replica" OR time*')) == [
+        "pool",
+        "read replica",
+        "time",
+    ]
+    assert sorted(highlight_terms("NEAR(pool worker, 5)")) == ["pool", "worker"]
+    assert sorted(highlight_terms("a NOT b c")) == ["a", "c"]
+    assert sorted(highlight_terms('unbalanced "quote here')) == ["quote here", "unbalanced"]
+    assert sorted(highlight_terms("and or not")) == ["and", "not", "or"]  # lower case: words
+    assert highlight_terms("数据库 部署 部署") == ["数据库", "部署"]
+    assert highlight_terms('"" * ( )') == []  # unusable: nothing to mark, no error
+    assert highlight_terms("NOT only") == []
