@@ -419,3 +419,32 @@ def test_warming_derives_the_epochs_a_first_search_needs(
     assert derived == []
     reader.warm_search()
     assert derived == []  # nothing changed: checked, not derived again
+
+
+def test_a_profiles_scan_finds_its_own_rows_only(tmp_path: Path) -> None:
+    """A query no index answers (two CJK characters) is a scan; in one profile it reads
+    the archive's rows by id and keeps that profile's only, another profile's row among
+    them included."""
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    other = next(p for p in facts.dbs if p != "default")
+    sids = {
+        p: sqlite3.connect(facts.dbs[p]).execute("SELECT min(id) FROM sessions").fetchone()[0]
+        for p in ("default", other)
+    }
+    reading = reading_for(
+        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
+    )
+    assert reading.syncer is not None
+    # Synced one after the other: the other profile's row lies inside this one's ids.
+    shapes.append_turn(facts.dbs[other], sids[other], "鹬蚌 了 他的", "好", 2e9)
+    reading.syncer.poll()
+    shapes.append_turn(facts.dbs["default"], sids["default"], "渔翁 了 我的", "好", 2e9 + 1)
+    reading.syncer.poll()
+    mine = reading.reader.scoped("default")
+    every = reading.reader.scoped("all")
+    for query, expected_mine in (("鹬蚌", 0), ("渔翁", 1)):
+        request = SearchRequest(query=query, sources=EVERY_SOURCE)
+        found = mine.search(request)
+        assert found.route == "scan"
+        assert found.total_matches == expected_mine, query
+        assert every.search(request).total_matches == 1, query
