@@ -16,7 +16,7 @@ import pytest
 from dashboard.archive.files import open_archive
 from dashboard.hermes.home import HermesHome
 from dashboard.lineage import epochs
-from dashboard.reader.opening import reading_for
+from dashboard.reader.opening import HomeReading, reading_for
 from dashboard.reader.reader import StateReader
 from dashboard.search import routes, row_map
 from dashboard.search.filters import request_filters
@@ -341,9 +341,9 @@ def test_a_kept_profile_reader_sees_its_new_sessions(tmp_path: Path) -> None:
     ]
 
 
-def test_one_profile_scores_only_its_own_rows_among_interleaved_ones(tmp_path: Path) -> None:
-    """Turns of two profiles interleaved in id order: a scoped read scores its profile's
-    matches only (a list of them), and gives the joined read's rows, bounded or not."""
+def _two_profiles(tmp_path: Path) -> tuple[shapes.ProfilesFacts, str, dict[str, str], HomeReading]:
+    """A home of profiles read through its archive (synced inline): its facts, a profile
+    other than ``default``, a session of each of the two, and the reading."""
     facts = shapes.build_profiles_home(tmp_path / "hermes")
     other = next(p for p in facts.dbs if p != "default")
     sids = {
@@ -353,6 +353,13 @@ def test_one_profile_scores_only_its_own_rows_among_interleaved_ones(tmp_path: P
     reading = reading_for(
         HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
     )
+    return facts, other, sids, reading
+
+
+def test_one_profile_scores_only_its_own_rows_among_interleaved_ones(tmp_path: Path) -> None:
+    """Turns of two profiles interleaved in id order: a scoped read scores its profile's
+    matches only (a list of them), and gives the joined read's rows, bounded or not."""
+    facts, other, sids, reading = _two_profiles(tmp_path)
     for n in range(24):
         profile = "default" if n % 3 == 0 else other  # two of the other's for one of ours
         shapes.append_turn(
@@ -425,15 +432,7 @@ def test_a_profiles_scan_finds_its_own_rows_only(tmp_path: Path) -> None:
     """A query no index answers (two CJK characters) is a scan; in one profile it reads
     the archive's rows by id and keeps that profile's only, another profile's row among
     them included."""
-    facts = shapes.build_profiles_home(tmp_path / "hermes")
-    other = next(p for p in facts.dbs if p != "default")
-    sids = {
-        p: sqlite3.connect(facts.dbs[p]).execute("SELECT min(id) FROM sessions").fetchone()[0]
-        for p in ("default", other)
-    }
-    reading = reading_for(
-        HermesHome(facts.root), tmp_path / "data" / "archive.db", inline=True, folder=tmp_path
-    )
+    facts, other, sids, reading = _two_profiles(tmp_path)
     assert reading.syncer is not None
     # Synced one after the other: the other profile's row lies inside this one's ids.
     shapes.append_turn(facts.dbs[other], sids[other], "鹬蚌 了 他的", "好", 2e9)
