@@ -102,6 +102,13 @@ def make_snippet(
         alt = pattern.search(flat_extra) if pattern else None
         if alt is not None:
             flat, found = flat_extra, alt
+    return _window(flat, found, pattern, width)
+
+
+def _window(
+    flat: str, found: re.Match[str] | None, pattern: re.Pattern[str] | None, width: int
+) -> str:
+    """The snippet of flattened text ``flat`` around match ``found`` (its start without)."""
     if found is None:
         start = 0
     else:

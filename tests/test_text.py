@@ -91,19 +91,7 @@ def _snippet_of_the_whole_text(whole: str, terms: list[str], width: int) -> str:
     sliced read must equal, byte for byte)."""
     flat = re.sub(r"\s+", " ", whole).strip()
     pattern = text.term_pattern(terms)
-    found = pattern.search(flat) if pattern else None
-    start = 0
-    if found is not None:
-        start = max(0, found.start() - width // 3)
-        if start:
-            space = flat.rfind(" ", max(0, start - 20), start + 1)
-            start = space + 1 if space >= 0 else start
-    end = min(len(flat), start + width)
-    if end < len(flat):
-        space = flat.rfind(" ", end - 25, end)
-        end = space if space > start else end
-    body = text.mark(flat[start:end], pattern)
-    return ("…" if start > 0 else "") + body + ("…" if end < len(flat) else "")
+    return text._window(flat, pattern.search(flat) if pattern else None, pattern, width)
 
 
 _FILLER = st.lists(

@@ -461,7 +461,7 @@ def compacted_epochs(conn: sqlite3.Connection, session_ids: Sequence[str]) -> di
 
 
 EPOCHS_KEPT = 1_024  # sessions an EpochsCache keeps (the longest used least recently go first)
-WARM_SESSIONS = 8  # sessions whose rows EpochsCache.warm reads at once
+DERIVE_SESSIONS = 8  # sessions whose rows EpochsCache reads at once to derive them
 
 
 class EpochsCache:
@@ -500,11 +500,7 @@ class EpochsCache:
                 (json.dumps(wanted), room),
             )
             wanted = [r[0] for r in rows]
-        # A few sessions a read: deriving holds every row of the sessions read at once
-        # (their text too), ~230 MB for 664 in-place sessions of a 1M archive, for 18 MB
-        # of epochs kept.
-        for start in range(0, len(wanted), WARM_SESSIONS):
-            self.get(conn, wanted[start : start + WARM_SESSIONS])
+        self.get(conn, wanted)
 
     def get(self, conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, Epochs]:
         """The epochs of each archived session named (absent ids are left out)."""
@@ -539,7 +535,12 @@ class EpochsCache:
                     self._entries.move_to_end(sid)
                     found[sid] = entry[2]
         stale = [sid for sid in unsure if sid in versions and sid not in found]
-        fresh = epochs_of(conn, stale)
+        # A few sessions a read: deriving holds every row of the sessions read at once,
+        # their text too (~230 MB for the 664 in-place sessions of a 1M archive at once,
+        # for 18 MB of epochs kept).
+        fresh: dict[str, Epochs] = {}
+        for start in range(0, len(stale), DERIVE_SESSIONS):
+            fresh.update(epochs_of(conn, stale[start : start + DERIVE_SESSIONS]))
         with self._lock:
             for sid, epochs in fresh.items():
                 self._entries[sid] = (writes, versions[sid], epochs)

@@ -69,14 +69,19 @@ from dashboard.store.scope import apply_scope, follow_scope
 from dashboard.store.state import StoreState, read_state
 
 
-@dataclass(frozen=True)
+@dataclass
 class Snapshot:
     """One read connection to the archive, and its state (store/state.py)."""
 
     conn: sqlite3.Connection
     state: StoreState
-    # graph.archive_version, when the snapshot read it already (a scoped one does).
-    version: tuple[object, ...] | None = None
+    _version: tuple[object, ...] | None = None
+
+    def version(self) -> tuple[object, ...]:
+        """graph.archive_version of this snapshot, read once for every cache keyed on it."""
+        if self._version is None:
+            self._version = archive_version(self.conn, self.state)
+        return self._version
 
 
 class StateReader:
@@ -188,12 +193,10 @@ class StateReader:
             with self._kept.connection() as conn:
                 state = read_state(conn, self.path)
                 with read_snapshot(conn):
-                    version = None
-                    if not self.scope.everything:
-                        # The scope's session ids as this snapshot sees the archive.
-                        version = archive_version(conn, state)
-                        follow_scope(conn, self.scope, version)
-                    yield Snapshot(conn, state, version)
+                    snap = Snapshot(conn, state)
+                    # The scope's session ids as this snapshot sees the archive.
+                    follow_scope(conn, self.scope, snap.version)
+                    yield snap
         except sqlite3.DatabaseError as exc:
             # "database disk image is malformed" surfaces on the first page read.
             raise classify(exc, self.path) from exc
@@ -264,7 +267,7 @@ class StateReader:
         return OverviewPage(self._with_sources(info, shelf), activity, problem)
 
     def _archive_figures(self, snap: Snapshot) -> dict[str, Any]:
-        figures = copy.deepcopy(self._figures.get(snap.conn, snap.state))
+        figures = copy.deepcopy(self._figures.get(snap.conn, snap.state, snap.version()))
         kept = figures.pop("archive", None)
         info = archive_overview(snap.conn, self.path, figures=figures)
         info["is_demo"] = snap.state.is_demo
@@ -376,8 +379,7 @@ class StateReader:
             return self._search(snap, request)
 
     def _search(self, snap: Snapshot, request: SearchRequest) -> SearchResult:
-        # Read once for both caches.
-        version = snap.version or archive_version(snap.conn, snap.state)
+        version = snap.version()
         return search_sessions(
             snap.conn,
             snap.state,
@@ -400,7 +402,7 @@ class StateReader:
         ms of a 1M archive's first answers. A fault is left to the pages to say."""
         try:
             with self.snapshot(sync=False) as snap:
-                version = archive_version(snap.conn, snap.state)
+                version = snap.version()
                 self._lineage.get(snap.conn, snap.state, version)
                 found = self._row_maps.get(snap.conn, snap.state, version)
                 if found is not None:
@@ -430,7 +432,7 @@ class StateReader:
                 snap.conn,
                 snap.state,
                 request,
-                self._lineage.get(snap.conn, snap.state),
+                self._lineage.get(snap.conn, snap.state, snap.version()),
                 self._epochs,
                 scoped=not self.scope.everything,
                 row_maps=self._row_maps,
@@ -450,7 +452,7 @@ class StateReader:
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.state)
+            lineage = self._lineage.get(snap.conn, snap.state, snap.version())
         return lineage.family(lineage.root(session_id))
 
     def last_message_id(self, session_id: str) -> int:
@@ -505,8 +507,8 @@ class StateReader:
     ) -> ChainIndex:
         """The compaction chains, first ``limit`` by ``sort`` (see :func:`chain_index`)."""
         with self.snapshot() as snap:
-            lineage = self._lineage.get(snap.conn, snap.state)
-            in_place = self._in_place.get(snap.conn, snap.state)
+            lineage = self._lineage.get(snap.conn, snap.state, snap.version())
+            in_place = self._in_place.get(snap.conn, snap.state, snap.version())
             return chain_index(
                 snap.conn, lineage, sort=sort, descending=descending, limit=limit, in_place=in_place
             )
@@ -603,7 +605,7 @@ class StateReader:
             snap.conn,
             rollup,
             self._spend_cache,
-            lambda: self._lineage.get(snap.conn, snap.state),
+            lambda: self._lineage.get(snap.conn, snap.state, snap.version()),
             profiles=tuple(sorted(self.scope.names)) if scoped else None,
             open_whole=self._open_whole if scoped else None,
         ) as spending:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from dashboard.hermes.profiles import Scope
 
@@ -62,14 +63,17 @@ def apply_scope(conn: sqlite3.Connection, scope: Scope) -> None:
         conn.execute("PRAGMA query_only=1")
 
 
-def follow_scope(conn: sqlite3.Connection, scope: Scope, version: tuple[object, ...]) -> None:
-    """Fill the scope's session ids again when the archive's ``version``
-    (graph.archive_version, read in this snapshot) is not the one they were read at:
-    a sync may have added sessions to a profile. Inside the read transaction, so the
-    ids and every statement after see one state of the file."""
+def follow_scope(
+    conn: sqlite3.Connection, scope: Scope, version: Callable[[], tuple[object, ...]]
+) -> None:
+    """Fill the scope's session ids again when the archive's ``version()``
+    (graph.archive_version, read in this snapshot; not read for every profile's scope)
+    is not the one they were read at: a sync may have added sessions to a profile.
+    Inside the read transaction, so the ids and every statement after see one state of
+    the file."""
     if scope.everything:
         return
-    seen = repr(version)
+    seen = repr(version())
     row = conn.execute(f"SELECT version FROM temp.{_SEEN}").fetchone()
     if row is not None and row[0] == seen:
         return

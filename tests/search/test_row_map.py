@@ -395,7 +395,7 @@ def test_warming_derives_the_epochs_a_first_search_needs(
     reader = _reader(facts.root, tmp_path)
     derived: list[list[str]] = []
     real = epochs.epochs_of
-    monkeypatch.setattr(epochs, "WARM_SESSIONS", 1)
+    monkeypatch.setattr(epochs, "DERIVE_SESSIONS", 1)
     monkeypatch.setattr(
         epochs, "epochs_of", lambda conn, ids: derived.append(list(ids)) or real(conn, ids)
     )
