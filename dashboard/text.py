@@ -23,6 +23,23 @@ SNIPPET_CHARS = 220
 PREVIEW_CHARS = 160
 _SPACE = re.compile(r"\s+")
 _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+#: Code points of CJK ideographs, kana and hangul (inclusive ranges): the characters a
+#: word index cannot split into words. One rule for the query parser's CJK pattern and
+#: the store's index of messages ending in one (schema.CJK_TAIL_ROWS).
+CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),
+    (0x3005, 0x3005),
+    (0x3040, 0x30FF),
+    (0x3130, 0x318F),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+    (0x20000, 0x3134F),
+)
+CJK = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES) + "]")
 
 
 def readable(text: str) -> str:

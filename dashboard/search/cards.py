@@ -23,7 +23,7 @@ from dashboard.lineage.epochs import Epochs
 from dashboard.lineage.graph import Lineage
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import Hit, SearchRequest, SessionResult
-from dashboard.search.routes import Row
+from dashboard.search.rows import Row
 from dashboard.store.names import session_names
 from dashboard.store.presence import gone_sql
 from dashboard.text import (

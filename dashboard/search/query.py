@@ -19,7 +19,6 @@ expression that matches the same rows as ``fts_match("unicode61")``.
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from dashboard.search.lexing import (
     mark_near,
     remove_invisible,
 )
+from dashboard.text import CJK
 
 NOTHING_TO_SEARCH = "Nothing to search for: the query has only operators or punctuation."
 ONLY_EXCLUSIONS = "A query needs at least one term to look for; NOT only excludes."
@@ -48,10 +48,6 @@ TRIGRAM_MIN = 3  # a trigram index finds 0 rows (without error) for shorter stri
 KEYWORDS = {*OPERATORS, "NEAR"}
 # SQLite's lower() folds ASCII only; folding more in Python would miss "Ärger".
 ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-CJK = re.compile(
-    "[\u1100-\u11ff\u3005\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
-)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ ROLES = ("user", "assistant", "tool", "system")
 ROUTE_WORDS = {
     "unicode61": "searched whole words",
     "trigram": "searched for parts of words",
+    "pairs": "searched for parts of words that begin with the term",
     "scan": "searched every message",
 }
 

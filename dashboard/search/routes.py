@@ -8,9 +8,11 @@ schema: store/state.py). Routes, tried in order until one finds something:
 * ``trigram`` (:data:`TRIGRAM_INDEX`) for CJK runs of 3+ characters, for terms whose
   symbols the word index drops (``C++``), and as the retry when the word index finds
   nothing (a part of a word: ``config.ts`` inside ``app-config.ts``);
-* ``scan`` (``instr`` over ``messages``) for 1–2 character CJK terms, which no index
-  can find, and in place of the trigram index while a first import has not built it
-  yet (``StoreState.trigram_ready`` False).
+* ``pairs`` (scan.py) for a two-character CJK term (``部署``), through the trigram
+  index's pieces that start with it;
+* ``scan`` (``instr`` over ``messages``, scan.py) for one-character CJK terms, which no
+  index can find, and in place of the trigram index while a first import has not built
+  it yet (``StoreState.trigram_ready`` False).
 
 Ranking work is bounded (PERF_NOTES: bm25 costs ~1 µs per *matching* row, so ``the``
 over 1M messages takes ~1 s): one walk in rowid order finds how far a window of
@@ -31,6 +33,8 @@ from dashboard.search.filters import Filters
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
+from dashboard.search.rows import ARCHIVED_M, Rows, continuation_sql
+from dashboard.search.scan import SCAN_COLUMNS, pair_anchor, pair_rows, scan_rows
 from dashboard.store.state import TRIGRAM_INDEX, WORD_INDEX, StoreState
 
 RANK_WINDOW = 6_000  # matches ranked by bm25 before the work is bounded (~20 ms here)
@@ -39,17 +43,6 @@ PREFIX_RANK_WINDOW = 2_000  # bm25 over prefix expansions costs ~3x more per row
 # never changed with the order) took newest-first from 16 to 35-70 ms at 1M messages;
 # instead a bounded sort says so and offers the next matches in its direction.
 SORT_WINDOW = 1_000
-SCAN_WINDOW = 5_000  # hits a scan collects (newest first) before stopping
-SCAN_ROWS = 60_000  # messages one scan reads at most (~30 ms here); then "search older"
-# What a scan searches: the columns both FTS indexes cover.
-SCAN_COLUMNS = ("m.content", "m.tool_name", "m.tool_calls")
-
-# message id, session id, score, timestamp, archived (a shown row with compacted = 1 or
-# active = 0: an in-place compaction kept it as history or re-inserted it, so its session
-# may hold copies and its hits an epoch label: epochs.py; row_map.Flags.archived reads
-# the same rule from partial indexes)
-Row = tuple[int, str, float, float, int]
-ARCHIVED_M = "(m.compacted = 1 OR m.active = 0)"
 
 
 @dataclass(frozen=True)
@@ -63,19 +56,6 @@ class Route:
     literal_match: str | None = None
 
 
-@dataclass(frozen=True)
-class Rows:
-    """What one route found: matching rows in the request's order, within its window."""
-
-    rows: list[Row]
-    total: int  # rows found; just past the window when it was cut (an exact count costs more)
-    bounded: bool  # the window cut the matches
-    cutoff: int | None  # the message id the window stops at (continue from there)
-    # Whether the route's index holds a match in the reader's scope, filters aside (a
-    # probe's answer, learnt on the way; None: not learnt).
-    indexed: bool | None = None
-
-
 def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[Route], list[str]]:
     """The routes to try in order, and notes explaining the choice.
 
@@ -86,9 +66,10 @@ def plan_routes(parsed: ParsedQuery, trigram_ready: bool = True) -> tuple[list[R
     terms = [*parsed.positive, *parsed.negative]
     scan = Route("scan", None, None)
     if any(t.short_cjk for t in terms):
+        if trigram_ready and pair_anchor(parsed) is not None:
+            return [Route("pairs", None, None)], notes
         notes.append(
-            "Chinese, Japanese and Korean terms of 1–2 characters are found by reading every "
-            "message."
+            "Chinese, Japanese and Korean terms this short are found by reading every message."
         )
         return [scan], notes
     tri_match = parsed.fts_match("trigram") if trigram_ready else None
@@ -153,7 +134,7 @@ def find_rows(
     joins where :func:`mapped` says it can; the rows are the same either way.
     """
     if route.table is None:
-        return _scan(conn, parsed, request, filters, scoped, row_map)
+        return _unranked(conn, route, parsed, request, filters, scoped, row_map)
     if missing_trigram(conn, route, parsed):
         return Rows([], 0, False, None, indexed=False)
     if row_map is not None and mapped(route, request):
@@ -170,6 +151,20 @@ def find_rows(
     if not (index_matches(conn, route) if known is None else known):
         return Rows([], 0, False, None)  # nothing to rank, count or explain
     return _fts(conn, route, parsed, request, filters, scoped)
+
+
+def _unranked(
+    conn: sqlite3.Connection,
+    route: Route,
+    parsed: ParsedQuery,
+    request: SearchRequest,
+    filters: Filters,
+    scoped: bool,
+    row_map: RowMap | None = None,
+) -> Rows:
+    """The rows of a route with no FTS table: a pair's lookup or the scan (scan.py)."""
+    read = pair_rows if route.name == "pairs" else scan_rows
+    return read(conn, parsed, request, filters, scoped, row_map)
 
 
 def mapped(route: Route, request: SearchRequest) -> bool:
@@ -431,76 +426,6 @@ def _literal_rows(
     return [r for r in scored if r[0] in found]
 
 
-def _scan(
-    conn: sqlite3.Connection,
-    parsed: ParsedQuery,
-    request: SearchRequest,
-    filters: Filters,
-    scoped: bool = False,
-    row_map: RowMap | None = None,
-) -> Rows:
-    """Rows found by instr() over the newest SCAN_ROWS messages, newest first.
-
-    No index can answer these queries, so the work is bounded by rows read, not
-    by hits: the result offers to continue below the window ("search older").
-    """
-    where, params = parsed.scan_sql(SCAN_COLUMNS)
-    low_id, high_id = _id_bounds(conn, scoped, row_map)
-    if low_id is None:
-        return Rows([], 0, False, None)
-    upper = min(request.older_than, high_id + 1) if request.older_than else high_id + 1
-    lower = max(low_id, upper - SCAN_ROWS)
-    if request.sort == "oldest":
-        lower = max(low_id, (request.newer_than or 0) + 1)
-        upper = min(upper, lower + SCAN_ROWS)
-    direction = "ASC" if request.sort == "oldest" else "DESC"
-    # ``main.messages``: the join to ``sessions`` (a scoped connection's view of its
-    # profiles) keeps the scope, tested on the rows the text test lets through only, not
-    # the scoped ``messages`` view's test of every row read (~10 % of a scan).
-    rows = conn.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} "
-        f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.id >= ? AND m.id < ? AND ({where}){filters.sql} ORDER BY m.id {direction} "
-        f"LIMIT ?",
-        (lower, upper, *params, *filters.params, SCAN_WINDOW + 1),
-    ).fetchall()
-    full = len(rows) > SCAN_WINDOW
-    rows = rows[:SCAN_WINDOW]
-    if full:
-        cutoff: int | None = rows[-1][0]
-    elif direction == "DESC" and lower > low_id:
-        cutoff = lower  # older rows were not read
-    elif direction == "ASC" and upper <= high_id:
-        cutoff = upper - 1  # newer rows were not read
-    else:
-        cutoff = None
-    return Rows([tuple(r) for r in rows], len(rows), cutoff is not None, cutoff)
-
-
-def _id_bounds(
-    conn: sqlite3.Connection, scoped: bool, row_map: RowMap | None
-) -> tuple[int | None, int | None]:
-    """The oldest and newest message ids ``conn`` sees.
-
-    Every profile's: two seeks (min() and max() together defeat SQLite's one-seek
-    optimisation). A scope's ``messages`` is a view, where either is a walk of every row
-    through the scope's filter (~250 ms at 1M): its map's oldest and newest, when both
-    rows are still there (a deletion may have left them behind), else its sessions' rows.
-    """
-    if not scoped:
-        low = conn.execute("SELECT min(id) FROM messages").fetchone()[0]
-        return low, conn.execute("SELECT max(id) FROM messages").fetchone()[0]
-    if row_map is not None and row_map.owners.newest:
-        bounds = (row_map.owners.oldest, row_map.owners.newest)
-        there = conn.execute("SELECT count(*) FROM messages WHERE id IN (?, ?)", bounds)
-        if there.fetchone()[0] == len(set(bounds)):
-            return bounds
-    row = conn.execute(
-        "SELECT min(id), max(id) FROM main.messages WHERE session_id IN (SELECT id FROM sessions)"
-    ).fetchone()
-    return row[0], row[1]
-
-
 def any_row(
     conn: sqlite3.Connection,
     routes: list[Route],
@@ -513,7 +438,7 @@ def any_row(
     """Whether any route finds a row within the same window the search reads."""
     for route in routes:
         if route.table is None:
-            if _scan(conn, parsed, request, filters, scoped).rows:
+            if _unranked(conn, route, parsed, request, filters, scoped).rows:
                 return True
             continue
         known = probed.get(route.name) if probed is not None else None
@@ -541,16 +466,6 @@ def literal_sql(parsed: ParsedQuery, route: Route) -> tuple[str, list[str]]:
         return "", []
     where, params = parsed.scan_sql(SCAN_COLUMNS)
     return f" AND {where}", params
-
-
-def continuation_sql(request: SearchRequest, column: str) -> str:
-    """The bound a "search older/newer" page puts on message ids (trusted integers)."""
-    sql = ""
-    if request.older_than is not None:
-        sql += f" AND {column} < {int(request.older_than)}"
-    if request.newer_than is not None:
-        sql += f" AND {column} > {int(request.newer_than)}"
-    return sql
 
 
 def rank_window(request: SearchRequest, route: Route) -> int:

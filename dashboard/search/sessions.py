@@ -59,7 +59,6 @@ from dashboard.search.request import (
     SessionResult,
 )
 from dashboard.search.routes import (
-    SCAN_ROWS,
     Route,
     any_row,
     find_rows,
@@ -69,6 +68,7 @@ from dashboard.search.routes import (
     session_matches,
 )
 from dashboard.search.row_map import RowMap, RowMapCache
+from dashboard.search.scan import SCAN_ROWS
 from dashboard.store.state import StoreState
 
 __all__ = [
@@ -151,9 +151,10 @@ def _matching(
     filters = request_filters(request)
     route = routes[0]
     probed = probe_routes(conn, routes, parsed)
-    # A scoped scan takes its id bounds from the map too (routes._id_bounds).
+    # A scoped scan takes its id bounds from the map too (scan.id_bounds), and a pair's
+    # lookup its rows' sessions.
     wanted = row_maps is not None and any(
-        mapped(r, request) or (scoped and r.table is None) for r in routes
+        mapped(r, request) or r.name == "pairs" or (scoped and r.table is None) for r in routes
     )
     row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
@@ -177,12 +178,12 @@ def _matching(
     groups = group_rows(rows, lineage, request, titles)
     results = build_cards(conn, page_of(groups, request, rows), lineage, parsed, epochs)
     side = "oldest" if request.sort == "oldest" else "newest"
-    if found.bounded and route.table is None:
+    if found.bounded and found.scanned:
         notes.append(
             f"Searched the {side} {SCAN_ROWS:,} messages one by one (no index can answer "
             f"this query)."
         )
-    elif found.bounded and request.sort == "relevance":
+    elif found.bounded and request.sort == "relevance" and route.table is not None:
         notes.append(f"To stay fast, only the {side} {found.total - 1:,} were ranked.")
     elif found.bounded:
         notes.append(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.store.writecore import WriteCore
+from dashboard.text import CJK_RANGES
 
 HERMES_SCHEMA_VERSION = 11
 VERSION_KEY = "recall_schema_version"
@@ -340,6 +341,32 @@ def _v11_compaction_counts(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+#: A message's last two characters: the key of :data:`CJK_TAIL_INDEX`. A two-character
+#: CJK term is in a text either as the start of a three-character piece of the trigram
+#: index or at the text's very end, where no piece starts with it (search/pairs.py).
+PAIR_TAIL = "substr(content, -2)"
+#: Rows whose content ends in a CJK character (text.CJK_RANGES): the rows that index holds.
+CJK_TAIL_ROWS = (
+    "("
+    + " OR ".join(f"unicode(substr(content, -1)) BETWEEN {a} AND {b}" for a, b in CJK_RANGES)
+    + ")"
+)
+CJK_TAIL_INDEX = "idx_messages_cjk_tail"
+#: Rows whose content is structured (led by a NUL: hermes/content.py). SQLite's text
+#: functions stop at the NUL, and so does the trigram tokenizer: none of their text is in
+#: that index. Compared as bytes, they sort between char(0) and char(1) ('' sorts below).
+STRUCTURED_ROWS = "(content >= char(0) AND content < char(1))"
+
+
+def _v12_short_term_indexes(conn: sqlite3.Connection) -> None:
+    """What the trigram index cannot say about a two-character term: the rows ending in
+    CJK by their last two characters, and the structured rows (a few in any home)."""
+    conn.execute(f"CREATE INDEX {CJK_TAIL_INDEX} ON messages({PAIR_TAIL}) WHERE {CJK_TAIL_ROWS}")
+    conn.execute(
+        f"CREATE INDEX idx_messages_structured ON messages(session_id) WHERE {STRUCTURED_ROWS}"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -378,6 +405,12 @@ MIGRATIONS: Sequence[Migration] = (
         11,
         "archive: kept in-place compaction counts",
         _v11_compaction_counts,
+        changes_rows=False,
+    ),
+    Migration(
+        12,
+        "search: rows ending in CJK, structured rows",
+        _v12_short_term_indexes,
         changes_rows=False,
     ),
 )

@@ -19,6 +19,7 @@ from dashboard.store.schema import DEMO_KEY, LATEST_VERSION, TRIGRAM_PENDING_KEY
 
 WORD_INDEX = "messages_fts"  # unicode61: whole words, any language but CJK runs
 TRIGRAM_INDEX = "messages_fts_trigram"  # parts of words, CJK (3+ characters)
+TRIGRAM_VOCAB = "temp.recall_trigram_vocab"  # its pieces, one row each (trigram_vocab)
 
 _META_KEYS = (VERSION_KEY, TRIGRAM_PENDING_KEY, DEMO_KEY)
 
@@ -55,3 +56,25 @@ def read_state(conn: sqlite3.Connection, path: str | Path) -> StoreState:
             "not-archive", str(path), f"{found}; pages read schema {LATEST_VERSION}"
         )
     return StoreState(str(path), meta.get(TRIGRAM_PENDING_KEY) != "1", meta.get(DEMO_KEY))
+
+
+def trigram_vocab(conn: sqlite3.Connection) -> str:
+    """The name of a table listing the trigram index's pieces (FTS5's ``fts5vocab``, by
+    ``term``: a range of pieces is one seek), made on ``conn`` when it first asks.
+
+    Temporary, so per connection; a reader's connection is ``query_only``, which a
+    temporary table's creation needs lifted for the moment (as store/scope.py does).
+    """
+    made = conn.execute(
+        "SELECT 1 FROM temp.sqlite_master WHERE name = ?", (TRIGRAM_VOCAB.split(".")[1],)
+    ).fetchone()
+    if made is None:
+        only = conn.execute("PRAGMA query_only").fetchone()[0]
+        conn.execute("PRAGMA query_only=0")
+        try:
+            conn.execute(
+                f"CREATE VIRTUAL TABLE {TRIGRAM_VOCAB} USING fts5vocab(main, {TRIGRAM_INDEX}, row)"
+            )
+        finally:
+            conn.execute(f"PRAGMA query_only={int(only)}")
+    return TRIGRAM_VOCAB

@@ -287,13 +287,15 @@ def test_the_url_leaves_out_empty_fields(demo_server: Server, page) -> None:
 
 
 def test_the_page_uses_plain_words(demo_server: Server, page) -> None:
-    for url in ("/?q=redis", "/?q=数据库", "/?q=部署", "/"):
+    for url in ("/?q=redis", "/?q=数据库", "/?q=部署", "/?q=部", "/"):
         page.goto(demo_server.url + url)
         text = page.locator("main").inner_text()
         for jargon in ("unicode61", "trigram", "word index", "in a family", "Exclude session"):
             assert jargon not in text, (url, jargon)
-    page.goto(demo_server.url + "/?q=部署")
+    page.goto(demo_server.url + "/?q=部")
     assert "searched every message" in page.locator(".result-meta").inner_text()
+    page.goto(demo_server.url + "/?q=部署")
+    assert "parts of words that begin with" in page.locator(".result-meta").inner_text()
 
 
 def test_the_model_facet_counts_and_groups_spellings(demo_server: Server, page) -> None:

@@ -31,7 +31,11 @@ STILL_BUILDING = "The index of word parts is still being built (the import is fi
     [
         ("redis", ["unicode61", "trigram"], ["unicode61", "scan"]),
         ("数据库连接", ["trigram"], ["scan"]),
-        ("部署", ["scan"], ["scan"]),
+        ("部署", ["pairs"], ["scan"]),
+        ("部", ["scan"], ["scan"]),
+        ("a部", ["pairs"], ["scan"]),
+        ("部a", ["scan"], ["scan"]),  # a pair ending in ASCII: the index has no tail of it
+        ("部署 OR 回滚", ["scan"], ["scan"]),  # no one pair every match holds
         ("docker部署", ["trigram"], ["scan"]),
         ("C++", ["trigram", "scan"], ["scan"]),
         ("c#", ["scan"], ["scan"]),
@@ -58,10 +62,13 @@ def test_the_notes_say_why_a_query_was_scanned() -> None:
         f"{STILL_BUILDING}, so Chinese, Japanese and Korean terms were found by searching "
         "every message."
     ]
-    _, notes = plan_routes(parse_query("部署"), trigram_ready=True)
-    assert notes == [
-        "Chinese, Japanese and Korean terms of 1–2 characters are found by reading every message."
-    ]
+    for query in ("部", "部署 OR 回滚"):
+        _, notes = plan_routes(parse_query(query), trigram_ready=True)
+        assert notes == [
+            "Chinese, Japanese and Korean terms this short are found by reading every message."
+        ]
+    # A pair's pieces are an index: nothing to excuse.
+    assert plan_routes(parse_query("部署"), trigram_ready=True)[1] == []
     # A built index of word parts is never said to be missing: a short term is the reason.
     _, notes = plan_routes(parse_query("数据库连接 db"), trigram_ready=True)
     assert notes and "too short" in notes[0] and "no index" not in notes[0]

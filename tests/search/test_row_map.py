@@ -18,7 +18,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.lineage import epochs
 from dashboard.reader.opening import HomeReading, reading_for
 from dashboard.reader.reader import StateReader
-from dashboard.search import routes, row_map
+from dashboard.search import row_map, scan
 from dashboard.search.filters import request_filters
 from dashboard.search.query import parse_query
 from dashboard.search.routes import Rows, find_rows, mapped, plan_routes
@@ -281,7 +281,7 @@ def test_a_scoped_scan_takes_its_id_bounds_from_the_map_while_they_hold(tmp_path
     def both(sync: bool = False) -> tuple[object, object]:
         with scoped.snapshot(sync=sync) as snap:
             plain = tuple(snap.conn.execute("SELECT min(id), max(id) FROM messages").fetchone())
-            found = routes._id_bounds(snap.conn, True, cache.get(snap.conn, snap.state))
+            found = scan.id_bounds(snap.conn, True, cache.get(snap.conn, snap.state))
             return found, plain
 
     found, plain = both(sync=True)  # the first import
@@ -428,10 +428,13 @@ def test_warming_derives_the_epochs_a_first_search_needs(
     assert derived == []  # nothing changed: checked, not derived again
 
 
-def test_a_profiles_scan_finds_its_own_rows_only(tmp_path: Path) -> None:
-    """A query no index answers (two CJK characters) is a scan; in one profile it reads
-    the archive's rows by id and keeps that profile's only, another profile's row among
-    them included."""
+@pytest.mark.parametrize(("words", "route"), [(("鹬蚌", "渔翁"), "pairs"), (("鹬", "渔"), "scan")])
+def test_a_profiles_unranked_read_finds_its_own_rows_only(
+    tmp_path: Path, words: tuple[str, str], route: str
+) -> None:
+    """A query no ranked index answers (one or two CJK characters) is a scan or a pair's
+    lookup; in one profile either reads the archive's rows by id and keeps that profile's
+    only, another profile's row among them included."""
     facts, other, sids, reading = _two_profiles(tmp_path)
     assert reading.syncer is not None
     # Synced one after the other: the other profile's row lies inside this one's ids.
@@ -441,9 +444,9 @@ def test_a_profiles_scan_finds_its_own_rows_only(tmp_path: Path) -> None:
     reading.syncer.poll()
     mine = reading.reader.scoped("default")
     every = reading.reader.scoped("all")
-    for query, expected_mine in (("鹬蚌", 0), ("渔翁", 1)):
+    for query, expected_mine in zip(words, (0, 1), strict=True):
         request = SearchRequest(query=query, sources=EVERY_SOURCE)
         found = mine.search(request)
-        assert found.route == "scan"
+        assert found.route == route
         assert found.total_matches == expected_mine, query
         assert every.search(request).total_matches == 1, query

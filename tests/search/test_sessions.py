@@ -68,7 +68,7 @@ def test_chinese_three_plus_and_two_characters(readers: dict[str, StateReader], 
     assert shapes.S_TELEGRAM in found, result.notes
     assert result.route == "trigram"  # whether or not the source had such an index
     found, result = _sessions(reader, shapes.CJK_SHORT)
-    assert result.route == "scan"
+    assert result.route == "pairs"
     assert shapes.S_TELEGRAM in found
     assert any("<mark>部署</mark>" in h.snippet for r in result.results for h in r.hits)
 

@@ -1716,22 +1716,30 @@ def _bump_activity(conn: sqlite3.Connection, session_id: str, added: int, at: fl
 
 def append_turn(path: Path, session_id: str, user: str, reply: str, at: float) -> list[int]:
     """A user message and the assistant's reply, one transaction; return their ids."""
+    turn = [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
+    return append_messages(path, session_id, turn, at)
+
+
+def append_messages(
+    path: Path, session_id: str, messages: Sequence[dict[str, Any]], at: float
+) -> list[int]:
+    """Messages (role, content and any other column) written as Hermes writes a turn's,
+    one transaction, a millisecond apart from ``at``; return their ids."""
     with closing(_live(path)) as conn:
         cols = _columns(conn, "messages")
         conn.execute("BEGIN IMMEDIATE")
         ids = []
-        for n, (role, text) in enumerate((("user", user), ("assistant", reply))):
+        for n, message in enumerate(messages):
             values = {
                 "session_id": session_id,
-                "role": role,
-                "content": text,
                 "timestamp": at + n / 1000,
                 "active": 1,
                 "compacted": 0,
+                **message,
             }
             sql, params = _insert("messages", values, cols)
             ids.append(int(conn.execute(sql, params).lastrowid or 0))
-        _bump_activity(conn, session_id, 2, at)
+        _bump_activity(conn, session_id, len(messages), at)
         conn.execute("COMMIT")
     return ids
 
