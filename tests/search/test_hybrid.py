@@ -14,7 +14,7 @@ from dashboard.reader.reader import StateReader
 from dashboard.search.hybrid import RRF_K, fuse
 from dashboard.search.sessions import SearchRequest
 from tests.support import hermes_shapes as shapes
-from tests.support.archived import archive_home
+from tests.support.archived import archive_home, profiles_reader
 
 EVERY_SOURCE = ("cli", "telegram", "discord", "cron", "subagent", "api", "web", "slack")
 SAID = "The docker containers cannot reach the postgres database over the compose network."
@@ -110,23 +110,15 @@ def test_fusion_puts_what_both_found_first() -> None:
 
 def test_one_profiles_search_by_meaning_keeps_to_its_profile(tmp_path: Path) -> None:
     """The vectors are the whole archive's; a profile's reader shows its own rows only."""
-    from dashboard.reader.opening import reading_for
-
-    facts = shapes.build_profiles_home(tmp_path / "hermes")
-    reading = reading_for(
-        HermesHome(facts.root),
-        tmp_path / "data" / "archive.db",
-        inline=True,
-        folder=tmp_path / "data",
-    )
-    reading.reader.search(SearchRequest(query="x"))  # the inline sync fills the archive
+    _, reader = profiles_reader(tmp_path)
+    reader.search(SearchRequest(query="x"))  # the inline sync fills the archive
     assert MeaningBuilder(tmp_path / "data" / "archive.db").build().ready
-    every = reading.reader.scoped("all").search(
+    every = reader.scoped("all").search(
         SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
     )
     assert {r.profile for r in every.results} >= {"default", "legacy"}
     for profile in ("default", "legacy"):
-        found = reading.reader.scoped(profile).search(
+        found = reader.scoped(profile).search(
             SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
         )
         assert found.results and {r.profile for r in found.results} == {profile}
