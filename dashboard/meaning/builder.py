@@ -32,6 +32,8 @@ from dashboard.store.schema import (
     MEANING_REDO,
     MEANING_TABLE,
     MEANING_TOP_KEY,
+    TITLE_GENERATION_KEY,
+    TITLE_MEANING_TABLE,
 )
 from dashboard.store.writecore import WriteCore
 
@@ -118,12 +120,16 @@ class MeaningBuilder:
             if meta.get(MEANING_MODEL_KEY) != embedder.name:
                 core.write(lambda conn: _start_over(conn, embedder.name))
                 meta = self._meta(core.conn)
+            titles = _titles_to_embed(core.conn, self.batch)
+            if titles or _stale_titles(core.conn):
+                vectors = embedder.embed([title for _, title in titles]).astype(np.float16)
+                core.write(lambda conn: _land_titles(conn, titles, vectors))
             work = _next_work(core.conn, meta, self.batch)
             if work is not None:
                 codes = sign_codes(embedder.embed([text for _, text in work.rows]))
                 core.write(lambda conn: _land(conn, work, codes))
             self._status = read_status(core.conn)
-            return len(work.considered) if work is not None else 0
+            return len(titles) + (len(work.considered) if work is not None else 0)
 
     def _writer(self) -> WriteCore:
         if self._core is None:
@@ -144,8 +150,52 @@ class MeaningBuilder:
         return {r[0]: r[1] for r in rows}
 
 
+def _titles_to_embed(conn: sqlite3.Connection, batch: int) -> list[tuple[str, str]]:
+    """Titled sessions whose title is not the one embedded (new, or renamed)."""
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            f"SELECT s.id, s.title FROM sessions s LEFT JOIN {TITLE_MEANING_TABLE} v "
+            "ON v.session_id = s.id WHERE coalesce(s.title, '') != '' "
+            "AND v.title IS NOT s.title LIMIT ?",
+            (batch,),
+        )
+    ]
+
+
+def _stale_titles(conn: sqlite3.Connection) -> bool:
+    """Whether a title vector outlived its session's title (deleted, or cleared)."""
+    return (
+        conn.execute(
+            f"SELECT 1 FROM {TITLE_MEANING_TABLE} v LEFT JOIN sessions s ON s.id = v.session_id "
+            "WHERE coalesce(s.title, '') = '' LIMIT 1"
+        ).fetchone()
+        is not None
+    )
+
+
+def _land_titles(
+    conn: sqlite3.Connection, titles: list[tuple[str, str]], vectors: np.ndarray
+) -> None:
+    """Write title vectors, forget those of sessions gone or untitled, tell readers."""
+    conn.executemany(
+        f"INSERT OR REPLACE INTO {TITLE_MEANING_TABLE}(session_id, title, vector) VALUES (?, ?, ?)",
+        [(sid, title, vectors[n].tobytes()) for n, (sid, title) in enumerate(titles)],
+    )
+    conn.execute(
+        f"DELETE FROM {TITLE_MEANING_TABLE} WHERE session_id NOT IN "
+        "(SELECT id FROM sessions WHERE coalesce(title, '') != '')"
+    )
+    conn.execute(
+        "INSERT INTO state_meta(key, value) VALUES (?, 1) "
+        "ON CONFLICT(key) DO UPDATE SET value = value + 1",
+        (TITLE_GENERATION_KEY,),
+    )
+
+
 def _start_over(conn: sqlite3.Connection, model: str) -> None:
     """Another embedder (or none yet): its vectors are not comparable; begin again."""
+    conn.execute(f"DELETE FROM {TITLE_MEANING_TABLE}")
     conn.execute(f"DELETE FROM {MEANING_TABLE}")
     conn.execute(f"DELETE FROM {MEANING_REDO}")
     top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]

@@ -25,6 +25,8 @@ from dashboard.store.schema import (
     MEANING_GENERATION_KEY,
     MEANING_MODEL_KEY,
     MEANING_TABLE,
+    TITLE_GENERATION_KEY,
+    TITLE_MEANING_TABLE,
 )
 
 SHORTLIST = 2_000  # messages rescored against the query's floats
@@ -49,6 +51,9 @@ class MeaningIndex:
         self._words = np.empty((WORDS, 0), dtype=np.uint64)
         self._seq = 0
         self._key: tuple[object, ...] | None = None
+        # Titles: few (one a session), kept whole as floats, read again when written.
+        self._titles: tuple[list[str], np.ndarray] = ([], np.empty((0, DIMS), np.float32))
+        self._titles_key: tuple[object, ...] | None = None
 
     def __len__(self) -> int:
         return int(self._ids.size)
@@ -58,10 +63,17 @@ class MeaningIndex:
         vector was deleted or the embedder changed), in ``conn``'s snapshot."""
         meta = dict(
             conn.execute(
-                "SELECT key, value FROM state_meta WHERE key IN (?, ?)",
-                (MEANING_MODEL_KEY, MEANING_GENERATION_KEY),
+                "SELECT key, value FROM state_meta WHERE key IN (?, ?, ?)",
+                (MEANING_MODEL_KEY, MEANING_GENERATION_KEY, TITLE_GENERATION_KEY),
             ).fetchall()
         )
+        titles_key = (meta.get(MEANING_MODEL_KEY), meta.get(TITLE_GENERATION_KEY))
+        if titles_key != self._titles_key:
+            rows = conn.execute(f"SELECT session_id, vector FROM {TITLE_MEANING_TABLE}").fetchall()
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            titles = ([r[0] for r in rows], matrix.reshape(-1, DIMS).astype(np.float32))
+            with self._lock:
+                self._titles, self._titles_key = titles, titles_key
         key = (meta.get(MEANING_MODEL_KEY), meta.get(MEANING_GENERATION_KEY))
         with self._lock:
             if key != self._key:
@@ -106,6 +118,14 @@ class MeaningIndex:
         scores = (bits.astype(np.float32) * 2 - 1) @ query.astype(np.float32) / np.sqrt(DIMS)
         order = np.argsort(-scores, kind="stable")[:limit]
         return [Near(int(ids[short[i]]), float(scores[i])) for i in order]
+
+    def title_closeness(self, query: np.ndarray) -> dict[str, float]:
+        """Each titled session's title's cosine with ``query`` (a unit vector)."""
+        with self._lock:
+            ids, matrix = self._titles
+        if not ids:
+            return {}
+        return dict(zip(ids, (matrix @ query.astype(np.float32)).tolist(), strict=True))
 
 
 def _closest(distance: np.ndarray, count: int) -> np.ndarray:

@@ -10,10 +10,17 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dashboard.meaning.builder import MeaningStatus, read_status
 from dashboard.meaning.embedder import Embedder, WordLlamaEmbedder
 from dashboard.meaning.index import MeaningIndex, Near
+
+
+@dataclass(frozen=True)
+class Nearby:
+    messages: list[Near]  # closest first
+    titles: dict[str, float]  # session id -> its title's closeness (titled sessions)
 
 
 class MeaningReader:
@@ -34,12 +41,12 @@ class MeaningReader:
         self.index.follow(conn)
         self._embedder_now()
 
-    def nearest(self, conn: sqlite3.Connection, text: str, limit: int) -> list[Near]:
-        """The messages closest in meaning to ``text``, closest first, as ``conn``
-        sees the index."""
+    def nearby(self, conn: sqlite3.Connection, text: str, limit: int) -> Nearby:
+        """The ``limit`` messages closest in meaning to ``text`` (closest first) and how
+        close each session's title is, as ``conn`` sees the index."""
         self.index.follow(conn)
         vector = self._embedder_now().embed([text])[0]
-        return self.index.nearest(vector, limit)
+        return Nearby(self.index.nearest(vector, limit), self.index.title_closeness(vector))
 
     def _embedder_now(self) -> Embedder:
         with self._lock:

@@ -25,13 +25,21 @@ from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
 from dashboard.search.rows import ARCHIVED_M, Row
 
-NEAREST = 200  # messages the meaning index offers a query, before filters
+NEAREST = 1_000  # messages the meaning index offers a query, before filters
 # Of those the filters let through, the ones at least this share of the nearest one's
-# closeness. Meaning always
-# finds something; a message far below the best is noise to a person (measured on the
-# fixtures: a paraphrase's own message 0.195, the next 0.147, unrelated ones ~0.1).
-RELATIVE_FLOOR = 0.6
+# closeness: meaning always finds something, and a message far below the best is noise
+# to a person. With NEAREST, measured on the 600-session demo's 51 English paraphrases
+# (bench/meaning.py's set), hybrid hit@5 / MRR: 200 and 0.6, 0.67 / 0.50; 500 and 0.6,
+# 0.73 / 0.51; 1,000 and 0.5, 0.75 / 0.52; 2,000 and 0.6, 0.73 / 0.52.
+RELATIVE_FLOOR = 0.5
+TITLE_WEIGHT = 1.0  # a title's closeness, added to each of its session's messages'
+TITLE_SESSIONS = 20  # sessions found by their title alone, at most
 RRF_K = 60  # the fusion's constant: the paper's, which damps the first ranks' weight
+# Meaning's list counts a little less than words': a message only the meaning found
+# (1st there: 0.9/61) then ranks below words' first seven (1/67), so a query whose
+# words match keeps its first cards (equal weights moved `docker compose network`'s
+# 2nd card to 14th at 1M); a paraphrase, which words do not match, loses nothing.
+MEANING_WEIGHT = 0.9
 
 
 def meaning_rows(
@@ -43,25 +51,29 @@ def meaning_rows(
     row_map: RowMap | None,
 ) -> list[Row]:
     """The messages nearest ``text`` that the request's filters and scope let through,
-    nearest first; a row's score is its distance (lower is nearer, as bm25 sorts)."""
-    near = meaning.nearest(conn, text, NEAREST)
-    if not near:
+    nearest first; a row's score is minus its closeness (lower is nearer, as bm25 sorts).
+
+    A message's closeness is its own plus its session's title's (:data:`TITLE_WEIGHT`):
+    a title says in a few words what the whole conversation was about. A session whose
+    title is among the :data:`TITLE_SESSIONS` closest but none of whose messages is
+    near enters through its first message (measured on the 600-session demo's 51 English
+    paraphrases, float vectors: messages alone hit@5 0.61, with titles 0.75).
+    """
+    near = meaning.nearby(conn, text, NEAREST)
+    if not near.messages:
         return []
-    scored = [(n.message_id, -n.score) for n in near]
-    if row_map is not None and session_level(request):
-        allowed = row_map.allowed(filters.session_sql, filters.session_params)
-        rows = row_map.rows(scored, allowed)
-    else:
-        score = dict(scored)
-        cur = conn.cursor()
-        cur.row_factory = None
-        found = cur.execute(
-            f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} "
-            f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
-            f"WHERE m.id IN (SELECT value FROM json_each(?)){filters.sql}",
-            (json.dumps([i for i, _ in scored]), *filters.params),
-        ).fetchall()
-        rows = [(i, sid, score[i], ts, archived) for i, sid, _, ts, archived in found]
+    closeness = {n.message_id: n.score for n in near.messages}
+    rows = _shown(conn, [(i, -c) for i, c in closeness.items()], request, filters, row_map)
+    titles = near.titles
+    rows = [(i, sid, s - TITLE_WEIGHT * titles.get(sid, 0.0), ts, a) for i, sid, s, ts, a in rows]
+    held = {r[1] for r in rows}
+    named = sorted((sid for sid in titles if sid not in held), key=titles.__getitem__, reverse=True)
+    if named:
+        weakest = min(closeness.values())
+        firsts = _first_messages(conn, named[:TITLE_SESSIONS], filters)
+        rows += [
+            (i, sid, -(weakest + TITLE_WEIGHT * titles[sid]), ts, a) for i, sid, ts, a in firsts
+        ]
     rows.sort(key=itemgetter(2))
     # The floor is the nearest *shown* message's: the filters first, then the cut.
     if not rows or rows[0][2] >= 0:
@@ -69,18 +81,58 @@ def meaning_rows(
     return [r for r in rows if r[2] <= rows[0][2] * RELATIVE_FLOOR]
 
 
+def _shown(
+    conn: sqlite3.Connection,
+    scored: list[tuple[int, float]],
+    request: SearchRequest,
+    filters: Filters,
+    row_map: RowMap | None,
+) -> list[Row]:
+    """The rows of ``scored`` (id, score) the filters and scope let through."""
+    if row_map is not None and session_level(request):
+        return row_map.rows(scored, row_map.allowed(filters.session_sql, filters.session_params))
+    score = dict(scored)
+    cur = conn.cursor()
+    cur.row_factory = None
+    found = cur.execute(
+        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} "
+        f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.id IN (SELECT value FROM json_each(?)){filters.sql}",
+        (json.dumps(list(score)), *filters.params),
+    ).fetchall()
+    return [(i, sid, score[i], ts, archived) for i, sid, _, ts, archived in found]
+
+
+def _first_messages(
+    conn: sqlite3.Connection, sessions: list[str], filters: Filters
+) -> list[tuple[int, str, float, int]]:
+    """Each session's first message the filters let through (id, session, time,
+    archived): what a card found by its title shows."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur.execute(
+        f"SELECT min(m.id), m.session_id, coalesce(min(m.timestamp), 0), 0 "
+        f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND m.role = 'user'"
+        f"{filters.sql} GROUP BY m.session_id",
+        (json.dumps(sessions), *filters.params),
+    ).fetchall()
+
+
 def fuse(words: list[Row], meaning: list[Row]) -> tuple[list[Row], frozenset[int]]:
     """Both rankings as one (score: minus the fused score, so lower is better), and the
-    ids only the meaning found."""
+    ids only the meaning found. Meaning's list weighs :data:`MEANING_WEIGHT` of words'
+    (see there)."""
     fused: dict[int, float] = {}
     first: dict[int, Row] = {}
-    for ranked in (words, meaning):
+    for ranked, weight in ((words, 1.0), (meaning, MEANING_WEIGHT)):
         for rank, row in enumerate(ranked):
-            fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (RRF_K + rank + 1)
+            fused[row[0]] = fused.get(row[0], 0.0) + weight / (RRF_K + rank + 1)
             first.setdefault(row[0], row)
     rows = [(i, r[1], -fused[i], r[3], r[4]) for i, r in first.items()]
     rows.sort(key=itemgetter(2))  # stable: on a tie, words' order first
-    return rows, frozenset(i for i in first if i not in {r[0] for r in words})
+    said = {r[0] for r in words}
+    return rows, frozenset(i for i in first if i not in said)
 
 
 @dataclass(frozen=True)

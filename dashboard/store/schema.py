@@ -381,6 +381,11 @@ MEANING_FLOOR_KEY = "meaning_floor"
 MEANING_TOP_KEY = "meaning_top"
 MEANING_DONE_KEY = "meaning_considered"
 MEANING_GENERATION_KEY = "meaning_generation"
+#: Each titled session's title as embedded, and its vector (float16): titles are few
+#: (one a session) and say what a whole conversation was about.
+TITLE_MEANING_TABLE = "session_meaning"
+#: state_meta key bumped by every write of title vectors (readers read them all again).
+TITLE_GENERATION_KEY = "meaning_titles_generation"
 MEANING_TRIGGERS = ("meaning_message_delete", "meaning_message_text", "meaning_vector_delete")
 
 
@@ -404,6 +409,14 @@ def _v13_meaning_index(conn: sqlite3.Connection) -> None:
         " ON CONFLICT(key) DO UPDATE SET value = value + 1; END",
     ):
         conn.execute(sql)
+
+
+def _v14_title_meaning(conn: sqlite3.Connection) -> None:
+    """Title vectors, kept by the builder (it compares each title with the one embedded)."""
+    conn.execute(
+        f"CREATE TABLE {TITLE_MEANING_TABLE} (session_id TEXT PRIMARY KEY, title TEXT NOT NULL,"
+        " vector BLOB NOT NULL) WITHOUT ROWID"
+    )
 
 
 @dataclass(frozen=True)
@@ -453,6 +466,7 @@ MIGRATIONS: Sequence[Migration] = (
         changes_rows=False,
     ),
     Migration(13, "search: the meaning index", _v13_meaning_index, changes_rows=False),
+    Migration(14, "search: the meaning of titles", _v14_title_meaning, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

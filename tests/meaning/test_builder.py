@@ -22,6 +22,7 @@ from dashboard.store.schema import (
     MEANING_GENERATION_KEY,
     MEANING_REDO,
     MEANING_TABLE,
+    TITLE_MEANING_TABLE,
 )
 from dashboard.store.writecore import WriteCore
 from tests.support import hermes_shapes as shapes
@@ -149,3 +150,31 @@ def test_another_embedder_starts_the_index_again(archive: tuple[Path, Path]) -> 
 
     assert MeaningBuilder(path, embedder=Ones).build().ready
     assert set(_vectors(path).values()) == {b"\xff" * 32}
+
+
+def test_titles_get_their_vectors_and_follow_renames(archive: tuple[Path, Path]) -> None:
+    home, path = archive
+    builder = MeaningBuilder(path, batch=2)
+    builder.build()
+
+    def titles() -> dict[str, str]:
+        with closing(sqlite3.connect(path)) as conn:
+            return dict(conn.execute(f"SELECT session_id, title FROM {TITLE_MEANING_TABLE}"))
+
+    with closing(sqlite3.connect(path)) as conn:
+        titled = dict(
+            conn.execute("SELECT id, title FROM sessions WHERE coalesce(title, '') != ''")
+        )
+        vector = conn.execute(
+            f"SELECT vector FROM {TITLE_MEANING_TABLE} WHERE session_id = ?", (shapes.S_ROOT,)
+        ).fetchone()[0]
+    assert titles() == titled and len(titled) > 1
+    expected = WordLlamaEmbedder().embed([titled[shapes.S_ROOT]])[0].astype(np.float16)
+    assert vector == expected.tobytes()
+    shapes.retitle(home / "state.db", shapes.S_ROOT, "a lemon cake recipe")
+    other = next(sid for sid in titled if sid != shapes.S_ROOT)
+    shapes.retitle(home / "state.db", other, None)
+    archive_home(home, path)
+    assert builder.build().ready
+    now = titles()
+    assert now[shapes.S_ROOT] == "a lemon cake recipe" and other not in now
