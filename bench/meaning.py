@@ -20,6 +20,13 @@ card among the first 5) and MRR (1/rank of the first right card among the first 
 routes) are reported apart. Last line: ``hybrid_hit5=.. hybrid_mrr=.. words_best_mrr=..
 PASS|FAIL`` (issue 27: hit@5 >= 0.8, MRR >= the better words variant's + 0.25).
 
+``--reference``: the issue's plain baseline in this process, no server: WordLlama 0.4
+(256-d, from its own package folder, downloads disabled) embeds every message of the home
+(its first 2,000 characters; system prompts left out) and each query; sessions rank by
+their best message's cosine, no fusion, no chain cards. Prints ``reference_hit5=..
+reference_mrr=..`` per language and a column per query: what the bundled embedder alone
+finds on this set.
+
 ``--latency`` (issue 27): against the 1M home (``bench/out/home-1m``, built if missing; a
 ``recall serve`` migrates it, so point ``--latency-home`` at a copy you may write), the
 fixed mix of bench/search.py through ``mode=words`` and ``mode=hybrid``, median of
@@ -27,12 +34,14 @@ fixed mix of bench/search.py through ``mode=words`` and ``mode=hybrid``, median 
 p95 + 30 ms) and the exact-word check: for every query where words-only found something,
 hybrid's first ``EXACT_TOP`` cards hold words-only's first 3 (goal: no failure).
 
-Usage: python bench/meaning.py [--home DIR] [--latency] [--latency-home DIR] [--rounds 3]
+Usage: python bench/meaning.py [--home DIR] [--reference] [--latency] [--latency-home DIR]
+[--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sqlite3
@@ -221,6 +230,50 @@ def exact_kept(words_cards: list[dict], hybrid_cards: list[dict]) -> bool:
     return all(card_key(c) in kept for c in words_cards[:EXACT_KEEP])
 
 
+# -- the plain embedder's baseline ---------------------------------------------------------
+
+REFERENCE_CHARS = 2_000  # a static embedder averages tokens: a message's opening will do
+
+
+def reference_ranks(
+    db: Path, queries: list[Paraphrase], topics: dict[str, str | None]
+) -> list[int | None]:
+    """Each query's rank of the first right session when sessions rank by their best
+    message's cosine with the query under plain WordLlama (``--reference``)."""
+    import numpy as np  # only this baseline needs them
+    import wordllama
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # wordllama logs at INFO
+
+    model = wordllama.WordLlama.load(
+        config="l2_supercat",
+        dim=256,
+        cache_dir=Path(wordllama.__file__).parent,
+        disable_download=True,
+    )
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        rows = conn.execute(
+            "SELECT session_id, substr(content, 1, ?) FROM messages "
+            "WHERE role != 'system' AND content IS NOT NULL AND content != ''",
+            (REFERENCE_CHARS,),
+        ).fetchall()
+    began = time.perf_counter()
+    vectors = np.asarray(model.embed([text for _, text in rows], norm=True), dtype=np.float32)
+    print(f"reference: {len(rows):,} messages embedded in {time.perf_counter() - began:.1f} s")
+    ids = sorted({sid for sid, _ in rows})
+    column = {sid: i for i, sid in enumerate(ids)}
+    owner = np.array([column[sid] for sid, _ in rows])
+    ranks: list[int | None] = []
+    for p in queries:
+        query = np.asarray(model.embed([p.text], norm=True), dtype=np.float32)[0]
+        best = np.full(len(ids), -np.inf, dtype=np.float32)
+        np.maximum.at(best, owner, vectors @ query)
+        order = np.argsort(-best)[:TOP]
+        cards = [{"session_id": ids[i]} for i in order]
+        ranks.append(first_right(cards, p.topic, topics))
+    return ranks
+
+
 # -- the server ---------------------------------------------------------------------------
 
 
@@ -287,24 +340,32 @@ def search(client: httpx.Client, params: dict[str, str]) -> dict:
 
 
 def measure_quality(
-    client: httpx.Client, queries: list[Paraphrase], topics: dict[str, str | None]
+    client: httpx.Client,
+    queries: list[Paraphrase],
+    topics: dict[str, str | None],
+    reference: list[int | None] | None = None,
 ) -> dict[str, dict[str, list[int | None]]]:
-    """Each query's rank of the first right card per variant, by language; prints a line
-    per query and notes a mode the server did not run."""
+    """Each query's rank of the first right card per variant (and ``reference``'s, when
+    given), by language; prints a line per query and notes a mode the server did not run."""
     ranks: dict[str, dict[str, list[int | None]]] = {}
     ignored: set[str] = set()
-    print(f"{'topic':<22} " + " ".join(f"{v:>8}" for v in VARIANTS) + "  query")
-    for p in queries:
-        row = []
+    names = [*VARIANTS, *(["reference"] if reference else [])]
+    print(f"{'topic':<22} " + " ".join(f"{v:>9}" for v in names) + "  query")
+    for i, p in enumerate(queries):
+        found: dict[str, int | None] = {}
         for variant in VARIANTS:
             params = variant_params(variant, p)
             body = search(client, params)
             if body.get("mode", params["mode"]) != params["mode"]:
                 ignored.add(variant)
-            rank = first_right(body["results"], p.topic, topics)
-            ranks.setdefault(p.lang, {}).setdefault(variant, []).append(rank)
-            row.append(f"{rank or '-':>8}")
-        print(f"{p.topic:<22} " + " ".join(row) + f"  {p.text}")
+            found[variant] = first_right(body["results"], p.topic, topics)
+        if reference:
+            found["reference"] = reference[i]
+        for name, rank in found.items():
+            ranks.setdefault(p.lang, {}).setdefault(name, []).append(rank)
+        print(
+            f"{p.topic:<22} " + " ".join(f"{r or '-':>9}" for r in found.values()) + f"  {p.text}"
+        )
     if ignored:
         print(f"the server answered other modes than asked for: {', '.join(sorted(ignored))}")
     return ranks
@@ -315,7 +376,7 @@ def report_quality(ranks: dict[str, dict[str, list[int | None]]]) -> bool:
     scores: dict[str, tuple[float, float]] = {}
     for lang, per in sorted(ranks.items()):
         n = len(next(iter(per.values())))
-        for variant in VARIANTS:
+        for variant in per:
             h, m = hit_at(per[variant]), mrr(per[variant])
             if lang == "en":
                 scores[variant] = (h, m)
@@ -337,7 +398,7 @@ def measure_latency(client: httpx.Client, rounds: int) -> bool:
     check; prints a line per query and the verdict line."""
     words_ms: list[float] = []
     hybrid_ms: list[float] = []
-    failures = checked = 0
+    failures = checked = ignored = 0
     print(f"{'class':<8} {'query':<26} {'words_ms':>8} {'hybrid_ms':>9}  words/hybrid  exact")
     for i, mq in enumerate(fixed_mix()):
         asks: dict[str, Callable[[], dict]] = {
@@ -345,6 +406,8 @@ def measure_latency(client: httpx.Client, rounds: int) -> bool:
             for mode in ("words", "hybrid")
         }
         words, hybrid = asks["words"](), asks["hybrid"]()  # first requests: not timed
+        if hybrid.get("mode", "words") != "hybrid":
+            ignored += 1
         samples: dict[str, list[float]] = {"words": [], "hybrid": []}
         order = ["words", "hybrid"] if i % 2 == 0 else ["hybrid", "words"]
         for _ in range(rounds):  # alternating, so the machine's noise falls on both alike
@@ -361,6 +424,8 @@ def measure_latency(client: httpx.Client, rounds: int) -> bool:
             exact = "ok" if kept else "LOST"
         found = f"{words['total_sessions']}/{hybrid['total_sessions']}"
         print(f"{mq.kind:<8} {mq.text:<26} {w:8.1f} {h:9.1f}  {found:<12}  {exact}")
+    if ignored:
+        print(f"the server answered {ignored} hybrid queries in another mode: words against words")
     words_p95, hybrid_p95 = pct(words_ms, 0.95), pct(hybrid_ms, 0.95)
     passed = latency_met(hybrid_p95, words_p95, failures)
     print(
@@ -379,6 +444,7 @@ def measure_latency(client: httpx.Client, rounds: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
+    parser.add_argument("--reference", action="store_true", help="also plain WordLlama, in process")
     parser.add_argument("--latency", action="store_true", help="also hybrid's cost at 1M")
     parser.add_argument("--latency-home", type=Path, default=LATENCY_HOME)
     parser.add_argument("--rounds", type=int, default=3)
@@ -399,8 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     missing = sorted({p.topic for p in queries} - on)
     if missing:
         raise SystemExit(f"no session of the home is on {', '.join(missing)}")
+    reference = reference_ranks(home / "state.db", queries, topics) if args.reference else None
     with ready_server(home, OUT / "data-meaning-600") as client:
-        passed = report_quality(measure_quality(client, queries, topics))
+        passed = report_quality(measure_quality(client, queries, topics, reference))
     if args.latency:
         ensure_1m_home(args.latency_home)
         print(f"== latency: {args.latency_home}, {args.rounds} rounds ==", flush=True)
