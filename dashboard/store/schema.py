@@ -367,6 +367,45 @@ def _v12_short_term_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+#: The meaning index (meaning/builder.py): a message's vector as sign bits, in the order
+#: they were written (``seq``: a reader takes in the rows past the last it read).
+MEANING_TABLE = "message_meaning"
+#: Messages whose vector a change of their text threw away, to embed again.
+MEANING_REDO = "meaning_redo"
+#: state_meta keys of the meaning index: the embedder its vectors come from; the ids
+#: considered so far, ``[floor, top]`` (a first build walks down from the newest, new
+#: rows extend it upwards); how many rows were considered; bumped whenever a vector is
+#: deleted, so a reader holding vectors in memory reads them all again.
+MEANING_MODEL_KEY = "meaning_model"
+MEANING_FLOOR_KEY = "meaning_floor"
+MEANING_TOP_KEY = "meaning_top"
+MEANING_DONE_KEY = "meaning_considered"
+MEANING_GENERATION_KEY = "meaning_generation"
+MEANING_TRIGGERS = ("meaning_message_delete", "meaning_message_text", "meaning_vector_delete")
+
+
+def _v13_meaning_index(conn: sqlite3.Connection) -> None:
+    """An empty meaning index, kept in step with the rows it describes by triggers: a
+    deleted message loses its vector; one whose text changed loses it and is queued to
+    be embedded again. Its deletions bump a generation a reader checks."""
+    for sql in (
+        f"CREATE TABLE {MEANING_TABLE} (seq INTEGER PRIMARY KEY,"
+        " message_id INTEGER NOT NULL UNIQUE, code BLOB NOT NULL)",
+        f"CREATE TABLE {MEANING_REDO} (message_id INTEGER PRIMARY KEY)",
+        f"CREATE TRIGGER {MEANING_TRIGGERS[0]} AFTER DELETE ON messages BEGIN"
+        f" DELETE FROM {MEANING_TABLE} WHERE message_id = old.id;"
+        f" DELETE FROM {MEANING_REDO} WHERE message_id = old.id; END",
+        f"CREATE TRIGGER {MEANING_TRIGGERS[1]} AFTER UPDATE OF content, tool_calls ON messages"
+        " WHEN old.content IS NOT new.content OR old.tool_calls IS NOT new.tool_calls BEGIN"
+        f" INSERT OR IGNORE INTO {MEANING_REDO} VALUES (old.id);"
+        f" DELETE FROM {MEANING_TABLE} WHERE message_id = old.id; END",
+        f"CREATE TRIGGER {MEANING_TRIGGERS[2]} AFTER DELETE ON {MEANING_TABLE} BEGIN"
+        f" INSERT INTO state_meta(key, value) VALUES ('{MEANING_GENERATION_KEY}', 1)"
+        " ON CONFLICT(key) DO UPDATE SET value = value + 1; END",
+    ):
+        conn.execute(sql)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -413,6 +452,7 @@ MIGRATIONS: Sequence[Migration] = (
         _v12_short_term_indexes,
         changes_rows=False,
     ),
+    Migration(13, "search: the meaning index", _v13_meaning_index, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -1,0 +1,1 @@
+"""Search by meaning: the embedder, the index kept in the archive, the nearest messages."""

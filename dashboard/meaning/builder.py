@@ -1,0 +1,296 @@
+"""Keeping the archive's meaning index whole: a vector for every message with text.
+
+One batch a step (:meth:`MeaningBuilder.step`): first the messages whose text changed
+(``meaning_redo``, filled by a trigger), then the rows newer than any considered yet,
+then, on a first build, the older ones, newest first, so recent conversations are found
+by meaning first. Each batch is embedded outside any transaction, then written in one
+(its vectors and how far the build got, together), so a build killed at any moment
+resumes where its last batch ended. A text changed between the read and the write is
+caught by the same trigger and done again.
+
+The writes go through their own :class:`WriteCore` (BEGIN IMMEDIATE, jittered retry)
+and do not count as archive writes (``recall_writes``): vectors change no page's rows,
+so the caches keyed on that counter (lineage, epochs, the message map's flags) stay.
+The batches are large (a commit makes every reader's page cache stale).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dashboard.meaning.embedder import Embedder, WordLlamaEmbedder, message_text, sign_codes
+from dashboard.store.schema import (
+    MEANING_DONE_KEY,
+    MEANING_FLOOR_KEY,
+    MEANING_MODEL_KEY,
+    MEANING_REDO,
+    MEANING_TABLE,
+    MEANING_TOP_KEY,
+)
+from dashboard.store.writecore import WriteCore
+
+BATCH = 2_048  # messages a step: ~0.5 s of embedding here, one commit
+IDLE_S = 5.0  # a look for new rows when nothing woke the builder
+ERROR_WAIT_S = 30.0  # after a step failed (a locked or replaced file): try again later
+
+
+@dataclass(frozen=True)
+class MeaningStatus:
+    """How complete the index is: ``covered`` of ``total`` messages considered (a
+    message without text is considered and has no vector)."""
+
+    ready: bool
+    covered: int
+    total: int
+    model: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"ready": self.ready, "covered": self.covered, "total": self.total}
+
+    @property
+    def percent(self) -> int:
+        return 100 if not self.total else min(100, self.covered * 100 // self.total)
+
+
+@dataclass
+class _Work:
+    kind: str  # "redo", "new" or "older"
+    rows: list[tuple[int, str]] = field(default_factory=list)  # (id, text to embed)
+    considered: list[int] = field(default_factory=list)  # every id read, with text or not
+
+
+class MeaningBuilder:
+    """The meaning index of the archive at ``path`` (see the module).
+
+    ``embedder``: made on first use (loading WordLlama takes 0.2 s), or given (tests).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Callable[[], Embedder] = WordLlamaEmbedder,
+        batch: int = BATCH,
+    ) -> None:
+        self.path = Path(path)
+        self._make_embedder = embedder
+        self._embedder: Embedder | None = None
+        self.batch = batch
+        self._core: WriteCore | None = None
+        self._status = MeaningStatus(False, 0, 0)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one step at a time (the thread, a CLI, a test)
+        self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
+
+    # -- the background worker ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Build and follow the index on a daemon thread until :meth:`stop`."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="recall-meaning", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Look for new rows now (after a sync pass)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._core is not None:
+            self._core.close()
+            self._core = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                done = self.step()
+            except (sqlite3.Error, OSError) as exc:
+                self._status = MeaningStatus(
+                    False, self._status.covered, self._status.total, error=str(exc)
+                )
+                if self._core is not None:
+                    self._core.close()
+                    self._core = None
+                self._stop.wait(ERROR_WAIT_S)
+                continue
+            if not done:
+                self._wake.wait(IDLE_S)
+                self._wake.clear()
+
+    # -- one step -------------------------------------------------------------------------
+
+    def status(self) -> MeaningStatus:
+        """The index as the last step left it (no read: pages ask on every search)."""
+        return self._status
+
+    def build(self, progress: Callable[[MeaningStatus], None] | None = None) -> MeaningStatus:
+        """Step until the index is complete (``recall archive sync``)."""
+        while self.step():
+            if progress is not None:
+                progress(self._status)
+        return self._status
+
+    def step(self) -> int:
+        """Embed and write one batch; return how many messages it considered (0: the
+        index is complete and current)."""
+        with self._lock:
+            core = self._writer()
+            embedder = self._embedder_now()
+            meta = self._meta(core.conn)
+            if meta.get(MEANING_MODEL_KEY) != embedder.name:
+                core.write(lambda conn: _start_over(conn, embedder.name))
+                meta = self._meta(core.conn)
+            work = _next_work(core.conn, meta, self.batch)
+            if work is not None:
+                codes = sign_codes(embedder.embed([text for _, text in work.rows]))
+                core.write(lambda conn: _land(conn, work, codes))
+            self._status = _status(core.conn, embedder.name, lambda: self._count(core.conn))
+            return len(work.considered) if work is not None else 0
+
+    def _writer(self) -> WriteCore:
+        if self._core is None:
+            self._core = WriteCore(self.path)
+        return self._core
+
+    def _embedder_now(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._make_embedder()
+        return self._embedder
+
+    def _count(self, conn: sqlite3.Connection) -> int:
+        """The archive's messages (count(*) over its smallest index, ~30 ms at 1M),
+        counted again only when its oldest or newest id moved."""
+        low = conn.execute("SELECT coalesce(min(id), 0) FROM messages").fetchone()[0]
+        high = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        if self._counted[0] != (low, high):
+            self._counted = (
+                (low, high),
+                conn.execute("SELECT count(*) FROM messages").fetchone()[0],
+            )
+        return self._counted[1]
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+        keys = (MEANING_MODEL_KEY, MEANING_FLOOR_KEY, MEANING_TOP_KEY, MEANING_DONE_KEY)
+        rows = conn.execute(
+            f"SELECT key, value FROM state_meta WHERE key IN ({', '.join('?' * len(keys))})", keys
+        )
+        return {r[0]: r[1] for r in rows}
+
+
+def _start_over(conn: sqlite3.Connection, model: str) -> None:
+    """Another embedder (or none yet): its vectors are not comparable; begin again."""
+    conn.execute(f"DELETE FROM {MEANING_TABLE}")
+    conn.execute(f"DELETE FROM {MEANING_REDO}")
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+    for key, value in (
+        (MEANING_MODEL_KEY, model),
+        (MEANING_TOP_KEY, str(top)),
+        (MEANING_FLOOR_KEY, str(top + 1)),  # nothing considered yet
+        (MEANING_DONE_KEY, "0"),
+    ):
+        _set(conn, key, value)
+
+
+def _set(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO state_meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+_COLUMNS = "id, role, content, tool_calls"
+
+
+def _next_work(conn: sqlite3.Connection, meta: dict[str, str], batch: int) -> _Work | None:
+    """The next batch: texts changed, then newer rows, then older ones (see the module)."""
+    top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
+    redo = conn.execute(
+        f"SELECT m.{_COLUMNS.replace(', ', ', m.')} FROM {MEANING_REDO} r "
+        f"JOIN messages m ON m.id = r.message_id ORDER BY r.message_id DESC LIMIT ?",
+        (batch,),
+    ).fetchall()
+    gone = conn.execute(
+        f"SELECT message_id FROM {MEANING_REDO} r WHERE NOT EXISTS "
+        f"(SELECT 1 FROM messages m WHERE m.id = r.message_id) LIMIT ?",
+        (batch,),
+    ).fetchall()
+    if redo or gone:
+        work = _work("redo", redo)
+        work.considered += [r[0] for r in gone]
+        return work
+    newer = conn.execute(
+        f"SELECT {_COLUMNS} FROM messages WHERE id > ? ORDER BY id LIMIT ?", (top, batch)
+    ).fetchall()
+    if newer:
+        return _work("new", newer)
+    older = conn.execute(
+        f"SELECT {_COLUMNS} FROM messages WHERE id < ? ORDER BY id DESC LIMIT ?", (floor, batch)
+    ).fetchall()
+    return _work("older", older) if older else None
+
+
+def _work(kind: str, rows: list[sqlite3.Row]) -> _Work:
+    work = _Work(kind)
+    for row in rows:
+        work.considered.append(row[0])
+        text = message_text(row[1], row[2], row[3])
+        if text:
+            work.rows.append((row[0], text))
+    return work
+
+
+def _land(conn: sqlite3.Connection, work: _Work, codes: np.ndarray) -> None:
+    """Write one batch's vectors and how far the build got, in one transaction."""
+    keep = list(range(len(work.rows)))
+    if work.kind == "redo":
+        # A text that changed again since it was read stays queued (its trigger ran
+        # before this transaction began, so the queue still holds it): not written.
+        ids = [i for i, _ in work.rows]
+        now = {
+            r[0]: message_text(r[1], r[2], r[3])
+            for r in conn.execute(
+                f"SELECT {_COLUMNS} FROM messages WHERE id IN ({', '.join('?' * len(ids))})", ids
+            )
+        }
+        keep = [n for n, (i, text) in enumerate(work.rows) if now.get(i) == text]
+        done = {work.rows[n][0] for n in keep} | (set(work.considered) - set(ids))
+        conn.executemany(f"DELETE FROM {MEANING_REDO} WHERE message_id = ?", [(i,) for i in done])
+    conn.executemany(
+        f"INSERT OR REPLACE INTO {MEANING_TABLE}(message_id, code) VALUES (?, ?)",
+        [(work.rows[n][0], codes[n].tobytes()) for n in keep],
+    )
+    if work.kind == "new":
+        _set(conn, MEANING_TOP_KEY, str(max(work.considered)))
+    elif work.kind == "older":
+        _set(conn, MEANING_FLOOR_KEY, str(min(work.considered)))
+    if work.kind != "redo":
+        conn.execute(
+            "UPDATE state_meta SET value = value + ? WHERE key = ?",
+            (len(work.considered), MEANING_DONE_KEY),
+        )
+
+
+def _status(conn: sqlite3.Connection, model: str, count: Callable[[], int]) -> MeaningStatus:
+    """Complete when no row is left below the floor, above the top, or queued again."""
+    meta = MeaningBuilder._meta(conn)
+    top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
+    older = conn.execute("SELECT 1 FROM messages WHERE id < ? LIMIT 1", (floor,)).fetchone()
+    newer = conn.execute("SELECT 1 FROM messages WHERE id > ? LIMIT 1", (top,)).fetchone()
+    redo = conn.execute(f"SELECT 1 FROM {MEANING_REDO} LIMIT 1").fetchone()
+    ready = older is None and newer is None and redo is None
+    total = count()
+    covered = total if ready else min(int(meta.get(MEANING_DONE_KEY, 0)), total)
+    return MeaningStatus(ready, covered, total, model)

@@ -1,0 +1,122 @@
+"""The archive's meaning index held in memory, and the nearest messages to a query.
+
+Each message is 256 sign bits (embedder.sign_codes), 32 bytes: 32 MB at a million
+messages, compared by brute force. First by Hamming distance to the query's signs,
+four 64-bit words a message, each word a contiguous column (numpy's popcount over a
+column in C: ~6 ms for 1M here); then the closest :data:`SHORTLIST` are scored again
+against the query's floats (an asymmetric score: the query keeps its magnitudes, the
+messages their signs), which ranks better than the signs alone.
+
+The arrays follow the table (schema.MEANING_TABLE): rows are read past the last
+``seq`` taken; a vector deleted anywhere (schema.MEANING_GENERATION_KEY moved) or another
+embedder reads them all again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from dashboard.meaning.embedder import CODE_BYTES, DIMS
+from dashboard.store.schema import (
+    MEANING_GENERATION_KEY,
+    MEANING_MODEL_KEY,
+    MEANING_TABLE,
+)
+
+SHORTLIST = 2_000  # messages rescored against the query's floats
+WORDS = CODE_BYTES // 8  # 64-bit words a code
+READ_ROWS = 50_000  # rows read a statement when taking in the table
+
+
+@dataclass(frozen=True)
+class Near:
+    """A message close in meaning to a query, and how close (higher is closer)."""
+
+    message_id: int
+    score: float
+
+
+class MeaningIndex:
+    """The codes of one archive in memory (see the module); safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids = np.empty(0, dtype=np.int64)
+        self._words = np.empty((WORDS, 0), dtype=np.uint64)
+        self._seq = 0
+        self._key: tuple[object, ...] | None = None
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+    def follow(self, conn: sqlite3.Connection) -> None:
+        """Take in what the table gained since the last call (all of it again when a
+        vector was deleted or the embedder changed), in ``conn``'s snapshot."""
+        meta = dict(
+            conn.execute(
+                "SELECT key, value FROM state_meta WHERE key IN (?, ?)",
+                (MEANING_MODEL_KEY, MEANING_GENERATION_KEY),
+            ).fetchall()
+        )
+        key = (meta.get(MEANING_MODEL_KEY), meta.get(MEANING_GENERATION_KEY))
+        with self._lock:
+            if key != self._key:
+                ids, words, seq = np.empty(0, dtype=np.int64), np.empty((WORDS, 0), np.uint64), 0
+            else:
+                ids, words, seq = self._ids, self._words, self._seq
+        new_ids: list[np.ndarray] = []
+        new_codes: list[bytes] = []
+        while True:
+            rows = conn.execute(
+                f"SELECT seq, message_id, code FROM {MEANING_TABLE} WHERE seq > ? "
+                f"ORDER BY seq LIMIT {READ_ROWS}",
+                (seq,),
+            ).fetchall()
+            if not rows:
+                break
+            seq = rows[-1][0]
+            new_ids.append(np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)))
+            new_codes.extend(r[2] for r in rows)
+        if new_ids:
+            codes = np.frombuffer(b"".join(new_codes), dtype=np.uint8).reshape(-1, CODE_BYTES)
+            fresh = np.ascontiguousarray(codes.view(np.uint64).T)
+            ids = np.concatenate([ids, *new_ids])
+            words = np.concatenate([words, fresh], axis=1)
+        with self._lock:
+            self._ids, self._words, self._seq, self._key = ids, words, seq, key
+
+    def nearest(self, query: np.ndarray, limit: int) -> list[Near]:
+        """The ``limit`` messages closest to ``query`` (a unit vector of DIMS floats),
+        closest first."""
+        with self._lock:
+            ids, words = self._ids, self._words
+        if not ids.size or limit <= 0:
+            return []
+        signs = np.packbits(query > 0).view(np.uint64)
+        distance = np.bitwise_count(words[0] ^ signs[0]).astype(np.uint16)
+        for w in range(1, WORDS):
+            distance += np.bitwise_count(words[w] ^ signs[w])
+        short = _closest(distance, max(limit, SHORTLIST))
+        # Asymmetric: the query's floats against each candidate's ±1 signs.
+        bits = np.unpackbits(words[:, short].T.copy().view(np.uint8), axis=1)[:, :DIMS]
+        scores = (bits.astype(np.float32) * 2 - 1) @ query.astype(np.float32) / np.sqrt(DIMS)
+        order = np.argsort(-scores, kind="stable")[:limit]
+        return [Near(int(ids[short[i]]), float(scores[i])) for i in order]
+
+
+def _closest(distance: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` smallest distances (ties at the edge: all of them,
+    up to twice ``count``), by a histogram of the 257 possible distances rather than a
+    partition of every row."""
+    if distance.size <= count:
+        return np.arange(distance.size)
+    histogram = np.bincount(distance, minlength=DIMS + 1)
+    edge = int(np.searchsorted(np.cumsum(histogram), count))
+    found = np.flatnonzero(distance <= edge)
+    if found.size > 2 * count:
+        found = found[np.argsort(distance[found], kind="stable")[: 2 * count]]
+    return found
