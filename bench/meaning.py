@@ -20,9 +20,9 @@ card among the first 5) and MRR (1/rank of the first right card among the first 
 routes) are reported apart. Last line: ``hybrid_hit5=.. hybrid_mrr=.. words_best_mrr=..
 PASS|FAIL`` (issue 27: hit@5 >= 0.8, MRR >= the better words variant's + 0.25).
 
-``--reference``: the issue's plain baseline in this process, no server: WordLlama 0.4
-(256-d, from its own package folder, downloads disabled) embeds every message of the home
-(its first 2,000 characters; system prompts left out) and each query; sessions rank by
+``--reference``: the issue's plain baseline in this process, no server: the meaning
+index's embedder (WordLlama 0.4, 256-d) embeds every message of the home as the index reads
+it (dashboard/meaning/embedder.message_text) and each query, floats kept whole; sessions rank by
 their best message's cosine, no fusion, no chain cards. Prints ``reference_hit5=..
 reference_mrr=..`` per language and a column per query: what the bundled embedder alone
 finds on this set.
@@ -232,44 +232,33 @@ def exact_kept(words_cards: list[dict], hybrid_cards: list[dict]) -> bool:
 
 # -- the plain embedder's baseline ---------------------------------------------------------
 
-REFERENCE_CHARS = 2_000  # a static embedder averages tokens: a message's opening will do
-
 
 def reference_ranks(
     db: Path, queries: list[Paraphrase], topics: dict[str, str | None]
 ) -> list[int | None]:
     """Each query's rank of the first right session when sessions rank by their best
-    message's cosine with the query under plain WordLlama (``--reference``)."""
+    message's cosine with the query under plain WordLlama (``--reference``): the meaning
+    index's embedder and texts, its floats kept whole (no sign bits), nothing fused."""
     import numpy as np  # only this baseline needs them
-    import wordllama
 
+    from dashboard.meaning.embedder import WordLlamaEmbedder, message_text
+
+    embedder = WordLlamaEmbedder()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # wordllama logs at INFO
-
-    model = wordllama.WordLlama.load(
-        config="l2_supercat",
-        dim=256,
-        cache_dir=Path(wordllama.__file__).parent,
-        disable_download=True,
-    )
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-        rows = conn.execute(
-            "SELECT session_id, substr(content, 1, ?) FROM messages "
-            "WHERE role != 'system' AND content IS NOT NULL AND content != ''",
-            (REFERENCE_CHARS,),
-        ).fetchall()
+        read = conn.execute("SELECT session_id, role, content, tool_calls FROM messages")
+        rows = [(sid, text) for sid, *msg in read if (text := message_text(*msg))]
     began = time.perf_counter()
-    vectors = np.asarray(model.embed([text for _, text in rows], norm=True), dtype=np.float32)
+    vectors = embedder.embed([text for _, text in rows])
     print(f"reference: {len(rows):,} messages embedded in {time.perf_counter() - began:.1f} s")
     ids = sorted({sid for sid, _ in rows})
     column = {sid: i for i, sid in enumerate(ids)}
     owner = np.array([column[sid] for sid, _ in rows])
     ranks: list[int | None] = []
     for p in queries:
-        query = np.asarray(model.embed([p.text], norm=True), dtype=np.float32)[0]
         best = np.full(len(ids), -np.inf, dtype=np.float32)
-        np.maximum.at(best, owner, vectors @ query)
-        order = np.argsort(-best)[:TOP]
-        cards = [{"session_id": ids[i]} for i in order]
+        np.maximum.at(best, owner, vectors @ embedder.embed([p.text])[0])
+        cards = [{"session_id": ids[i]} for i in np.argsort(-best)[:TOP]]
         ranks.append(first_right(cards, p.topic, topics))
     return ranks
 
