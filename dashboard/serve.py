@@ -24,6 +24,7 @@ from dashboard.demo.home import chosen_home, ensure_demo_home
 from dashboard.errors import ValidationError
 from dashboard.hermes.home import HermesHome, resolve_home
 from dashboard.hermes.profiles import ALL, discover, parse_profile
+from dashboard.meaning.worker import MeaningWorker
 from dashboard.store.datadir import folder_fault, recall_data_dir
 from dashboard.web.reader import (
     base_reader,
@@ -142,11 +143,13 @@ def serve(
     archive: str | None = None,
     extra_homes: Sequence[str] = (),
     profile: str | None = None,
+    meaning: bool = True,
 ) -> int:
     """Run the dashboard until interrupted, its archive kept in step in the background.
 
     ``extra_homes`` (more ``--home``) are read with the first one, in its archive;
-    ``profile`` (``--profile``) serves that one profile only.
+    ``profile`` (``--profile``) serves that one profile only; ``meaning``: build and
+    follow the archive's meaning index in the background (meaning/builder.py).
     """
     import waitress
 
@@ -225,13 +228,23 @@ def serve(
             raise
         print(message, file=sys.stderr)
         return 2
+    # The meaning index is written only into a file Recall owns: its archive, or the demo
+    # home it built. Another Recall store given as the home is read, never written: a
+    # file someone restores or rewrites in place under a writer would be corrupted.
+    with app.app_context():
+        store = syncer.archive_path if syncer is not None else base_reader().path
+    owned = syncer is not None or plan.demo
+    builder = MeaningWorker(store) if meaning and owned else None
     with app.app_context():
         if syncer is None:
             prepare_cost_rollup()  # in the background, so the first /costs is already fast
             # And so is the first search (a home's own store: no sync pass to wait for).
             threading.Thread(target=base_reader().warm_search, daemon=True).start()
+            if builder is not None:
+                builder.wake()
         else:
-            syncer.on_synced = functools.partial(_after_sync, app, prepare_cost_rollup)
+            # The meaning index starts after the first pass: an import first, then this.
+            syncer.on_synced = functools.partial(_after_sync, app, prepare_cost_rollup, builder)
             syncer.on_progress = _ImportLine(syncer, sys.stdout)
             start_syncer()  # the first import, then a look at the source every 500 ms
     shown = f"[{host}]" if ":" in host else host
@@ -254,6 +267,8 @@ def serve(
         server.close()
         with app.app_context():
             stop_syncer()
+        if builder is not None:
+            builder.stop()  # a batch being embedded is dropped; what was written stays
     return 0
 
 
@@ -302,9 +317,14 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _after_sync(app: Flask, prepare: Callable[[], None]) -> None:
+def _after_sync(
+    app: Flask, prepare: Callable[[], None], builder: MeaningWorker | None = None
+) -> None:
     """After a sync pass: the cost rollup is built for the archive (once; later ones
-    refresh on the next request), and search's caches take in what the pass added."""
+    refresh on the next request), the meaning index embeds what the pass added, and
+    search's caches take it in."""
+    if builder is not None:
+        builder.wake()
     with app.app_context():
         prepare()
         base_reader().warm_search()

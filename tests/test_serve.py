@@ -338,7 +338,8 @@ def test_serve_reads_several_homes_or_one_profile_and_says_which(tmp_path: Path)
     homes = ["--home", str(facts.root), "--home", str(other)]
 
     def found(url: str, word: str) -> set[str]:
-        asked = {"q": word, "source": "cron", "profile": "all"}
+        # Words only: which profile *says* the word (meaning would find look-alikes).
+        asked = {"q": word, "source": "cron", "profile": "all", "mode": "words"}
         body = httpx.get(f"{url}/api/search", params=asked, timeout=30).json()
         return {r["session_id"] for r in body["results"]}
 

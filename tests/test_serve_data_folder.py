@@ -72,7 +72,9 @@ def _every_page_answers(server: Server, folder: Path) -> str:
 
 
 def _found(server: Server, word: str) -> int:
-    answer = httpx.get(f"{server.url}/api/search", params={"q": word}, timeout=30).json()
+    """Messages holding ``word`` (words only: meaning would also find look-alikes)."""
+    asked = {"q": word, "mode": "words"}
+    answer = httpx.get(f"{server.url}/api/search", params=asked, timeout=30).json()
     return answer["total_matches"]
 
 

@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--days", help="only the last N days")
     search.add_argument("--sort", default="relevance", help="relevance, newest or oldest")
     search.add_argument(
+        "--mode",
+        default="hybrid",
+        choices=("hybrid", "words", "meaning"),
+        help="words and meaning together (once the meaning index is built), or one of them",
+    )
+    search.add_argument(
         "--summaries",
         action="store_true",
         help="recap each session with the model (RECALL_LLM_*), the seed tool's JSON shape",
@@ -105,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-remote", action="store_true", help="allow --host to be a non-loopback address"
     )
     serve.add_argument("--archive", help=ARCHIVE_HELP)
+    serve.add_argument(
+        "--no-meaning",
+        action="store_true",
+        help="do not build the meaning index in the background (search by words only)",
+    )
     llm = serve.add_argument_group(
         "summaries", "an OpenAI-compatible endpoint (or RECALL_LLM_BASE_URL/_MODEL/_API_KEY)"
     )
@@ -125,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(sync)
     sync.add_argument(
         "--batch", type=int, default=None, help="sessions per transaction (default 50)"
+    )
+    sync.add_argument(
+        "--no-meaning",
+        action="store_true",
+        help="do not bring the meaning index up to date after the sync (a 1M archive's "
+        "first build takes minutes)",
     )
     sync.set_defaults(run=run_archive_sync)
     status = actions.add_parser("status", help="counts, last sync and the source's layout")

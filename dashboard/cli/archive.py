@@ -62,7 +62,35 @@ def run_archive_sync(args: argparse.Namespace) -> int:
             f"({report.sessions_total:,} sessions in the source, layout {report.adapter}"
             f"{', resumed' if report.resumed else ''}) in {report.seconds:.1f}s"
         )
+    if not args.no_meaning:
+        _build_meaning(path)
     return 0
+
+
+def _build_meaning(path: Any) -> None:
+    """Bring the archive's meaning index up to date, with a bar (resumable: a build
+    stopped here goes on from its last batch next time, or under `recall serve`)."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeRemainingColumn
+
+    from dashboard.meaning.builder import MeaningBuilder
+
+    builder = MeaningBuilder(path)
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        TaskProgressColumn(),
+        "{task.completed:,.0f} of {task.fields[messages]:,} messages",
+        TimeRemainingColumn(),
+    )
+    try:
+        with Progress(*columns) as bar:
+            task = bar.add_task("Indexing meaning", total=None, messages=0)
+            status = builder.build(
+                lambda s: bar.update(task, completed=s.covered, total=s.total, messages=s.total)
+            )
+    finally:
+        builder.close()
+    print(f"meaning index of {path}: {status.covered:,} of {status.total:,} messages")
 
 
 def run_archive_status(args: argparse.Namespace) -> int:

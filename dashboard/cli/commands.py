@@ -49,6 +49,7 @@ def run_search(args: argparse.Namespace) -> int:
         "q": args.query,
         "days": args.days,
         "sort": args.sort,
+        "mode": args.mode,
         "per_page": str(max(1, min(args.limit, 100))),
     }
     lists = {"role": args.role, "source": args.source}
@@ -166,6 +167,7 @@ def run_serve(args: argparse.Namespace) -> int:
         archive=args.archive,
         extra_homes=homes[1:],
         profile=args.profile,
+        meaning=not args.no_meaning,
     )
 
 

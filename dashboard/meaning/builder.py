@@ -36,7 +36,7 @@ from dashboard.store.schema import (
 from dashboard.store.writecore import WriteCore
 
 BATCH = 2_048  # messages a step: ~0.5 s of embedding here, one commit
-IDLE_S = 5.0  # a look for new rows when nothing woke the builder
+IDLE_S = 5.0  # a look for new rows when nothing woke the worker (__main__.py)
 ERROR_WAIT_S = 30.0  # after a step failed (a locked or replaced file): try again later
 
 
@@ -84,49 +84,16 @@ class MeaningBuilder:
         self.batch = batch
         self._core: WriteCore | None = None
         self._status = MeaningStatus(False, 0, 0)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()  # one step at a time (the thread, a CLI, a test)
-        self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
+        self._lock = threading.Lock()  # one step at a time
 
-    # -- the background worker ----------------------------------------------------------
-
-    def start(self) -> None:
-        """Build and follow the index on a daemon thread until :meth:`stop`."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="recall-meaning", daemon=True)
-            self._thread.start()
-
-    def wake(self) -> None:
-        """Look for new rows now (after a sync pass)."""
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        if self._core is not None:
-            self._core.close()
-            self._core = None
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def close(self) -> None:
+        """Close its writer connection (a file gone bad: the connection goes with it)."""
+        core, self._core = self._core, None
+        if core is not None:
             try:
-                done = self.step()
-            except (sqlite3.Error, OSError) as exc:
-                self._status = MeaningStatus(
-                    False, self._status.covered, self._status.total, error=str(exc)
-                )
-                if self._core is not None:
-                    self._core.close()
-                    self._core = None
-                self._stop.wait(ERROR_WAIT_S)
-                continue
-            if not done:
-                self._wake.wait(IDLE_S)
-                self._wake.clear()
+                core.close()
+            except sqlite3.Error:
+                pass
 
     # -- one step -------------------------------------------------------------------------
 
@@ -155,7 +122,7 @@ class MeaningBuilder:
             if work is not None:
                 codes = sign_codes(embedder.embed([text for _, text in work.rows]))
                 core.write(lambda conn: _land(conn, work, codes))
-            self._status = _status(core.conn, embedder.name, lambda: self._count(core.conn))
+            self._status = read_status(core.conn)
             return len(work.considered) if work is not None else 0
 
     def _writer(self) -> WriteCore:
@@ -167,18 +134,6 @@ class MeaningBuilder:
         if self._embedder is None:
             self._embedder = self._make_embedder()
         return self._embedder
-
-    def _count(self, conn: sqlite3.Connection) -> int:
-        """The archive's messages (count(*) over its smallest index, ~30 ms at 1M),
-        counted again only when its oldest or newest id moved."""
-        low = conn.execute("SELECT coalesce(min(id), 0) FROM messages").fetchone()[0]
-        high = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
-        if self._counted[0] != (low, high):
-            self._counted = (
-                (low, high),
-                conn.execute("SELECT count(*) FROM messages").fetchone()[0],
-            )
-        return self._counted[1]
 
     @staticmethod
     def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -283,14 +238,25 @@ def _land(conn: sqlite3.Connection, work: _Work, codes: np.ndarray) -> None:
         )
 
 
-def _status(conn: sqlite3.Connection, model: str, count: Callable[[], int]) -> MeaningStatus:
-    """Complete when no row is left below the floor, above the top, or queued again."""
+def read_status(conn: sqlite3.Connection) -> MeaningStatus:
+    """How complete the index is, in ``conn``'s snapshot, in a few seeks (pages ask it
+    on every search): complete when no row lies below the floor or above the top and
+    none is queued again. What is left is counted by ids (the archive's ids are
+    ``AUTOINCREMENT`` and rarely deleted: nearly dense), so no count of every row."""
     meta = MeaningBuilder._meta(conn)
+    if MEANING_TOP_KEY not in meta:
+        return MeaningStatus(False, 0, _newest(conn) - _oldest(conn) + 1 if _newest(conn) else 0)
     top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
-    older = conn.execute("SELECT 1 FROM messages WHERE id < ? LIMIT 1", (floor,)).fetchone()
-    newer = conn.execute("SELECT 1 FROM messages WHERE id > ? LIMIT 1", (top,)).fetchone()
-    redo = conn.execute(f"SELECT 1 FROM {MEANING_REDO} LIMIT 1").fetchone()
-    ready = older is None and newer is None and redo is None
-    total = count()
-    covered = total if ready else min(int(meta.get(MEANING_DONE_KEY, 0)), total)
-    return MeaningStatus(ready, covered, total, model)
+    oldest, newest = _oldest(conn), _newest(conn)
+    redo = conn.execute(f"SELECT count(*) FROM {MEANING_REDO}").fetchone()[0]
+    left = max(0, floor - oldest) + max(0, newest - top) + redo if newest else 0
+    covered = int(meta.get(MEANING_DONE_KEY, 0))
+    return MeaningStatus(left == 0, covered, covered + left, meta.get(MEANING_MODEL_KEY))
+
+
+def _oldest(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT coalesce(min(id), 0) FROM messages").fetchone()[0]
+
+
+def _newest(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]

@@ -25,6 +25,7 @@ from dashboard.lineage.chains import Chain, load_chain
 from dashboard.lineage.epochs import EpochsCache, in_place_counts
 from dashboard.lineage.graph import LineageCache, archive_version
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
+from dashboard.meaning.reader import MeaningReader
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
 from dashboard.reader.overview import (
@@ -104,6 +105,7 @@ class StateReader:
         scope: Scope | None = None,
         profiles: Sequence[Profile] = (),
         epochs: EpochsCache | None = None,
+        meaning: MeaningReader | None = None,
     ) -> None:
         self.home = home
         self._path = Path(path) if path is not None else home.state_db
@@ -120,6 +122,8 @@ class StateReader:
         # A session's epochs are the same in every scope that may read it: one cache.
         self._epochs = epochs if epochs is not None else EpochsCache()
         self._in_place = LineageCache(lambda conn: in_place_counts(conn, self._epochs))
+        # The meaning index's vectors in memory: the archive's, one for every scope.
+        self.meaning = meaning if meaning is not None else MeaningReader()
         # Which session each message id is, for the ranked read (search/row_map.py):
         # per reader, as a scoped map holds its profiles' rows alone.
         self._row_maps = RowMapCache(scoped=not self.scope.everything)
@@ -158,6 +162,7 @@ class StateReader:
                     scope=Scope.of([profile]),
                     profiles=self.profiles,
                     epochs=self._epochs,
+                    meaning=self.meaning,
                 )
                 found._demo = self._demo
                 self._scoped[profile] = found
@@ -390,6 +395,7 @@ class StateReader:
             by_profile=self.spans_profiles,
             row_maps=self._row_maps,
             version=version,
+            meaning=self.meaning,
         )
 
     def warm_search(self) -> None:
@@ -407,6 +413,7 @@ class StateReader:
                 found = self._row_maps.get(snap.conn, snap.state, version)
                 if found is not None:
                     self._epochs.warm(snap.conn, found.flags.with_archive)
+                self.meaning.follow(snap.conn)
         except (StoreUnavailableError, sqlite3.Error):
             pass
 
@@ -436,6 +443,7 @@ class StateReader:
                 self._epochs,
                 scoped=not self.scope.everything,
                 row_maps=self._row_maps,
+                meaning=self.meaning,
             )
             return said_only(snap.conn, found.results, terms)
 

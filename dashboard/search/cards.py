@@ -225,11 +225,13 @@ def build_cards(
     lineage: Lineage,
     parsed: ParsedQuery | None,
     epochs: Mapping[str, Epochs] | None = None,
+    similar: frozenset[int] = frozenset(),
 ) -> list[SessionResult]:
     """One card per group: its session, title, first user message, activity and hits.
 
     ``epochs``: the sessions compacted in place among the hits; a hit in an archived
-    epoch says which compaction it came before.
+    epoch says which compaction it came before. ``similar``: the hits found by meaning
+    alone (search/hybrid.py), shown as such.
     """
     epochs = epochs or {}
     if not page:
@@ -240,7 +242,7 @@ def build_cards(
     names = session_names(conn, {sid: row["title"] for sid, row in sessions.items()})
     activity = _chain_activity(conn, {g.key: lineage.family(g.key) for g in page})
     terms = parsed.highlight_terms() if parsed else []
-    page_hits = _page_hits(conn, page, terms, epochs)
+    page_hits = _page_hits(conn, page, terms, epochs, similar)
     cards = []
     for g, hits in zip(page, page_hits, strict=True):
         s = sessions.get(g.best_session) or sessions.get(g.key)
@@ -273,7 +275,11 @@ def build_cards(
 
 
 def _page_hits(
-    conn: sqlite3.Connection, page: list[Group], terms: list[str], epochs: Mapping[str, Epochs]
+    conn: sqlite3.Connection,
+    page: list[Group],
+    terms: list[str],
+    epochs: Mapping[str, Epochs],
+    similar: frozenset[int] = frozenset(),
 ) -> list[list[Hit]]:
     """Each group's first :data:`HITS_SHOWN` hits with distinct snippets, in its hits'
     order. The first hits of every card are read at once; a card whose hits repeat a
@@ -299,12 +305,20 @@ def _page_hits(
                 text = readable(decode_content(m["content"]))
                 calls = readable_tool_calls(m["tool_calls"])
                 extra = " ".join(x for x in (m["tool_name"], calls) if x)
-                snippet = make_snippet(text, terms, extra)
+                like = mid in similar
+                # A similar hit holds none of the words: its opening, or its tool call's.
+                snippet = (
+                    make_snippet(text or extra, [], "")
+                    if like
+                    else make_snippet(text, terms, extra)
+                )
                 if snippet in shown[i]:
                     continue  # the same text again: once is enough
                 shown[i].add(snippet)
                 compaction = _compaction(epochs.get(sid), mid)
-                hits[i].append(Hit(mid, sid, m["role"], m["timestamp"], snippet, compaction))
+                hits[i].append(
+                    Hit(mid, sid, m["role"], m["timestamp"], snippet, compaction, similar=like)
+                )
 
 
 def _compaction(epochs: Epochs | None, message_id: int) -> tuple[int, int] | None:

@@ -82,3 +82,10 @@ def active_filters(request: SearchRequest) -> list[str]:
         "presence": request.presence != "all",
     }
     return [name for name in FILTERS if active[name]]
+
+
+def session_level(request: SearchRequest) -> bool:
+    """Whether every filter of ``request`` is its session's (and the order the best
+    match): a message-to-session map (row_map.py) can then apply them with no join."""
+    dated = request.after is not None or request.before is not None
+    return request.sort == "relevance" and not request.roles and not dated

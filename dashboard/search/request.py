@@ -13,18 +13,23 @@ from dataclasses import dataclass, field
 
 from dashboard.errors import ValidationError
 from dashboard.hermes.model_names import model_family
+from dashboard.meaning.builder import MeaningStatus
 from dashboard.params import date_bound, whole_number
 from dashboard.search.query import ParsedQuery
 from dashboard.store.presence import parse_presence
 
 MAX_PER_PAGE = 100
 SORTS = ("relevance", "newest", "oldest")
+#: hybrid: words and meaning ranked together (words alone until the meaning index is
+#: ready); words: the FTS routes only; meaning: the meaning index only.
+MODES = ("hybrid", "words", "meaning")
 ROLES = ("user", "assistant", "tool", "system")
 # What each route did, in the words a person uses (pages and notes say it this way).
 ROUTE_WORDS = {
     "unicode61": "searched whole words",
     "trigram": "searched for parts of words",
     "pairs": "searched for parts of words that begin with the term",
+    "meaning": "searched by meaning",
     "scan": "searched every message",
 }
 
@@ -50,6 +55,7 @@ class SearchRequest:
     presence: str = "all"  # all, hermes (still in Hermes), archive (only in Recall's archive)
     # Every stored spelling of ``model`` (its :func:`model_family`); search_sessions fills it.
     model_spellings: tuple[str, ...] = ()
+    mode: str = "hybrid"  # one of MODES
 
     @classmethod
     def from_params(
@@ -72,6 +78,9 @@ class SearchRequest:
         sort = (get("sort") or "relevance").strip()
         if sort not in SORTS:
             raise ValidationError(f"sort must be one of {', '.join(SORTS)}")
+        mode = (get("mode") or "hybrid").strip()
+        if mode not in MODES:
+            raise ValidationError(f"mode must be one of {', '.join(MODES)}")
         group = (get("group") or "chain").strip()
         if group not in ("chain", "session"):
             raise ValidationError("group must be 'chain' or 'session'")
@@ -95,6 +104,7 @@ class SearchRequest:
             older_than=whole_number(get("older_than"), "older_than", 1, 2**62),
             newer_than=whole_number(get("newer_than"), "newer_than", 0, 2**62),
             presence=parse_presence(get("presence")),
+            mode=mode,
         )
 
     @property
@@ -113,6 +123,7 @@ class Hit:
     # (k, n): said before compaction k of the session's n in-place compactions (an
     # archived epoch, epochs.py); None in the live epoch or a session never compacted so
     compaction: tuple[int, int] | None = None
+    similar: bool = False  # found by meaning, not by the query's words
 
 
 @dataclass
@@ -165,6 +176,10 @@ class SearchResult:
     # Reading every profile (2+ of them): each profile with its matching sessions (the
     # cards it would show, in the same window), most first; () in one profile's scope.
     by_profile: tuple[tuple[str, int], ...] = ()
+    # The routes that ran, words' first ("unicode61", …, "meaning"); the meaning index's
+    # state when the request could use it (hybrid, meaning), else None.
+    routes: list[str] = field(default_factory=list)
+    meaning: MeaningStatus | None = None
 
     @property
     def pages(self) -> int:
@@ -191,6 +206,9 @@ class SearchResult:
             "query": self.request.query,
             "normalized": self.parsed.display if self.parsed else "",
             "route": self.route,
+            "mode": self.request.mode,
+            "routes": self.routes or [self.route],
+            "meaning_index": self.meaning.to_json() if self.meaning is not None else None,
             "bounded": self.bounded,
             "total_sessions": self.total_sessions,
             "total_matches": self.total_matches,
@@ -230,6 +248,7 @@ class SearchResult:
                             "timestamp": h.timestamp,
                             "snippet": h.snippet,
                             "before_compaction": list(h.compaction) if h.compaction else None,
+                            "similar": h.similar,
                         }
                         for h in r.hits
                     ],

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from dashboard.hermes.conventions import visible_sql
-from dashboard.search.filters import Filters
+from dashboard.search.filters import Filters, session_level
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
@@ -170,14 +170,8 @@ def _unranked(
 def mapped(route: Route, request: SearchRequest) -> bool:
     """Whether :func:`_fts_mapped` answers ``request`` on ``route``: a ranked read whose
     filters are all the session's (and visibility), with no literal text to read."""
-    return (
-        route.table is not None
-        and (not route.literal or route.literal_match is not None)
-        and request.sort == "relevance"
-        and not request.roles
-        and request.after is None
-        and request.before is None
-    )
+    literal = route.literal and route.literal_match is None
+    return route.table is not None and not literal and session_level(request)
 
 
 class Probes(Mapping[str, bool]):

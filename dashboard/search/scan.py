@@ -21,7 +21,7 @@ import json
 import sqlite3
 from operator import itemgetter
 
-from dashboard.search.filters import Filters
+from dashboard.search.filters import Filters, session_level
 from dashboard.search.query import CJK, ParsedQuery
 from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
@@ -162,7 +162,7 @@ def pair_rows(
         """Those of ``ids`` the filters (and, with ``text``, the query's text) let through."""
         if not ids:
             return []
-        if not text and row_map is not None and _session_filters_only(request):
+        if not text and row_map is not None and session_level(request):
             allowed = row_map.allowed(filters.session_sql, filters.session_params)
             return row_map.rows([(i, 0.0) for i in ids], allowed)
         condition = f" AND ({where})" if text else ""
@@ -235,9 +235,3 @@ def ends_sql(cases: int, request: SearchRequest, edge: int | None) -> str:
         f"{bounds('id')} UNION SELECT id FROM main.messages WHERE {STRUCTURED_ROWS}"
         f"{bounds('+id')}"
     )
-
-
-def _session_filters_only(request: SearchRequest) -> bool:
-    """Whether every filter of ``request`` is its session's (a row map can apply them)."""
-    dated = request.after is not None or request.before is not None
-    return request.sort == "relevance" and not request.roles and not dated

@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from dashboard.lineage.epochs import EpochsCache
 from dashboard.lineage.graph import Lineage
+from dashboard.meaning.reader import MeaningReader
 from dashboard.search.cards import (
     Group,
     archived_sessions,
@@ -47,6 +48,7 @@ from dashboard.search.filters import (
     active_filters,
     request_filters,
 )
+from dashboard.search.hybrid import blend
 from dashboard.search.query import ParsedQuery, parse_query
 from dashboard.search.request import (
     MAX_PER_PAGE,
@@ -100,6 +102,7 @@ def search_sessions(
     by_profile: bool = False,
     row_maps: RowMapCache | None = None,
     version: tuple[object, ...] | None = None,
+    meaning: MeaningReader | None = None,
 ) -> SearchResult:
     """Run one search (or the recent-sessions browse for an empty query).
 
@@ -109,7 +112,8 @@ def search_sessions(
     ``conn`` sees some profiles only (reader.apply_scope), so windows are counted in
     them; ``by_profile``: count a query's results per profile (``SearchResult.by_profile``);
     ``row_maps``: the reader's message-to-session map (row_map.py), None to join instead;
-    ``version``: the snapshot's graph.archive_version, when the caller read it already.
+    ``version``: the snapshot's graph.archive_version, when the caller read it already;
+    ``meaning``: the archive's meaning index (None: words only, whatever the mode).
     """
     began = time.perf_counter()
     parsed = parse_query(request.query)
@@ -129,6 +133,7 @@ def search_sessions(
             by_profile,
             row_maps,
             version,
+            meaning,
         )
     result.took_ms = (time.perf_counter() - began) * 1000
     return result
@@ -145,6 +150,7 @@ def _matching(
     by_profile: bool,
     row_maps: RowMapCache | None,
     version: tuple[object, ...] | None,
+    meaning: MeaningReader | None,
 ) -> SearchResult:
     routes, notes = plan_routes(parsed, state.trigram_ready)
     notes = [*parsed.repairs, *notes]
@@ -153,8 +159,11 @@ def _matching(
     probed = probe_routes(conn, routes, parsed)
     # A scoped scan takes its id bounds from the map too (scan.id_bounds), and a pair's
     # lookup its rows' sessions.
-    wanted = row_maps is not None and any(
-        mapped(r, request) or r.name == "pairs" or (scoped and r.table is None) for r in routes
+    wanted = row_maps is not None and (
+        request.mode != "words"
+        or any(
+            mapped(r, request) or r.name == "pairs" or (scoped and r.table is None) for r in routes
+        )
     )
     row_map = row_maps.get(conn, state, version) if row_maps is not None and wanted else None
     for index, route in enumerate(routes):
@@ -168,15 +177,19 @@ def _matching(
             f"{ROUTE_WORDS[routes[index + 1].name]}."
         )
 
+    mixed = blend(conn, meaning, parsed, request, filters, row_map, found.rows)
+    if mixed.note:
+        notes.append(mixed.note)
     titles = _title_matches(conn, parsed, request, filters, row_map)
     # A re-inserted tail row and the row it repeats are one message: every count below
     # (per card, per chain, the total) and every link reads the row a person reads.
-    epochs = cache.get(conn, archived_sessions(found.rows))
-    rows, folded = fold_copies(found.rows, epochs)
+    epochs = cache.get(conn, archived_sessions(mixed.rows))
+    rows, folded = fold_copies(mixed.rows, epochs)
     rows, across = fold_family_copies(conn, rows, lineage)
     folded += across
     groups = group_rows(rows, lineage, request, titles)
-    results = build_cards(conn, page_of(groups, request, rows), lineage, parsed, epochs)
+    page = page_of(groups, request, rows)
+    results = build_cards(conn, page, lineage, parsed, epochs, mixed.similar)
     side = "oldest" if request.sort == "oldest" else "newest"
     if found.bounded and found.scanned:
         notes.append(
@@ -191,13 +204,19 @@ def _matching(
             f"are the ones holding them."
         )
     cutoff = found.cutoff if found.bounded else None
+    alone = mixed.used and request.mode == "meaning"
+    if alone:  # what the word routes did is not this answer's
+        notes = [*parsed.repairs, *([mixed.note] if mixed.note else [])]
+    matched = len(mixed.rows) if alone else found.total + len(mixed.similar)
     result = SearchResult(
         request=request,
         parsed=parsed,
-        route=route.name,
+        route="meaning" if alone else route.name,
+        routes=(["meaning"] if alone else [route.name, *(["meaning"] if mixed.used else [])]),
+        meaning=mixed.status,
         results=results,
         total_sessions=len(groups),
-        total_matches=found.total - folded,
+        total_matches=matched - folded,
         bounded=found.bounded,
         ranked_matches=len(rows),
         notes=notes,

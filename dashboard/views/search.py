@@ -37,7 +37,12 @@ def index():
         summaries=summaries_mode(request.args.get("summaries")),
         llm_ready=LLMConfig.from_mapping(current_app.config).enabled,
         # Values a field has when left alone: left out of live-search URLs.
-        defaults={"sort": "relevance", "summaries": summaries_mode(None), "presence": "all"},
+        defaults={
+            "sort": "relevance",
+            "mode": "hybrid",
+            "summaries": summaries_mode(None),
+            "presence": "all",
+        },
     )
     if error:
         response.status_code = 400

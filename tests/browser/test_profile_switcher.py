@@ -79,11 +79,11 @@ LEGACY_CRON = f"legacy:{hs.S_CRON}"
 # page of the profile picked, switch_url's rule).
 CASES: dict[str, tuple[str, dict[str, Callable[[Page], None]]]] = {
     "search, legacy's word": (
-        f"/?q={LEGACY_WORD}&source=cron",
+        f"/?q={LEGACY_WORD}&source=cron&mode=words",
         {"default": _found(set()), "legacy": _found({LEGACY_CRON}), "all": _found({LEGACY_CRON})},
     ),
     "search, default's word": (
-        f"/?q={DEFAULT_WORD}&source=cron",
+        f"/?q={DEFAULT_WORD}&source=cron&mode=words",
         {"default": _found({hs.S_CRON}), "legacy": _found(set()), "all": _found({hs.S_CRON})},
     ),
     "chains": ("/chains", {"default": _links_only("default"), "legacy": _links_only("legacy")}),

@@ -1,0 +1,132 @@
+"""Words and meaning together (search/hybrid.py) on a real archive with its meaning
+index built by the real embedder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dashboard.hermes.home import HermesHome
+from dashboard.meaning.builder import MeaningBuilder
+from dashboard.reader.reader import StateReader
+from dashboard.search.hybrid import RRF_K, fuse
+from dashboard.search.sessions import SearchRequest
+from tests.support import hermes_shapes as shapes
+from tests.support.archived import archive_home
+
+EVERY_SOURCE = ("cli", "telegram", "discord", "cron", "subagent", "api", "web", "slack")
+SAID = "The docker containers cannot reach the postgres database over the compose network."
+REPLY = "Put both services on one compose network and use the service name as the host."
+# Worded away from what was said: not one of its words.
+ASKED = "when my boxes could not talk to each other"
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> StateReader:
+    root = tmp_path_factory.mktemp("hybrid")
+    home = root / "home"
+    shapes.build_current_views(home / "state.db")
+    shapes.append_turn(home / "state.db", shapes.S_ROOT, SAID, REPLY, 2e9)
+    path = archive_home(home, root / "archive.db")
+    assert MeaningBuilder(path).build().ready
+    return StateReader(HermesHome(home), path=path)
+
+
+def _ask(reader: StateReader, query: str, **kw: object) -> dict:
+    return reader.search(SearchRequest(query=query, sources=EVERY_SOURCE, **kw)).to_json()
+
+
+def test_a_paraphrase_is_found_by_meaning_and_not_by_words(reader: StateReader) -> None:
+    words = _ask(reader, ASKED, mode="words")
+    assert words["results"] == [] and words["meaning_index"] is None
+    for mode in ("meaning", "hybrid"):
+        found = _ask(reader, ASKED, mode=mode)
+        assert found["mode"] == mode and "meaning" in found["routes"]
+        assert found["meaning_index"]["ready"] is True
+        top = found["results"][0]
+        assert shapes.S_ROOT in (top["session_id"], top["root_session_id"]), mode
+        hit = top["hits"][0]
+        assert hit["similar"] is True and "<mark>" not in hit["snippet"]
+        assert "docker containers" in hit["snippet"] or "compose network" in hit["snippet"]
+
+
+def test_words_keep_their_hits_in_hybrid(reader: StateReader) -> None:
+    """A query whose words match: hybrid's cards hold words-only's first cards, and a hit
+    with the words is marked, not called similar."""
+    words = _ask(reader, "postgres", mode="words")
+    hybrid = _ask(reader, "postgres", mode="hybrid")
+    assert words["results"]
+    first = {r["root_session_id"] for r in words["results"][:3]}
+    assert first <= {r["root_session_id"] for r in hybrid["results"]}
+    marked = [h for r in hybrid["results"] for h in r["hits"] if "<mark>" in h["snippet"]]
+    assert marked and not any(h["similar"] for h in marked)
+    assert hybrid["routes"][-1] == "meaning" and hybrid["total_matches"] >= words["total_matches"]
+
+
+def test_filters_hold_for_what_meaning_finds(reader: StateReader) -> None:
+    found = _ask(reader, ASKED, mode="meaning")
+    assert any(r["session_id"] == shapes.S_ROOT for r in found["results"])
+    for kw in ({"exclude": (shapes.S_ROOT,)}, {"roles": ("tool",)}, {"sources": ("telegram",)}):
+        narrowed = reader.search(
+            replace(SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning"), **kw)
+        ).to_json()
+        sessions = {r["session_id"] for r in narrowed["results"]}
+        assert shapes.S_ROOT not in sessions, kw
+        roles = {h["role"] for r in narrowed["results"] for h in r["hits"]}
+        assert "roles" not in kw or roles <= {"tool"}
+
+
+def test_chinese_queries_stay_on_words(reader: StateReader) -> None:
+    found = _ask(reader, "数据库连接", mode="hybrid")
+    assert "meaning" not in found["routes"]
+    assert any("search by meaning reads English" in n for n in found["notes"])
+
+
+def test_an_index_being_built_says_so_and_searches_by_words(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    path = archive_home(home, tmp_path / "archive.db")
+    assert MeaningBuilder(path, batch=2).step() > 0  # one batch of many
+    found = StateReader(HermesHome(home), path=path).search(
+        SearchRequest(query="postgres", sources=EVERY_SOURCE)
+    )
+    shown = found.to_json()
+    assert shown["meaning_index"]["ready"] is False
+    assert 0 < shown["meaning_index"]["covered"] < shown["meaning_index"]["total"]
+    assert shown["routes"] == [found.route] and found.results
+    assert any("meaning index is being built" in n for n in found.notes)
+
+
+def test_fusion_puts_what_both_found_first() -> None:
+    words = [(1, "a", -9.0, 0.0, 0), (2, "a", -5.0, 0.0, 0), (3, "b", -1.0, 0.0, 0)]
+    meaning = [(4, "c", -0.9, 0.0, 0), (2, "a", -0.8, 0.0, 0)]
+    rows, similar = fuse(words, meaning)
+    assert [r[0] for r in rows] == [2, 1, 4, 3]
+    assert similar == {4}
+    assert rows[0][2] == pytest.approx(-(1 / (RRF_K + 2) + 1 / (RRF_K + 2)))
+
+
+def test_one_profiles_search_by_meaning_keeps_to_its_profile(tmp_path: Path) -> None:
+    """The vectors are the whole archive's; a profile's reader shows its own rows only."""
+    from dashboard.reader.opening import reading_for
+
+    facts = shapes.build_profiles_home(tmp_path / "hermes")
+    reading = reading_for(
+        HermesHome(facts.root),
+        tmp_path / "data" / "archive.db",
+        inline=True,
+        folder=tmp_path / "data",
+    )
+    reading.reader.search(SearchRequest(query="x"))  # the inline sync fills the archive
+    assert MeaningBuilder(tmp_path / "data" / "archive.db").build().ready
+    every = reading.reader.scoped("all").search(
+        SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
+    )
+    assert {r.profile for r in every.results} >= {"default", "legacy"}
+    for profile in ("default", "legacy"):
+        found = reading.reader.scoped(profile).search(
+            SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
+        )
+        assert found.results and {r.profile for r in found.results} == {profile}
