@@ -305,12 +305,32 @@ def wait_ready(client: httpx.Client, timeout_s: float = READY_TIMEOUT_S) -> bool
         time.sleep(2)
 
 
+def demo_data_dir(home: Path) -> Path:
+    """A data folder whose demo home is ``home`` (a link to it): ``recall serve
+    --data-dir`` on it serves ``home`` as the demo it built, the one Recall store besides
+    an archive it writes a meaning index into (a store given with ``--home`` is only
+    read, so its index would never be ready)."""
+    data = OUT / f"serve-{home.name}"
+    data.mkdir(parents=True, exist_ok=True)
+    link = data / "demo-home"
+    if link.is_symlink() and link.resolve() != home.resolve():
+        link.unlink()
+    if not link.is_symlink():
+        link.symlink_to(home.resolve(), target_is_directory=True)
+    return data
+
+
 @contextmanager
-def ready_server(home: Path, data_dir: Path) -> Iterator[httpx.Client]:
-    """A ``recall serve`` on ``home`` with its meaning index built and its start's
-    background work done; a client to it."""
+def ready_server(home: Path) -> Iterator[httpx.Client]:
+    """A ``recall serve`` on the demo home ``home`` with its meaning index built and its
+    start's background work done; a client to it."""
+    # No Hermes home to find: neither $HERMES_HOME nor a ~/.hermes (HOME is an empty
+    # folder), so the demo home of --data-dir is the one served.
+    nowhere = OUT / "no-hermes"
+    nowhere.mkdir(parents=True, exist_ok=True)
+    env = {"HERMES_HOME": "", "HOME": str(nowhere)}
     with (
-        running_server(["--home", str(home), "--data-dir", str(data_dir)], OUT) as srv,
+        running_server(["--data-dir", str(demo_data_dir(home))], OUT, env) as srv,
         httpx.Client(base_url=srv.url, timeout=120) as client,
     ):
         wait_ready(client)
@@ -455,12 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"no session of the home is on {', '.join(missing)}")
     reference = reference_ranks(home / "state.db", queries, topics) if args.reference else None
-    with ready_server(home, OUT / "data-meaning-600") as client:
+    with ready_server(home) as client:
         passed = report_quality(measure_quality(client, queries, topics, reference))
     if args.latency:
         ensure_1m_home(args.latency_home)
         print(f"== latency: {args.latency_home}, {args.rounds} rounds ==", flush=True)
-        with ready_server(args.latency_home, OUT / "data") as client:
+        with ready_server(args.latency_home) as client:
             passed = measure_latency(client, args.rounds) and passed
     return 0 if passed else 1
 
