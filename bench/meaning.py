@@ -1,8 +1,10 @@
 """Search by meaning (issue 27): paraphrase recall on the demo's topics, and its cost at 1M.
 
 Quality: builds (or reuses) a 600-session demo home (``recall demo --sessions 600 --seed 7
---anchor 2026-11-30``), starts a real ``recall serve`` on it, waits until the server says
-its meaning index is ready (``meaning_index.ready`` in ``/api/search``), and sends each
+--anchor 2026-11-30``), starts a real ``recall serve`` on it as the demo it built (the one
+store besides an archive it writes a meaning index into: :func:`demo_data_dir`), waits
+until the server says its meaning index is ready (``meaning_index.ready`` in
+``/api/search``; progress every 15 s, given up after 15 minutes), and sends each
 paraphrase of ``bench/meaning_queries.yaml`` four ways:
 
 - ``words``: ``mode=words``, the query as typed;
@@ -21,14 +23,15 @@ routes) are reported apart. Last line: ``hybrid_hit5=.. hybrid_mrr=.. words_best
 PASS|FAIL`` (issue 27: hit@5 >= 0.8, MRR >= the better words variant's + 0.25).
 
 ``--reference``: the issue's plain baseline in this process, no server: the meaning
-index's embedder (WordLlama 0.4, 256-d) embeds every message of the home as the index reads
-it (dashboard/meaning/embedder.message_text) and each query, floats kept whole; sessions rank by
-their best message's cosine, no fusion, no chain cards. Prints ``reference_hit5=..
+index's embedder (WordLlama 0.4, 256-d) embeds every message of the home as the index
+reads it (dashboard/meaning/embedder.message_text) and each query, floats kept whole;
+sessions rank by their best message's cosine, no fusion, no chain cards. Prints ``reference_hit5=..
 reference_mrr=..`` per language and a column per query: what the bundled embedder alone
 finds on this set.
 
-``--latency`` (issue 27): against the 1M home (``bench/out/home-1m``, built if missing; a
-``recall serve`` migrates it, so point ``--latency-home`` at a copy you may write), the
+``--latency`` (issue 27): against the 1M home (``bench/out/home-1m``, built if missing;
+served as the demo, so ``recall serve`` migrates it and writes its meaning index into it,
+minutes the first time: point ``--latency-home`` at a copy you may write), the
 fixed mix of bench/search.py through ``mode=words`` and ``mode=hybrid``, median of
 ``--rounds`` each, in alternating order. Reports both p95s (goal: hybrid p95 <= 2 x words
 p95 + 30 ms) and the exact-word check: for every query where words-only found something,
