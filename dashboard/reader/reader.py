@@ -17,7 +17,7 @@ from dashboard.costs.costly import CostlySessions
 from dashboard.costs.request import CostsRequest
 from dashboard.costs.rollup import CostRollup
 from dashboard.costs.spend import Spend
-from dashboard.errors import StoreUnavailableError, ValidationError
+from dashboard.errors import NotFoundError, StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
 from dashboard.lineage import links
@@ -54,6 +54,7 @@ from dashboard.search.sessions import (
     search_sessions,
     session_matches,
 )
+from dashboard.search.similar import SimilarSession, similar_sessions
 from dashboard.sessions.stitched import StitchedPart, load_stitched, load_stitched_page
 from dashboard.sessions.transcript import (
     PAGE_SIZE,
@@ -323,6 +324,16 @@ class StateReader:
                 snap.conn, session_id, include_inactive=include_inactive, view=view
             )
             return replace(found, neighbours=links.neighbours(snap.conn, session_id))
+
+    def similar_sessions(self, session_id: str) -> list[SimilarSession]:
+        """Other conversations closest in meaning to this one (search/similar.py), in
+        this reader's scope; NotFoundError for a session it does not hold."""
+        with self.snapshot() as snap:
+            held = snap.conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+            if held.fetchone() is None:
+                raise NotFoundError(f"no session {session_id!r}")
+            lineage = self._lineage.get(snap.conn, snap.state, snap.version())
+            return similar_sessions(snap.conn, self.meaning, lineage, session_id)
 
     def session_page(
         self, session_id: str, request: TranscriptRequest, *, page_size: int | None = PAGE_SIZE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint
+from flask import Blueprint, render_template
 
 from dashboard.web.asked import transcript_request
 from dashboard.web.htmx import render_page
@@ -35,3 +35,11 @@ def show(session_id: str):
         chain_damaged=shown.chain_damaged,
         cost=shown.cost,
     )
+
+
+@bp.get("/sessions/<session_id>/similar")
+def similar(session_id: str):
+    """The session page's "Similar conversations" (loaded after the page: the meaning
+    index is read, not the transcript)."""
+    found = get_reader().similar_sessions(session_id)
+    return render_template("_similar.html", similar=found, session_id=session_id)

@@ -180,16 +180,10 @@ def test_a_session_that_only_compacted_in_place_is_listed_counting_its_epochs(
 def test_chains_of_every_profile_name_their_profile_sort_by_it_and_never_cross(
     tmp_path: Path,
 ) -> None:
-    from dashboard.reader.opening import reading_for
     from tests.support import hermes_shapes as hs
+    from tests.support.archived import profiles_reader
 
-    facts = hs.build_profiles_home(tmp_path / "hermes")
-    reader = reading_for(
-        HermesHome(facts.root),
-        tmp_path / "data" / "archive.db",
-        inline=True,
-        folder=tmp_path / "data",
-    ).reader
+    _, reader = profiles_reader(tmp_path)
     index = reader.chains_index("profile", descending=False)
     assert index.sort == "profile"
     assert [c.profile for c in index.chains] == sorted(c.profile for c in index.chains)

@@ -8,19 +8,32 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.errors import NotFoundError
 from dashboard.hermes.home import HermesHome
 from dashboard.meaning.builder import MeaningBuilder
 from dashboard.reader.reader import StateReader
 from dashboard.search.hybrid import RRF_K, fuse
 from dashboard.search.sessions import SearchRequest
 from tests.support import hermes_shapes as shapes
-from tests.support.archived import archive_home
+from tests.support.archived import archive_home, profiles_reader
 
 EVERY_SOURCE = ("cli", "telegram", "discord", "cron", "subagent", "api", "web", "slack")
 SAID = "The docker containers cannot reach the postgres database over the compose network."
 REPLY = "Put both services on one compose network and use the service name as the host."
 # Worded away from what was said: not one of its words.
 ASKED = "when my boxes could not talk to each other"
+# Two conversations about one thing in different words, and nothing else: each is the
+# other's nearest.
+TWINS = {
+    "20360101_000000_aaaaaa": (
+        "my nginx reverse proxy returns 502 bad gateway for the upstream app",
+        "the upstream container is not listening on the port nginx proxies to",
+    ),
+    "20360102_000000_bbbbbb": (
+        "bad gateway errors from nginx in front of the web service",
+        "point proxy_pass at the service's real port and reload nginx",
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +42,9 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> StateReader:
     home = root / "home"
     shapes.build_current_views(home / "state.db")
     shapes.append_turn(home / "state.db", shapes.S_ROOT, SAID, REPLY, 2e9)
+    for n, (sid, turn) in enumerate(TWINS.items()):
+        shapes.start_session(home / "state.db", sid, 2.1e9 + n)
+        shapes.append_turn(home / "state.db", sid, *turn, 2.1e9 + n)
     path = archive_home(home, root / "archive.db")
     assert MeaningBuilder(path).build().ready
     return StateReader(HermesHome(home), path=path)
@@ -110,23 +126,26 @@ def test_fusion_puts_what_both_found_first() -> None:
 
 def test_one_profiles_search_by_meaning_keeps_to_its_profile(tmp_path: Path) -> None:
     """The vectors are the whole archive's; a profile's reader shows its own rows only."""
-    from dashboard.reader.opening import reading_for
-
-    facts = shapes.build_profiles_home(tmp_path / "hermes")
-    reading = reading_for(
-        HermesHome(facts.root),
-        tmp_path / "data" / "archive.db",
-        inline=True,
-        folder=tmp_path / "data",
-    )
-    reading.reader.search(SearchRequest(query="x"))  # the inline sync fills the archive
+    _, reader = profiles_reader(tmp_path)
+    reader.search(SearchRequest(query="x"))  # the inline sync fills the archive
     assert MeaningBuilder(tmp_path / "data" / "archive.db").build().ready
-    every = reading.reader.scoped("all").search(
+    every = reader.scoped("all").search(
         SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
     )
     assert {r.profile for r in every.results} >= {"default", "legacy"}
     for profile in ("default", "legacy"):
-        found = reading.reader.scoped(profile).search(
+        found = reader.scoped(profile).search(
             SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="meaning")
         )
         assert found.results and {r.profile for r in found.results} == {profile}
+
+
+def test_similar_conversations_are_the_nearest_other_ones(reader: StateReader) -> None:
+    first, second = TWINS
+    found = reader.similar_sessions(first)
+    assert found and found[0].session_id == second
+    assert first not in {f.session_id for f in found}
+    assert [f.score for f in found] == sorted((f.score for f in found), reverse=True)
+    assert all(f.messages >= 1 and f.name for f in found)
+    with pytest.raises(NotFoundError):
+        reader.similar_sessions("no-such-session")

@@ -15,6 +15,7 @@ from dashboard.search import routes as search_routes
 from dashboard.search.sessions import SearchRequest, search_sessions
 from dashboard.store.records import NewMessage
 from dashboard.store.session_store import SessionStore
+from tests.support import archived
 from tests.support import hermes_shapes as shapes
 from tests.support import hermes_v31 as hv
 from tests.support.archived import archived_reader
@@ -635,16 +636,7 @@ def test_a_new_compaction_is_counted_on_the_next_search(tmp_path: Path) -> None:
 
 @pytest.fixture
 def profiles_reader(tmp_path: Path) -> tuple[shapes.ProfilesFacts, StateReader]:
-    from dashboard.reader.opening import reading_for
-
-    facts = shapes.build_profiles_home(tmp_path / "hermes")
-    reading = reading_for(
-        HermesHome(facts.root),
-        tmp_path / "data" / "archive.db",
-        inline=True,
-        folder=tmp_path / "data",
-    )
-    return facts, reading.reader
+    return archived.profiles_reader(tmp_path)
 
 
 def test_every_result_names_its_profile_and_all_counts_them(

@@ -49,3 +49,14 @@ def build_shape(home: Path, shape: str) -> None:
         hs.build_profiles_home(home)
     else:
         raise ValueError(shape)
+
+
+def profiles_reader(root: Path) -> tuple[hs.ProfilesFacts, StateReader]:
+    """A home of three profiles (hermes_shapes.build_profiles_home) under ``root``, read
+    as ``recall serve`` reads it: every profile synced into one archive (inline)."""
+    from dashboard.reader.opening import reading_for
+
+    facts = hs.build_profiles_home(root / "hermes")
+    data = root / "data"
+    reading = reading_for(HermesHome(facts.root), data / "archive.db", inline=True, folder=data)
+    return facts, reading.reader

@@ -426,3 +426,22 @@ def test_every_page_reads_a_v31_session_compacted_in_place_three_times(tmp_path:
         assert client.get(f"/api/sessions/{child}/messages").get_json()["compactions"] == 0
     tip = page(client, f"/sessions/{facts.rotation[-1]}")
     assert tip.count('class="compaction-divider') == 1
+
+
+def test_the_page_loads_its_similar_conversations_apart(tmp_path: Path) -> None:
+    """The page holds the section's loader; the section is its own request (the meaning
+    index is read then, not while the transcript is), empty until the index exists,
+    listed once it does; an unknown session is a 404 there too."""
+    from dashboard.meaning.builder import MeaningBuilder
+
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+    html = page(client, f"/sessions/{shapes.S_ROOT}")
+    assert f'hx-get="/sessions/{shapes.S_ROOT}/similar"' in html
+    empty = page(client, f"/sessions/{shapes.S_ROOT}/similar")
+    assert 'id="similar"' in empty and "<h2>Similar conversations" not in empty
+    MeaningBuilder(tmp_path / "data" / "archive.db").build()
+    listed = page(client, f"/sessions/{shapes.S_ROOT}/similar")
+    assert "<h2>Similar conversations" in listed and "/sessions/" in listed
+    assert client.get("/sessions/20990101_000000_ffffff/similar").status_code == 404
