@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -40,6 +41,7 @@ RRF_K = 60  # the fusion's constant: the paper's, which damps the first ranks' w
 # words match keeps its first cards (equal weights moved `docker compose network`'s
 # 2nd card to 14th at 1M); a paraphrase, which words do not match, loses nothing.
 MEANING_WEIGHT = 0.9
+WORDS_KEPT = 3  # words' first cards that stay ahead of meaning's (see fuse)
 
 
 def meaning_rows(
@@ -119,16 +121,31 @@ def _first_messages(
     ).fetchall()
 
 
-def fuse(words: list[Row], meaning: list[Row]) -> tuple[list[Row], frozenset[int]]:
+def fuse(
+    words: list[Row], meaning: list[Row], card_of: Callable[[str], str] = str
+) -> tuple[list[Row], frozenset[int]]:
     """Both rankings as one (score: minus the fused score, so lower is better), and the
-    ids only the meaning found. Meaning's list weighs :data:`MEANING_WEIGHT` of words'
-    (see there)."""
+    ids only the meaning found. Meaning's list weighs :data:`MEANING_WEIGHT` of words'.
+
+    Words' first :data:`WORDS_KEPT` cards (``card_of``: a session's card, its chain's
+    root when cards are chains) stay ahead of anything only the meaning found: their
+    best rows are raised above meaning's best, in words' order, so a query whose
+    words match never loses its first cards to look-alikes.
+    """
     fused: dict[int, float] = {}
     first: dict[int, Row] = {}
     for ranked, weight in ((words, 1.0), (meaning, MEANING_WEIGHT)):
         for rank, row in enumerate(ranked):
             fused[row[0]] = fused.get(row[0], 0.0) + weight / (RRF_K + rank + 1)
             first.setdefault(row[0], row)
+    cards: set[str] = set()
+    for row in words:
+        if len(cards) == WORDS_KEPT:
+            break
+        card = card_of(row[1])
+        if card not in cards:
+            cards.add(card)
+            fused[row[0]] += MEANING_WEIGHT / (RRF_K + 1)  # above any row only meaning found
     rows = [(i, r[1], -fused[i], r[3], r[4]) for i, r in first.items()]
     rows.sort(key=itemgetter(2))  # stable: on a tie, words' order first
     said = {r[0] for r in words}
@@ -154,21 +171,17 @@ def blend(
     filters: Filters,
     row_map: RowMap | None,
     words: list[Row],
+    card_of: Callable[[str], str] = str,
 ) -> Blend:
     """The rows of ``request``'s mode: words alone, meaning alone, or both fused (best
-    match), or both in the requested time order. Meaning needs its index complete, an
-    English query (WordLlama's vectors say little of Chinese, Japanese or Korean text:
-    those keep the trigram and scan routes) and a first page (a "search older" page
-    carries on the words' window)."""
+    match), or both in the requested time order. Meaning needs its index complete and a
+    first page (a "search older" page carries on the words' window). Chinese, Japanese
+    and Korean queries keep their word routes (trigram, pairs, scan) and get meaning
+    too: on the labelled set's 5 Chinese paraphrases plain WordLlama found 4 in the
+    first five (bench/meaning.py --reference)."""
     if meaning is None or request.mode == "words":
         return Blend(words, frozenset(), None)
     status = meaning.status(conn)
-    if any(t.cjk for t in parsed.positive):
-        note = (
-            "Searched by words only: search by meaning reads English; Chinese, Japanese "
-            "and Korean terms are found by their words."
-        )
-        return Blend(words, frozenset(), status, note)
     if not status.ready and status.model is None:
         return Blend(words, frozenset(), status)  # never built here (no `recall serve`)
     if not status.ready:
@@ -187,5 +200,5 @@ def blend(
         known = {r[0] for r in words}
         extra = [r for r in near if r[0] not in known]
         return Blend([*words, *extra], frozenset(r[0] for r in extra), status, used=True)
-    rows, similar = fuse(words, near)
+    rows, similar = fuse(words, near, card_of)
     return Blend(rows, similar, status, used=True)

@@ -177,7 +177,8 @@ def _matching(
             f"{ROUTE_WORDS[routes[index + 1].name]}."
         )
 
-    mixed = blend(conn, meaning, parsed, request, filters, row_map, found.rows)
+    card_of = lineage.root if request.group == "chain" else str
+    mixed = blend(conn, meaning, parsed, request, filters, row_map, found.rows, card_of)
     if mixed.note:
         notes.append(mixed.note)
     titles = _title_matches(conn, parsed, request, filters, row_map)

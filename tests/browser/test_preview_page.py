@@ -21,8 +21,13 @@ def figure(page, selector: str) -> int:
 def test_typing_shows_what_the_agent_would_get(demo_server: Server, page) -> None:
     watch = PageWatch()
     watch.attach(page)
-    swaps: list[str] = []  # the HTMX requests, to catch a double request per edit
-    page.on("request", lambda r: r.headers.get("hx-request") and swaps.append(r.url))
+    # The preview's HTMX requests, to catch a double request per edit (the session page
+    # visited on the way loads its similar conversations through HTMX too: not counted).
+    swaps: list[str] = []
+    page.on(
+        "request",
+        lambda r: r.headers.get("hx-request") and "/preview" in r.url and swaps.append(r.url),
+    )
     page.goto(demo_server.url + "/preview")
     # Before any message: the files and the context line, nothing recalled yet.
     expect(page.locator("section.preview-part[data-part=context] pre")).to_be_visible()

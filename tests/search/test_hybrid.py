@@ -96,10 +96,12 @@ def test_filters_hold_for_what_meaning_finds(reader: StateReader) -> None:
             assert shapes.S_ROOT not in sessions, kw
 
 
-def test_chinese_queries_stay_on_words(reader: StateReader) -> None:
+def test_chinese_queries_keep_their_word_routes_and_add_meaning(reader: StateReader) -> None:
+    words = _ask(reader, "数据库连接", mode="words")
     found = _ask(reader, "数据库连接", mode="hybrid")
-    assert "meaning" not in found["routes"]
-    assert any("search by meaning reads English" in n for n in found["notes"])
+    assert found["routes"] == [words["route"], "meaning"] and words["route"] == "trigram"
+    first = {r["root_session_id"] for r in words["results"][:3]}
+    assert first and first <= {r["root_session_id"] for r in found["results"][:3]}
 
 
 def test_an_index_being_built_says_so_and_searches_by_words(tmp_path: Path) -> None:
@@ -117,16 +119,31 @@ def test_an_index_being_built_says_so_and_searches_by_words(tmp_path: Path) -> N
     assert any("meaning index is being built" in n for n in found.notes)
 
 
-def test_fusion_puts_what_both_found_first() -> None:
+def test_the_fusion_order() -> None:
     words = [(1, "a", -9.0, 0.0, 0), (2, "a", -5.0, 0.0, 0), (3, "b", -1.0, 0.0, 0)]
     meaning = [(4, "c", -0.9, 0.0, 0), (2, "a", -0.8, 0.0, 0)]
     rows, similar = fuse(words, meaning)
-    assert [r[0] for r in rows] == [2, 1, 3, 4]  # meaning's 1st below words' 3rd
+    # Words' first cards (sessions a, b) lead; 2, found by both, passes what only one found.
+    assert [r[0] for r in rows] == [1, 2, 3, 4]
     assert similar == {4}
-    assert rows[0][2] == pytest.approx(-(1 / (RRF_K + 2) + MEANING_WEIGHT / (RRF_K + 2)))
+    assert rows[1][2] == pytest.approx(-(1 / (RRF_K + 2) + MEANING_WEIGHT / (RRF_K + 2)))
     many = [(i, "a", 0.0, 0.0, 0) for i in range(10, 20)]
     rows, _ = fuse(many, [(99, "b", 0.0, 0.0, 0)])
     assert [r[0] for r in rows].index(99) == 7  # below words' first seven
+
+
+def test_words_first_cards_stay_ahead_of_meanings() -> None:
+    """Words' rows of one card, then a second and a third card far down its list:
+    meaning's many look-alikes rank above words' 8th row, never above those cards."""
+    words = [(i, "a", 0.0, 0.0, 0) for i in range(20)]
+    words += [(100, "b", 0.0, 0.0, 0), (101, "c1", 0.0, 0.0, 0), (102, "c2", 0.0, 0.0, 0)]
+    meaning = [(200 + i, f"m{i}", 0.0, 0.0, 0) for i in range(30)]
+    chain = {"c1": "c", "c2": "c"}
+    rows, similar = fuse(words, meaning, lambda sid: chain.get(sid, sid))
+    order = [r[0] for r in rows]
+    assert order[:3] == [0, 100, 101]  # the best row of each of words' first 3 cards
+    assert order.index(102) > order.index(200)  # a 4th row of card c: no longer kept
+    assert similar == {200 + i for i in range(30)}
 
 
 def test_one_profiles_search_by_meaning_keeps_to_its_profile(tmp_path: Path) -> None:
