@@ -277,6 +277,8 @@ class StateReader:
         kept = figures.pop("archive", None)
         info = archive_overview(snap.conn, self.path, figures=figures)
         info["is_demo"] = snap.state.is_demo
+        meaning = self.meaning.status(snap.conn)  # as JSON too: `recall info --json`
+        info["meaning"] = {**meaning.to_json(), "percent": meaning.percent, "model": meaning.model}
         if kept is not None:
             info["archive"] = kept
         return info

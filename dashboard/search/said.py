@@ -25,7 +25,8 @@ def said_only(
 
     A hit whose text holds none of ``terms`` (the match was in a tool name or its
     arguments) is dropped, and so is a result left with no hit that matched by its
-    hits only (a result that matched by its title, with no hits, is kept).
+    hits only (a result that matched by its title, with no hits, is kept). A hit found
+    by meaning (``similar``) holds none by nature: it is kept, its text's opening shown.
     """
     ids = [h.message_id for r in results for h in r.hits]
     texts: dict[int, str] = {}
@@ -38,7 +39,12 @@ def said_only(
     for result in results:
         hits = []
         for hit in result.hits:
-            snippet = make_snippet(texts.get(hit.message_id, ""), terms)
+            text = texts.get(hit.message_id, "")
+            if hit.similar:
+                if text.strip():
+                    hits.append(replace(hit, snippet=make_snippet(text, [])))
+                continue
+            snippet = make_snippet(text, terms)
             if is_marked(snippet):
                 hits.append(replace(hit, snippet=snippet))
         if hits or not result.hits:

@@ -418,3 +418,24 @@ def test_the_overview_reads_its_activity_and_its_counts_in_one_snapshot(
     assert shown.activity is not None and shown.activity.sessions == 3
     assert f'data-spend="{shown.activity.spend:g}"' in page
     assert shown.info["sessions"] == 4  # the counts, from the same snapshot
+
+
+def test_the_overview_says_how_far_the_meaning_index_got(tmp_path: Path) -> None:
+    """Not built (a home only read), under way, complete: each said in words."""
+    from dashboard.meaning.builder import MeaningBuilder
+
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    client = make_app(home, tmp_path / "data").test_client()
+
+    def said() -> str:
+        html = client.get("/overview").get_data(as_text=True)
+        start = html.index('class="meaning-index"')
+        return html[start : html.index("</dd>", start)]
+
+    assert "not built" in said()
+    archive = tmp_path / "data" / "archive.db"
+    MeaningBuilder(archive, batch=3).step()
+    assert "being built" in said() and "%" in said()
+    MeaningBuilder(archive).build()
+    assert "complete" in said()
