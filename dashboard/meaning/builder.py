@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dashboard.meaning.embedder import Embedder, WordLlamaEmbedder, message_text, sign_codes
+from dashboard.store.kept import Identity, file_identity
 from dashboard.store.schema import (
     MEANING_DONE_KEY,
     MEANING_FLOOR_KEY,
@@ -85,6 +86,7 @@ class MeaningBuilder:
         self._embedder: Embedder | None = None
         self.batch = batch
         self._core: WriteCore | None = None
+        self._identity: Identity | None = None  # of the file the writer opened
         self._status = MeaningStatus(False, 0, 0)
         self._lock = threading.Lock()  # one step at a time
 
@@ -132,8 +134,17 @@ class MeaningBuilder:
             return len(titles) + (len(work.considered) if work is not None else 0)
 
     def _writer(self) -> WriteCore:
+        """The writer, opened again when the file at the path is another one (a restored
+        or replaced archive: the old connection would write into the file it replaced)."""
+        identity = file_identity(self.path)
+        if identity is None:  # never make an empty file where the archive was
+            self.close()
+            raise sqlite3.OperationalError(f"{self.path} is missing or empty")
+        if self._core is not None and identity != self._identity:
+            self.close()
         if self._core is None:
             self._core = WriteCore(self.path)
+            self._identity = identity
         return self._core
 
     def _embedder_now(self) -> Embedder:

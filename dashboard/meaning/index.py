@@ -17,10 +17,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from dashboard.meaning.embedder import CODE_BYTES, DIMS
+from dashboard.store.kept import Identity, file_identity
 from dashboard.store.schema import (
     MEANING_GENERATION_KEY,
     MEANING_MODEL_KEY,
@@ -67,14 +69,16 @@ class MeaningIndex:
                 (MEANING_MODEL_KEY, MEANING_GENERATION_KEY, TITLE_GENERATION_KEY),
             ).fetchall()
         )
-        titles_key = (meta.get(MEANING_MODEL_KEY), meta.get(TITLE_GENERATION_KEY))
+        # The file's identity too: a restored or replaced archive numbers its rows anew.
+        identity = _file_identity(conn)
+        titles_key = (identity, meta.get(MEANING_MODEL_KEY), meta.get(TITLE_GENERATION_KEY))
         if titles_key != self._titles_key:
             rows = conn.execute(f"SELECT session_id, vector FROM {TITLE_MEANING_TABLE}").fetchall()
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
             titles = ([r[0] for r in rows], matrix.reshape(-1, DIMS).astype(np.float32))
             with self._lock:
                 self._titles, self._titles_key = titles, titles_key
-        key = (meta.get(MEANING_MODEL_KEY), meta.get(MEANING_GENERATION_KEY))
+        key = (identity, meta.get(MEANING_MODEL_KEY), meta.get(MEANING_GENERATION_KEY))
         with self._lock:
             if key != self._key:
                 ids, words, seq = np.empty(0, dtype=np.int64), np.empty((WORDS, 0), np.uint64), 0
@@ -128,6 +132,12 @@ class MeaningIndex:
         if not ids:
             return {}
         return dict(zip(ids, (matrix @ query.astype(np.float32)).tolist(), strict=True))
+
+
+def _file_identity(conn: sqlite3.Connection) -> Identity | None:
+    """The (device, inode) of the file ``conn`` reads as ``main``."""
+    path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return file_identity(Path(path)) if path else None
 
 
 def _closest(distance: np.ndarray, count: int) -> np.ndarray:

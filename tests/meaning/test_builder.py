@@ -4,6 +4,7 @@ and resumed after a kill."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -178,3 +179,50 @@ def test_titles_get_their_vectors_and_follow_renames(archive: tuple[Path, Path])
     assert builder.build().ready
     now = titles()
     assert now[shapes.S_ROOT] == "a lemon cake recipe" and other not in now
+
+
+def test_a_replaced_archive_is_written_and_read_as_the_new_file(
+    archive: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A backup restored over the archive: the index in memory reads the new file whole
+    (its rows are numbered as the old file's were), the builder writes the new file (not
+    the one it replaced, which its old connection still holds), and a missing file is an
+    error, never a new empty one."""
+    from dashboard.meaning.index import MeaningIndex
+
+    home, path = archive
+    builder = MeaningBuilder(path)
+    builder.build()
+    backup = tmp_path / "backup.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(path, backup)  # complete, as of now
+    shapes.append_turn(home / "state.db", shapes.S_ROOT, "the lemon cake recipe", "yes", 2e9)
+    archive_home(home, path)
+    builder.build()
+    index = MeaningIndex()
+    with closing(sqlite3.connect(path)) as conn:
+        index.follow(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    newer = len(index)
+    os.replace(backup, path)  # the same model and generation; two rows fewer
+    with closing(sqlite3.connect(path)) as conn:
+        index.follow(conn)
+    assert len(index) == newer - 2
+    core = WriteCore(path)
+    try:
+        core.write(
+            lambda c: c.execute(
+                "INSERT INTO messages(session_id, role, content, timestamp) "
+                "VALUES (?, 'user', 'a new row of the restored file', 2e9)",
+                (shapes.S_ROOT,),
+            )
+        )
+    finally:
+        core.close()
+    assert builder.build().ready
+    assert _vectors(path) == _expected(path)
+    os.remove(path)
+    with pytest.raises(sqlite3.OperationalError, match="missing or empty"):
+        builder.step()
+    assert not path.exists()

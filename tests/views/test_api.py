@@ -62,10 +62,13 @@ def test_bad_parameters_are_400_with_a_message(client: FlaskClient) -> None:
         {"days": "many"},
         {"role": "admin"},
         {"after": "not-a-date"},
+        {"q": "x", "mode": "vibes"},
     ):
         response = client.get("/api/search", query_string=params)
         assert response.status_code == 400, params
         assert response.json["error"]
+    said = client.get("/api/search", query_string={"q": "x", "mode": "vibes"}).json["error"]
+    assert "hybrid, words, meaning" in said
 
 
 def test_empty_query_lists_recent_sessions(client: FlaskClient) -> None:
