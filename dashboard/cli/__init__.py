@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not build the meaning index in the background (search by words only)",
     )
+    embed = serve.add_argument_group(
+        "meaning",
+        "a stronger embedder than the bundled one: an OpenAI-compatible /v1/embeddings "
+        "(or RECALL_EMBED_BASE_URL/_MODEL/_API_KEY); the index is built again for it",
+    )
+    embed.add_argument("--embed-base-url", help="e.g. http://127.0.0.1:11434/v1")
+    embed.add_argument("--embed-model", help="model name sent to the endpoint")
     llm = serve.add_argument_group(
         "summaries", "an OpenAI-compatible endpoint (or RECALL_LLM_BASE_URL/_MODEL/_API_KEY)"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,6 +149,14 @@ def run_preview(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     from dashboard.serve import serve
+
+    # The embedder is read from the environment by the server and its worker alike.
+    for name, value in (
+        ("RECALL_EMBED_BASE_URL", args.embed_base_url),
+        ("RECALL_EMBED_MODEL", args.embed_model),
+    ):
+        if value:
+            os.environ[name] = value
 
     settings = {
         "LLM_BASE_URL": args.llm_base_url,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.meaning.embedder import Embedder, WordLlamaEmbedder, message_text, sign_codes
+from dashboard.meaning.embedder import Embedder, configured_embedder, message_text, sign_codes
 from dashboard.store.kept import Identity, file_identity
 from dashboard.store.schema import (
     MEANING_DONE_KEY,
@@ -78,7 +78,7 @@ class MeaningBuilder:
     def __init__(
         self,
         path: str | Path,
-        embedder: Callable[[], Embedder] = WordLlamaEmbedder,
+        embedder: Callable[[], Embedder] = configured_embedder,
         batch: int = BATCH,
     ) -> None:
         self.path = Path(path)

@@ -14,11 +14,14 @@ message); index.py compares a query's floats with them.
 
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import httpx
 import numpy as np
 
 from dashboard.hermes.content import decode_content
@@ -66,6 +69,92 @@ class WordLlamaEmbedder:
         return out
 
 
+ENDPOINT_BATCH = 256  # texts a request to an embeddings endpoint
+
+
+class EmbedderUnavailable(Exception):
+    """The embeddings endpoint did not answer, or not with embeddings."""
+
+
+@dataclass
+class EndpointEmbedder:
+    """A stronger model behind an OpenAI-compatible ``/v1/embeddings`` (a local Ollama
+    with a multilingual model, say), configured like the summary endpoint. Its vectors
+    are not the bundled ones: an index built by one is rebuilt for the other."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout: float = 60.0
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+        self.name = endpoint_name(self.base_url, self.model)
+        self._client = httpx.Client(timeout=self.timeout)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        rows: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), ENDPOINT_BATCH):
+                batch = texts[start : start + ENDPOINT_BATCH]
+                answer = self._client.post(
+                    f"{self.base_url}/embeddings",
+                    json={"model": self.model, "input": batch},
+                    headers=headers,
+                )
+                answer.raise_for_status()
+                data = sorted(answer.json()["data"], key=lambda d: d["index"])
+                if len(data) != len(batch):
+                    raise ValueError(f"{len(data)} embeddings for {len(batch)} texts")
+                rows.extend(d["embedding"] for d in data)
+            vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise EmbedderUnavailable(f"{self.base_url}: {exc}") from exc
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1, norms)
+
+
+def endpoint_name(base_url: str, model: str) -> str:
+    return f"endpoint:{model}@{base_url.rstrip('/')}"
+
+
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """Which embedder this process uses: an endpoint when ``RECALL_EMBED_BASE_URL`` and
+    ``RECALL_EMBED_MODEL`` are set (``recall serve --embed-base-url/--embed-model`` set
+    them), else the bundled one. Read from the environment, so the server and its
+    worker process agree."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> EmbedderChoice:
+        base, model = environ.get("RECALL_EMBED_BASE_URL"), environ.get("RECALL_EMBED_MODEL")
+        if base and model:
+            return cls(base, model, environ.get("RECALL_EMBED_API_KEY") or None)
+        return cls()
+
+    @property
+    def name(self) -> str:
+        if self.base_url and self.model:
+            return endpoint_name(self.base_url, self.model)
+        return WORDLLAMA
+
+    def make(self) -> Embedder:
+        if self.base_url and self.model:
+            return EndpointEmbedder(self.base_url, self.model, self.api_key)
+        return WordLlamaEmbedder()
+
+
+def configured_embedder() -> Embedder:
+    """The embedder :class:`EmbedderChoice` names for this process's environment."""
+    return EmbedderChoice.from_env().make()
+
+
 _loaded: object | None = None
 _load_lock = threading.Lock()
 
@@ -86,8 +175,13 @@ def load_wordllama() -> object:
 
 
 def sign_codes(vectors: np.ndarray) -> np.ndarray:
-    """Each vector's signs as bits, :data:`CODE_BYTES` bytes a row (uint8)."""
-    return np.packbits(vectors > 0, axis=1)
+    """Each vector's signs as bits (uint8), in whole 64-bit words: a width that is not a
+    multiple of 64 (an endpoint's model) ends with False bits, the same in every code."""
+    signs = vectors > 0
+    short = -signs.shape[1] % 64
+    if short:
+        signs = np.hstack([signs, np.zeros((signs.shape[0], short), dtype=bool)])
+    return np.packbits(signs, axis=1)
 
 
 def message_text(role: str, content: str | None, tool_calls: str | None) -> str:

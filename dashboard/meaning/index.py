@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.meaning.embedder import CODE_BYTES, DIMS
 from dashboard.store.kept import Identity, file_identity
 from dashboard.store.schema import (
     MEANING_GENERATION_KEY,
@@ -32,7 +31,6 @@ from dashboard.store.schema import (
 )
 
 SHORTLIST = 2_000  # messages rescored against the query's floats
-WORDS = CODE_BYTES // 8  # 64-bit words a code
 READ_ROWS = 50_000  # rows read a statement when taking in the table
 
 
@@ -50,11 +48,11 @@ class MeaningIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ids = np.empty(0, dtype=np.int64)
-        self._words = np.empty((WORDS, 0), dtype=np.uint64)
+        self._words = np.empty((0, 0), dtype=np.uint64)  # (64-bit words a code, messages)
         self._seq = 0
         self._key: tuple[object, ...] | None = None
         # Titles: few (one a session), kept whole as floats, read again when written.
-        self._titles: tuple[list[str], np.ndarray] = ([], np.empty((0, DIMS), np.float32))
+        self._titles: tuple[list[str], np.ndarray] = ([], np.empty((0, 0), np.float32))
         self._titles_key: tuple[object, ...] | None = None
 
     def __len__(self) -> int:
@@ -75,13 +73,14 @@ class MeaningIndex:
         if titles_key != self._titles_key:
             rows = conn.execute(f"SELECT session_id, vector FROM {TITLE_MEANING_TABLE}").fetchall()
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
-            titles = ([r[0] for r in rows], matrix.reshape(-1, DIMS).astype(np.float32))
+            shape = (len(rows), -1) if rows else (0, 0)
+            titles = ([r[0] for r in rows], matrix.reshape(shape).astype(np.float32))
             with self._lock:
                 self._titles, self._titles_key = titles, titles_key
         key = (identity, meta.get(MEANING_MODEL_KEY), meta.get(MEANING_GENERATION_KEY))
         with self._lock:
             if key != self._key:
-                ids, words, seq = np.empty(0, dtype=np.int64), np.empty((WORDS, 0), np.uint64), 0
+                ids, words, seq = np.empty(0, dtype=np.int64), np.empty((0, 0), np.uint64), 0
             else:
                 ids, words, seq = self._ids, self._words, self._seq
         # A chunk at a time into arrays: a million rows' bytes held as Python objects
@@ -99,29 +98,31 @@ class MeaningIndex:
             seq = rows[-1][0]
             new_ids.append(np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)))
             codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8)
-            new_words.append(codes.reshape(-1, CODE_BYTES).view(np.uint64).T.copy())
+            new_words.append(codes.reshape(len(rows), -1).view(np.uint64).T.copy())
             del rows, codes
         if new_ids:
             ids = np.concatenate([ids, *new_ids])
-            words = np.ascontiguousarray(np.concatenate([words, *new_words], axis=1))
+            held = [words] if words.size else []
+            words = np.ascontiguousarray(np.concatenate([*held, *new_words], axis=1))
         with self._lock:
             self._ids, self._words, self._seq, self._key = ids, words, seq, key
 
     def nearest(self, query: np.ndarray, limit: int) -> list[Near]:
-        """The ``limit`` messages closest to ``query`` (a unit vector of DIMS floats),
-        closest first."""
+        """The ``limit`` messages closest to ``query`` (a unit vector, as long as the
+        vectors the codes were made of), closest first."""
         with self._lock:
             ids, words = self._ids, self._words
-        if not ids.size or limit <= 0:
+        dims = len(query)
+        if not ids.size or limit <= 0 or words.shape[0] * 64 < dims:
             return []
-        signs = np.packbits(query > 0).view(np.uint64)
+        signs = np.packbits(_padded(query > 0, words.shape[0] * 64)).view(np.uint64)
         distance = np.bitwise_count(words[0] ^ signs[0]).astype(np.uint16)
-        for w in range(1, WORDS):
+        for w in range(1, words.shape[0]):
             distance += np.bitwise_count(words[w] ^ signs[w])
         short = _closest(distance, max(limit, SHORTLIST))
         # Asymmetric: the query's floats against each candidate's ±1 signs.
-        bits = np.unpackbits(words[:, short].T.copy().view(np.uint8), axis=1)[:, :DIMS]
-        scores = (bits.astype(np.float32) * 2 - 1) @ query.astype(np.float32) / np.sqrt(DIMS)
+        bits = np.unpackbits(words[:, short].T.copy().view(np.uint8), axis=1)[:, :dims]
+        scores = (bits.astype(np.float32) * 2 - 1) @ query.astype(np.float32) / np.sqrt(dims)
         order = np.argsort(-scores, kind="stable")[:limit]
         return [Near(int(ids[short[i]]), float(scores[i])) for i in order]
 
@@ -129,9 +130,14 @@ class MeaningIndex:
         """Each titled session's title's cosine with ``query`` (a unit vector)."""
         with self._lock:
             ids, matrix = self._titles
-        if not ids:
+        if not ids or matrix.shape[1] != len(query):
             return {}
         return dict(zip(ids, (matrix @ query.astype(np.float32)).tolist(), strict=True))
+
+
+def _padded(bits: np.ndarray, length: int) -> np.ndarray:
+    """``bits`` with False after them up to ``length`` (a code is whole 64-bit words)."""
+    return np.concatenate([bits, np.zeros(length - len(bits), dtype=bool)])
 
 
 def _file_identity(conn: sqlite3.Connection) -> Identity | None:
@@ -142,11 +148,11 @@ def _file_identity(conn: sqlite3.Connection) -> Identity | None:
 
 def _closest(distance: np.ndarray, count: int) -> np.ndarray:
     """Positions of the ``count`` smallest distances (ties at the edge: all of them,
-    up to twice ``count``), by a histogram of the 257 possible distances rather than a
+    up to twice ``count``), by a histogram of the few possible distances rather than a
     partition of every row."""
     if distance.size <= count:
         return np.arange(distance.size)
-    histogram = np.bincount(distance, minlength=DIMS + 1)
+    histogram = np.bincount(distance)
     edge = int(np.searchsorted(np.cumsum(histogram), count))
     found = np.flatnonzero(distance <= edge)
     if found.size > 2 * count:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dashboard.meaning.builder import MeaningStatus, read_status
-from dashboard.meaning.embedder import Embedder, WordLlamaEmbedder
+from dashboard.meaning.embedder import Embedder, EmbedderChoice
 from dashboard.meaning.index import MeaningIndex, Near
 
 
@@ -26,9 +26,10 @@ class Nearby:
 class MeaningReader:
     """The archive's meaning index for searches (see the module)."""
 
-    def __init__(self, embedder: Callable[[], Embedder] = WordLlamaEmbedder) -> None:
+    def __init__(self, choice: EmbedderChoice | None = None) -> None:
         self.index = MeaningIndex()
-        self._make = embedder
+        self.choice = choice if choice is not None else EmbedderChoice.from_env()
+        self._make: Callable[[], Embedder] = self.choice.make
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from dashboard.meaning.builder import MeaningStatus
+from dashboard.meaning.embedder import EmbedderUnavailable
 from dashboard.meaning.reader import MeaningReader
 from dashboard.search.filters import Filters, session_level
 from dashboard.search.query import ParsedQuery
@@ -190,10 +191,20 @@ def blend(
             "by words only until it is ready."
         )
         return Blend(words, frozenset(), status, note)
+    if status.model != meaning.choice.name:
+        note = (
+            f"The meaning index holds {status.model}'s vectors and this server embeds with "
+            f"{meaning.choice.name}: searched by words until it is built again."
+        )
+        return Blend(words, frozenset(), status, note)
     if request.continues:
         return Blend(words, frozenset(), status)
     text = " ".join(t.text for t in parsed.positive)
-    near = meaning_rows(conn, meaning, text, request, filters, row_map)
+    try:
+        near = meaning_rows(conn, meaning, text, request, filters, row_map)
+    except EmbedderUnavailable as exc:
+        note = f"Search by meaning is unavailable ({exc}): searched by words only."
+        return Blend(words, frozenset(), status, note)
     if request.mode == "meaning":
         return Blend(near, frozenset(r[0] for r in near), status, used=True)
     if request.sort != "relevance":

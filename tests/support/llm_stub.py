@@ -1,4 +1,5 @@
-"""An OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benches.
+"""An OpenAI-compatible chat-completions and embeddings server on 127.0.0.1, for tests
+and benches.
 
 It records every request (headers, body) and how many were in flight at once,
 and can answer slowly, with a 500, with malformed JSON or with an empty reply.
@@ -9,8 +10,20 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+EMBED_DIMS = 96  # not a multiple of 64: a code's last word is padded
+
+
+def bag_of_words(text: str) -> list[float]:
+    """A stand-in embedding: each word counted in one of :data:`EMBED_DIMS` buckets
+    (crc32), so texts sharing words lie close and others do not."""
+    vector = [0.0] * EMBED_DIMS
+    for word in text.lower().split():
+        vector[zlib.crc32(word.strip(".,?!").encode()) % EMBED_DIMS] += 1.0
+    return vector
 
 
 class StubLLM:
@@ -73,6 +86,15 @@ class StubLLM:
             return 200, b"{not json"
         if self.mode == "empty":
             return 200, {"choices": [{"message": {"role": "assistant", "content": ""}}]}
+        if "input" in body:  # /v1/embeddings
+            return 200, {
+                "object": "list",
+                "model": body.get("model"),
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": bag_of_words(text)}
+                    for i, text in enumerate(body["input"])
+                ],
+            }
         prompt = body["messages"][-1]["content"]
         topic = prompt.split("\n", 1)[0].removeprefix("Search topic: ")
         text = f"The user worked on **{topic}**. They fixed it and wrote down the commands."
