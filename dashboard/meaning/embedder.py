@@ -139,6 +139,11 @@ class EmbedderChoice:
         return cls()
 
     @property
+    def calls_a_model(self) -> bool:
+        """An endpoint: each query's vector is a call to it (a side effect)."""
+        return bool(self.base_url and self.model)
+
+    @property
     def name(self) -> str:
         if self.base_url and self.model:
             return endpoint_name(self.base_url, self.model)

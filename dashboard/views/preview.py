@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint, abort, request
 
 from dashboard.errors import ValidationError
+from dashboard.meaning.embedder import EmbedderChoice
 from dashboard.web.agent_memory import preview_block
 from dashboard.web.htmx import render_page
 from dashboard.web.profiles import served_profiles
 from dashboard.web.reader import profile_home
+from dashboard.web.security import CROSS_SITE_REFUSED, from_this_site
 
 bp = Blueprint("preview", __name__)
 
@@ -27,6 +29,10 @@ def index():
         "block": None,
         "choose_profile": [],
     }
+    if EmbedderChoice.from_env().calls_a_model and not from_this_site():
+        # The recall is by meaning too, and with an embeddings endpoint that is a model
+        # call: refused to another site's request, as every GET that calls a model is.
+        abort(403, description=CROSS_SITE_REFUSED)
     if profile_home() is None:  # all profiles: whose agent? The page asks.
         context["choose_profile"] = [p.name for p in served_profiles()]
     else:

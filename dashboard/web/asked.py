@@ -5,6 +5,7 @@ its page and its JSON alike; and the user's clock."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -13,9 +14,11 @@ from flask import current_app, request
 from dashboard.costs.request import CostsRequest
 from dashboard.costs.spend import DIMENSIONS
 from dashboard.hermes.profiles import EVERY_PROFILE
+from dashboard.meaning.embedder import EmbedderChoice
 from dashboard.search.sessions import SearchRequest
 from dashboard.sessions.transcript import TranscriptRequest
 from dashboard.web.profiles import served_profiles
+from dashboard.web.security import from_this_site
 
 
 def current_timezone() -> str | None:
@@ -50,8 +53,15 @@ def costs_request(now: datetime) -> CostsRequest:
 
 
 def search_request() -> SearchRequest:
-    """The search request of the query string (ValidationError if malformed)."""
-    return SearchRequest.from_params(request.args.get, request.args.getlist)
+    """The search request of the query string (ValidationError if malformed).
+
+    A search by meaning with an embeddings endpoint configured calls a model, a side
+    effect: a request another site made (an ``<img>`` pointing here) searches by words
+    only, as :func:`security.same_origin_only` refuses model calls from elsewhere."""
+    asked = SearchRequest.from_params(request.args.get, request.args.getlist)
+    if asked.mode != "words" and EmbedderChoice.from_env().calls_a_model and not from_this_site():
+        return replace(asked, mode="words")
+    return asked
 
 
 def transcript_request() -> TranscriptRequest:

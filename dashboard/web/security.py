@@ -174,6 +174,12 @@ def same_origin_only(view: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
+def from_this_site() -> bool:
+    """Whether this request comes from Recall's own pages, a typed URL or a script (what
+    :func:`same_origin_only` lets through), for a view that calls a model only then."""
+    return _from_this_site()
+
+
 def _from_this_site() -> bool:
     fetch_site = request.headers.get("Sec-Fetch-Site")
     if fetch_site is not None and fetch_site.strip().lower() not in FETCH_SITES_ALLOWED:

@@ -83,3 +83,25 @@ def test_the_choice_reads_the_environment() -> None:
     env = {"RECALL_EMBED_BASE_URL": "http://127.0.0.1:9/v1/", "RECALL_EMBED_MODEL": "m"}
     assert EmbedderChoice.from_env(env).name == "endpoint:m@http://127.0.0.1:9/v1"
     assert EmbedderChoice.from_env({"RECALL_EMBED_MODEL": "m"}) == EmbedderChoice()
+
+
+def test_another_sites_request_never_calls_the_endpoint(
+    home: tuple[Path, Path], llm_stub: StubLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A search (page or JSON) that another site made searches by words; the preview,
+    whose recall would embed the message, is refused; Recall's own pages call it."""
+    from tests.support.app import make_app
+
+    root, _ = home
+    monkeypatch.setenv("RECALL_EMBED_BASE_URL", llm_stub.url)
+    monkeypatch.setenv("RECALL_EMBED_MODEL", "stub-embed")
+    client = make_app(root, tmp_path / "data").test_client()
+    elsewhere = {"Sec-Fetch-Site": "cross-site"}
+    asked = {"q": "zebra", "mode": "meaning"}
+    assert client.get("/api/search", query_string=asked, headers=elsewhere).json["mode"] == "words"
+    assert client.get("/api/search", query_string=asked).json["mode"] == "meaning"
+    page = client.get("/", query_string=asked, headers=elsewhere).get_data(as_text=True)
+    assert 'class="result-meta"' in page and "by meaning" not in page
+    preview = {"message": "zebra quartz"}
+    assert client.get("/preview", query_string=preview, headers=elsewhere).status_code == 403
+    assert client.get("/preview", query_string=preview).status_code == 200
