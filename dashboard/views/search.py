@@ -34,6 +34,8 @@ def index():
         error=error,
         facets=shown.facets,
         args=request.args,
+        # The mode the search ran in (another site's request runs by words: asked.py).
+        mode=search.mode if search is not None else request.args.get("mode", "hybrid"),
         summaries=summaries_mode(request.args.get("summaries")),
         llm_ready=LLMConfig.from_mapping(current_app.config).enabled,
         # Values a field has when left alone: left out of live-search URLs.

@@ -102,6 +102,7 @@ def test_another_sites_request_never_calls_the_endpoint(
     assert client.get("/api/search", query_string=asked).json["mode"] == "meaning"
     page = client.get("/", query_string=asked, headers=elsewhere).get_data(as_text=True)
     assert 'class="result-meta"' in page and "by meaning" not in page
+    assert 'name="mode" value="words" checked' in page  # the mode it ran in
     preview = {"message": "zebra quartz"}
     assert client.get("/preview", query_string=preview, headers=elsewhere).status_code == 403
     assert client.get("/preview", query_string=preview).status_code == 200
