@@ -52,7 +52,6 @@ class MeaningStatus:
     covered: int
     total: int
     model: str | None = None
-    error: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"ready": self.ready, "covered": self.covered, "total": self.total}
@@ -87,7 +86,6 @@ class MeaningBuilder:
         self.batch = batch
         self._core: WriteCore | None = None
         self._identity: Identity | None = None  # of the file the writer opened
-        self._status = MeaningStatus(False, 0, 0)
         self._lock = threading.Lock()  # one step at a time
 
     def close(self) -> None:
@@ -101,16 +99,13 @@ class MeaningBuilder:
 
     # -- one step -------------------------------------------------------------------------
 
-    def status(self) -> MeaningStatus:
-        """The index as the last step left it (no read: pages ask on every search)."""
-        return self._status
-
     def build(self, progress: Callable[[MeaningStatus], None] | None = None) -> MeaningStatus:
-        """Step until the index is complete (``recall archive sync``)."""
+        """Step until the index is complete (``recall archive sync``, tests); its state
+        after each step goes to ``progress``."""
         while self.step():
             if progress is not None:
-                progress(self._status)
-        return self._status
+                progress(read_status(self._writer().conn))
+        return read_status(self._writer().conn)
 
     def step(self) -> int:
         """Embed and write one batch; return how many messages it considered (0: the
@@ -130,7 +125,6 @@ class MeaningBuilder:
             if work is not None:
                 codes = sign_codes(embedder.embed([text for _, text in work.rows]))
                 core.write(lambda conn: _land(conn, work, codes))
-            self._status = read_status(core.conn)
             return len(titles) + (len(work.considered) if work is not None else 0)
 
     def _writer(self) -> WriteCore:
@@ -305,10 +299,10 @@ def read_status(conn: sqlite3.Connection) -> MeaningStatus:
     none is queued again. What is left is counted by ids (the archive's ids are
     ``AUTOINCREMENT`` and rarely deleted: nearly dense), so no count of every row."""
     meta = MeaningBuilder._meta(conn)
-    if MEANING_TOP_KEY not in meta:
-        return MeaningStatus(False, 0, _newest(conn) - _oldest(conn) + 1 if _newest(conn) else 0)
-    top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
     oldest, newest = _oldest(conn), _newest(conn)
+    if MEANING_TOP_KEY not in meta:  # never built here
+        return MeaningStatus(False, 0, newest - oldest + 1 if newest else 0)
+    top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
     redo = conn.execute(f"SELECT count(*) FROM {MEANING_REDO}").fetchone()[0]
     left = max(0, floor - oldest) + max(0, newest - top) + redo if newest else 0
     covered = int(meta.get(MEANING_DONE_KEY, 0))

@@ -21,11 +21,11 @@ from operator import itemgetter
 from dashboard.meaning.builder import MeaningStatus
 from dashboard.meaning.embedder import EmbedderUnavailable
 from dashboard.meaning.reader import MeaningReader
-from dashboard.search.filters import Filters, session_level
+from dashboard.search.filters import Filters
 from dashboard.search.query import ParsedQuery
 from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
-from dashboard.search.rows import ARCHIVED_M, Row
+from dashboard.search.rows import Row, rows_of
 
 NEAREST = 1_000  # messages the meaning index offers a query, before filters
 # Of those the filters let through, the ones at least this share of the nearest one's
@@ -66,7 +66,7 @@ def meaning_rows(
     if not near.messages:
         return []
     closeness = {n.message_id: n.score for n in near.messages}
-    rows = _shown(conn, [(i, -c) for i, c in closeness.items()], request, filters, row_map)
+    rows = rows_of(conn, [(i, -c) for i, c in closeness.items()], request, filters, row_map)
     titles = near.titles
     rows = [(i, sid, s - TITLE_WEIGHT * titles.get(sid, 0.0), ts, a) for i, sid, s, ts, a in rows]
     held = {r[1] for r in rows}
@@ -82,28 +82,6 @@ def meaning_rows(
     if not rows or rows[0][2] >= 0:
         return []
     return [r for r in rows if r[2] <= rows[0][2] * RELATIVE_FLOOR]
-
-
-def _shown(
-    conn: sqlite3.Connection,
-    scored: list[tuple[int, float]],
-    request: SearchRequest,
-    filters: Filters,
-    row_map: RowMap | None,
-) -> list[Row]:
-    """The rows of ``scored`` (id, score) the filters and scope let through."""
-    if row_map is not None and session_level(request):
-        return row_map.rows(scored, row_map.allowed(filters.session_sql, filters.session_params))
-    score = dict(scored)
-    cur = conn.cursor()
-    cur.row_factory = None
-    found = cur.execute(
-        f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} "
-        f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.id IN (SELECT value FROM json_each(?)){filters.sql}",
-        (json.dumps(list(score)), *filters.params),
-    ).fetchall()
-    return [(i, sid, score[i], ts, archived) for i, sid, _, ts, archived in found]
 
 
 def _first_messages(

@@ -17,15 +17,14 @@ already are that test: one all-CJK term, nothing else asked.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from operator import itemgetter
 
-from dashboard.search.filters import Filters, session_level
+from dashboard.search.filters import Filters
 from dashboard.search.query import CJK, ParsedQuery
 from dashboard.search.request import SearchRequest
 from dashboard.search.row_map import RowMap
-from dashboard.search.rows import ARCHIVED_M, Row, Rows, continuation_sql
+from dashboard.search.rows import ARCHIVED_M, Row, Rows, continuation_sql, rows_of
 from dashboard.store.schema import CJK_TAIL_ROWS, PAIR_TAIL, STRUCTURED_ROWS
 from dashboard.store.state import TRIGRAM_INDEX, trigram_vocab
 
@@ -155,23 +154,12 @@ def pair_rows(
         and not parsed.negative
         and bool(CJK.match(pair[0]))
     )
-    cur = conn.cursor()
-    cur.row_factory = None
 
     def check(ids: list[int], text: bool) -> list[Row]:
         """Those of ``ids`` the filters (and, with ``text``, the query's text) let through."""
-        if not ids:
-            return []
-        if not text and row_map is not None and session_level(request):
-            allowed = row_map.allowed(filters.session_sql, filters.session_params)
-            return row_map.rows([(i, 0.0) for i in ids], allowed)
         condition = f" AND ({where})" if text else ""
-        return cur.execute(
-            f"SELECT m.id, m.session_id, 0, coalesce(m.timestamp, 0), {ARCHIVED_M} "
-            f"FROM main.messages m JOIN sessions s ON s.id = m.session_id "
-            f"WHERE m.id IN (SELECT value FROM json_each(?)){condition}{filters.sql}",
-            (json.dumps(ids), *(params if text else ()), *filters.params),
-        ).fetchall()
+        scored = [(i, 0.0) for i in ids]
+        return rows_of(conn, scored, request, filters, row_map, condition, params if text else ())
 
     newest = request.sort != "oldest"
     direction = "DESC" if newest else "ASC"

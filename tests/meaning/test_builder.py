@@ -73,7 +73,7 @@ def test_the_index_follows_new_turns_edits_and_deletions(archive: tuple[Path, Pa
     builder.build()
     shapes.append_turn(home / "state.db", shapes.S_ROOT, "the containers cannot talk", "ok", 2e9)
     archive_home(home, path)
-    assert not builder.status().ready or builder.step() > 0
+    assert builder.step() > 0  # the new turn's two messages
     builder.build()
     core = WriteCore(path)
     try:
