@@ -54,6 +54,7 @@ class SessionSpend:
     spend: Cell  # its figures in the range (period "range", key its id)
     gone_at: float | None = None  # when it left Hermes (store/presence.py), else None
     name: str = ""  # what a person calls it (store/names.py); "" when not read
+    profile: str | None = None  # the Hermes profile it belongs to
 
     @property
     def label(self) -> str:
@@ -142,28 +143,31 @@ def costly_sessions(
     names = session_names(conn, {sid: d[1] for sid, d in details.items()})
     out = []
     for sid, vector in ranked:
-        started, title, source, model, gone = details.get(sid, (None,) * 5)
+        started, title, source, model, gone, profile = details.get(sid, (None,) * 6)
         family = lineage.family(lineage.root(sid))
         cell = cell_from_sums("range", sid, vector, 1)
         in_chain = len(family) > 1
         name = names.get(sid, sid)
-        out.append(SessionSpend(sid, title, source, model, started, in_chain, cell, gone, name))
+        out.append(
+            SessionSpend(sid, title, source, model, started, in_chain, cell, gone, name, profile)
+        )
     return CostlySessions(sort, descending, total, out)
 
 
 def _details(
     conn: sqlite3.Connection, ids: Iterable[str]
-) -> dict[str, tuple[float | None, str | None, str | None, str | None, float | None]]:
-    """``(started_at, title, source, model, gone_at)`` of each session (absent: row gone)."""
+) -> dict[str, tuple[float | None, str | None, str | None, str | None, float | None, str | None]]:
+    """``(started_at, title, source, model, gone_at, profile)`` of each session (absent:
+    row gone)."""
     wanted = sorted(ids)
     if not wanted:
         return {}
     found = conn.execute(
-        f"SELECT s.id, s.started_at, s.title, s.source, s.model, {gone_sql('s')} FROM sessions s "
-        "JOIN json_each(?) j ON s.id = j.value",
+        f"SELECT s.id, s.started_at, s.title, s.source, s.model, {gone_sql('s')}, s.profile "
+        "FROM sessions s JOIN json_each(?) j ON s.id = j.value",
         (json.dumps(wanted),),
     )
     return {
-        sid: (started, title or None, source, model, gone)
-        for sid, started, title, source, model, gone in found
+        sid: (started, title or None, source, model, gone, profile)
+        for sid, started, title, source, model, gone, profile in found
     }

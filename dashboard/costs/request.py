@@ -4,7 +4,7 @@ its CSV and the JSON API; and the date ranges the page offers."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any, Protocol
 
@@ -38,6 +38,7 @@ class CostsRequest:
     timezone: str | None = None  # the user's (None: the machine's)
     sort: str = "cost"  # the costliest sessions' order (costly.SORTS)
     descending: bool = True
+    start_given: bool = True  # False: ``from`` was not in the query (the default range)
 
     @classmethod
     def from_params(
@@ -63,7 +64,7 @@ class CostsRequest:
         if by not in offered:
             raise ValidationError(f"by must be one of {', '.join(offered)}")
         default_start, default_end = default_range(period, today)
-        start = _day(params.get("from"), "from") or default_start
+        given_start = _day(params.get("from"), "from")
         end = _day(params.get("to"), "to")
         notices: list[str] = []
         before = _day(params.get("before"), "before")
@@ -77,14 +78,26 @@ class CostsRequest:
         return cls(
             period,
             by,
-            start,
+            given_start or default_start,
             end or default_end,
             sources,
             tuple(notices),
             timezone,
             sort,
             descending,
+            start_given=given_start is not None,
         )
+
+    def from_first(self, first_activity: date | None) -> CostsRequest:
+        """This request with a default range begun no earlier than the period of the
+        first session (a home used for three months shows three columns, not ten empty
+        ones before them); a ``from`` the query gave is kept as given."""
+        if self.start_given or first_activity is None:
+            return self
+        first = period_start(self.period, first_activity)
+        if first <= self.start or first >= self.end:
+            return self
+        return replace(self, start=first)
 
     @property
     def last_day(self) -> date:
@@ -125,6 +138,15 @@ def add_months(first: date, months: int) -> date:
     """The first day of the month ``months`` after (or before) ``first``'s month."""
     index = first.year * 12 + first.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
+
+
+def period_start(period: str, day: date) -> date:
+    """The first day of the month, week (Monday) or day ``day`` falls in."""
+    if period == "month":
+        return day.replace(day=1)
+    if period == "week":
+        return day - timedelta(days=day.weekday())
+    return day
 
 
 def default_range(period: str, today: date) -> tuple[date, date]:

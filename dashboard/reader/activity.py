@@ -36,6 +36,16 @@ class DayActivity:
 
 
 @dataclass(frozen=True)
+class ModelUse:
+    """One of the top models: the sessions it started and what it spent."""
+
+    name: str
+    sessions: int
+    spend: float | None  # effective spend known; None: only calls of unknown price
+    included: bool  # every call it made was covered by a plan: "included", not $0.00
+
+
+@dataclass(frozen=True)
 class Activity:
     """What a Hermes dashboard shows first: the last days, the top models and tools."""
 
@@ -47,7 +57,7 @@ class Activity:
     tokens: int
     spend: float
     unknown_calls: int
-    models: list[tuple[str, int, float | None]]  # (model, sessions started, its spend)
+    models: list[ModelUse]  # most sessions started first
     tools: list[tuple[str, int]]  # (tool name, calls)
 
     @property
@@ -101,8 +111,10 @@ def recent_activity(
     ]
     # One model under several spellings is one entry (named by its most used spelling).
     model_spend: dict[str, list[float | None]] = {}
+    model_mix: dict[str, Counter[str]] = {}
     for cell in by_model.rows:
         model_spend.setdefault(model_family(cell.key), []).append(cell.effective_usd)
+        model_mix.setdefault(model_family(cell.key), Counter()).update(cell.status_mix)
     families: dict[str, tuple[str, int]] = {}
     for name, count in models:  # most sessions first
         key = model_family(name)
@@ -118,9 +130,17 @@ def recent_activity(
         tokens=sum(d.tokens for d in day_rows),
         spend=known_spend(by_day.totals.effective_usd),
         unknown_calls=by_day.totals.status_mix.get("unknown", 0),
-        models=[(label, n, total(model_spend.get(key, []))) for key, (label, n) in top],
+        models=[
+            ModelUse(label, n, total(model_spend.get(key, [])), _included(model_mix.get(key)))
+            for key, (label, n) in top
+        ],
         tools=tools,
     )
+
+
+def _included(mix: Counter[str] | None) -> bool:
+    """True when every call counted in ``mix`` (calls per status) was included in a plan."""
+    return bool(mix) and mix["included"] > 0 and sum(mix.values()) == mix["included"]
 
 
 def _started_sessions(

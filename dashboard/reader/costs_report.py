@@ -63,12 +63,12 @@ def costs_report(
     neither, and they cost five more questions.
     """
     first = first_activity(conn)
-    shortcuts = range_shortcuts(
-        now.date(), None if first is None else datetime.fromtimestamp(first, now.tzinfo).date()
-    )
+    first_day = None if first is None else datetime.fromtimestamp(first, now.tzinfo).date()
+    shortcuts = range_shortcuts(now.date(), first_day)
     sources = session_facets(conn).get("sources", [])
     if asked is None:
         return CostsReport(None, shortcuts, sources)
+    asked = asked.from_first(first_day)
     try:
         found = spending.spend(**asked.options())
         if not cards:

@@ -76,8 +76,9 @@ def index():
         asked, error = costs_request(now), None
     except ValidationError as exc:  # the page still shows the form, and says why
         asked, error = None, str(exc)
+    profiles = card_profiles()
     report = get_reader().costs_report(
-        asked, now=now, rollup=get_cost_rollup(), card_profiles=card_profiles()
+        asked, now=now, rollup=get_cost_rollup(), card_profiles=profiles
     )
     error = error or report.error
     context: dict[str, Any] = {
@@ -95,16 +96,21 @@ def index():
         assert report.request is not None and report.spend is not None
         assert report.headlines is not None
         top = report.headlines
+        table = cost_table(report.spend)
         context.update(
             costs=report.request,
             spend=report.spend,
-            table=cost_table(report.spend),
+            table=table,
             chart=chart_data(report.spend),
             headlines=top,
             last_day=report.last_day,
             sessions=report.sessions,
             drill=drill_links(report.spend),
             drill_period=DRILL_PERIOD[report.request.period],
+            # Days (what a column opens into): a row a day and key, dozens of them,
+            # and the question was "what cost so much that month": the sessions first.
+            sessions_first=report.request.period == "day",
+            profile_column=bool(profiles),  # every profile shown: name each session's
             over_budget=context["budget"] is not None
             and top.projection is not None
             and top.projection > context["budget"],

@@ -230,3 +230,33 @@ def test_periods_open_without_javascript(demo_server: Server, nojs_page) -> None
     chained.first.click()
     page.wait_for_url("**/chains/**")
     assert page.locator("svg.chain-svg").is_visible()
+
+
+CARD_LINES = """(markup) => {
+  const value = document.querySelector('.cost-cards .stat-value');
+  value.innerHTML = markup;
+  const figure = value.firstChild;  // the figure's own text, then the note's span
+  const range = document.createRange();
+  range.selectNodeContents(figure);
+  const lineHeight = parseFloat(getComputedStyle(value).lineHeight)
+    || parseFloat(getComputedStyle(value).fontSize) * 1.2;
+  const note = value.querySelector('.unknown-calls').getBoundingClientRect();
+  return {figureLines: Math.round(range.getBoundingClientRect().height / lineHeight),
+          noteLines: Math.round(note.height / (parseFloat(getComputedStyle(
+            value.querySelector('.unknown-calls')).fontSize) * 1.3)),
+          cardWidth: value.getBoundingClientRect().width};
+}"""
+
+
+def test_a_card_with_calls_of_unknown_price_keeps_its_figure_on_one_line(
+    demo_server: Server, page
+) -> None:
+    """Issue 28: "$0.00 + 3 calls of unknown price" wrapped over four lines of a card.
+    The card's markup is the ``cost`` filter's own, put in a card of the real page."""
+    from dashboard.web.costs_table import cost_html
+
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.goto(f"{demo_server.url}/costs?{RANGE}")
+    shown = page.evaluate(CARD_LINES, str(cost_html(0.0, 3)))
+    assert shown["figureLines"] == 1, shown
+    assert shown["noteLines"] <= 2, shown

@@ -69,3 +69,18 @@ def test_all_time_starts_with_the_first_session_and_at_most_ten_years_back() -> 
     assert labels["Last month"] == (date(2026, 10, 1), date(2026, 11, 1))
     ancient = {s.label: s.start for s in range_shortcuts(TODAY, date(1990, 1, 1))}
     assert ancient["All time"] >= date(2016, 12, 1)
+
+
+def test_the_default_range_begins_with_the_first_session_s_period() -> None:
+    """A home three months old shows three months by default, not ten empty ones first."""
+    first = date(2026, 9, 17)
+    assert parse().from_first(first).start == date(2026, 9, 1)
+    assert parse(period="week").from_first(first).start == date(2026, 9, 14)  # its Monday
+    assert parse(period="day").from_first(date(2026, 11, 20)).start == date(2026, 11, 20)
+    # Older than the default range, none yet, or a from= the query gave: unchanged.
+    assert parse().from_first(date(2024, 1, 5)).start == date(2025, 11, 1)
+    assert parse().from_first(None).start == date(2025, 11, 1)
+    given = parse(**{"from": "2026-01-01"})
+    assert given.from_first(first).start == date(2026, 1, 1)
+    # A first session after the range (a clock set wrong) leaves the range whole.
+    assert parse().from_first(date(2027, 3, 1)).start == date(2025, 11, 1)

@@ -219,8 +219,12 @@ CASES = [
 @pytest.mark.parametrize("params", CASES, ids=lambda p: "-".join(map(str, p.values())) or "default")
 def test_page_csv_and_json_show_the_repository_numbers(demo: FlaskClient, params: dict) -> None:
     period, by = params.get("period", "month"), params.get("by", "provider")
+    with closing(open_readonly(read_path(demo))) as conn:
+        (first,) = conn.execute("SELECT min(started_at) FROM sessions").fetchone()
+    first_month = datetime.fromtimestamp(first, UTC).date().replace(day=1)
     default = {
-        "month": (date(2025, 11, 1), date(2026, 12, 1)),  # 13 months: last December shown
+        # 13 months (last December shown), from the first session's month when later
+        "month": (max(date(2025, 11, 1), first_month), date(2026, 12, 1)),
         "week": (date(2026, 9, 14), date(2026, 12, 7)),  # 12 ISO weeks through 2026-W49
         "day": (date(2026, 11, 1), date(2026, 12, 1)),
     }[period]
@@ -361,6 +365,20 @@ def test_sessions_only_files_show_no_drift(tmp_path: Path) -> None:
 
 
 # --- Headline cards and the budget ----------------------------------------------------------
+
+
+def costly_rows(html: str) -> list:
+    """The costliest sessions' table: its header texts, then (session id, cell texts) a row."""
+    table = html[html.index('<table class="grid costs-sessions">') :]
+    table = table[: table.index("</table>")]
+    head = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+    rows = []
+    for row in re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>") :], re.S):
+        sid = re.search(r'href="[^"]*/sessions/([^"?]+)', row)[1]
+        found = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in found]
+        rows.append((sid, cells))
+    return [head, *rows]
 
 
 def cards(html: str) -> dict[str, str]:
@@ -701,11 +719,19 @@ def test_chart_tooltips_use_the_pages_money_rule(demo: FlaskClient) -> None:
 
 
 def test_the_default_range_shows_last_december(demo_home: Path, tmp_path: Path) -> None:
-    """On the 1st of December, last December is still on the page (13 months)."""
+    """On the 1st of December, last December is still on the page (13 months); when the
+    home is younger than that, the range begins with its first month, not empty ones."""
     client = client_for(demo_home, tmp_path / "data", datetime(2026, 12, 1, 9, tzinfo=UTC))
     body = json.loads(get(client, "/api/costs"))
     assert body["from"] == "2025-12-01" and body["to"] == "2027-01-01"
     assert body["periods"][0] == "2025-12" and len(body["periods"]) == 13
+    with closing(open_readonly(read_path(client))) as conn:
+        (first,) = conn.execute("SELECT min(started_at) FROM sessions").fetchone()
+    first_month = datetime.fromtimestamp(first, UTC).strftime("%Y-%m")
+    earlier = client_for(demo_home, tmp_path / "earlier", datetime(2026, 6, 15, 9, tzinfo=UTC))
+    body = json.loads(get(earlier, "/api/costs"))
+    assert body["from"] == f"{first_month}-01" > "2025-06-01" and body["to"] == "2026-07-01"
+    assert body["periods"][0] == first_month
 
 
 def test_range_shortcuts_are_links_with_from_and_to(demo: FlaskClient, demo_home: Path) -> None:
@@ -843,6 +869,26 @@ def test_each_period_opens_as_its_days_and_sessions(demo: FlaskClient) -> None:
     )
 
 
+def test_a_month_opened_by_day_lists_its_costliest_sessions_first(demo: FlaskClient) -> None:
+    """A column opens its month by day (a row a day and key): the sessions list comes
+    before that table; by month, the table first, as before."""
+    href = drill_href(get(demo, "/costs", by="model", **YEAR), "2026-10")
+    october = demo.get(href).get_data(as_text=True)
+    assert len(costly_rows(october)) > 1
+    assert october.index('id="costly-sessions"') < october.index("costs-table costs-spend")
+    year = get(demo, "/costs", **YEAR)
+    assert year.index("costs-table costs-spend") < year.index('id="costly-sessions"')
+    assert year.count('id="costly-sessions"') == october.count('id="costly-sessions"') == 1
+
+
+def drill_href(html: str, label: str) -> str:
+    """The link under the chart that opens the period ``label``."""
+    nav = html[html.index('class="costs-drill"') :]
+    nav = nav[: nav.index("</nav>")].replace("&amp;", "&")
+    links = re.findall(r'<a href="([^"]+)" data-index="(\d+)">([^<]+)', nav)
+    return next(h for h, _, text in links if text.strip() == label)
+
+
 def test_the_form_keeps_the_sessions_order(demo: FlaskClient) -> None:
     html = get(demo, "/costs", sort="tokens", dir="asc", **YEAR)
     form = html[html.index('<form id="costs-form"') : html.index("</form>")]
@@ -942,6 +988,16 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
         ), name
     one = cards(get(client, "/costs", profile="legacy"))
     assert not [label for label in one if "·" in label and "spent so far" in label]
+
+    # The costliest sessions of all profiles name each one's profile; one profile's do not.
+    listed = costly_rows(get(client, "/costs", profile="all", **YEAR))
+    assert listed[0][:2] == ["Session", "Profile"]
+    with closing(open_readonly(db)) as conn:
+        owner = dict(conn.execute("SELECT id, profile FROM sessions"))
+    shown_profiles = {sid: row[1] for sid, row in listed[1:]}
+    assert set(shown_profiles.values()) >= {"default", "legacy"}
+    assert shown_profiles == {sid: owner[sid] for sid in shown_profiles}
+    assert costly_rows(get(client, "/costs", profile="legacy", **YEAR))[0][1] == "Started"
 
     # One profile: no profile dimension anywhere, the page as it always was.
     single = client_for(hermes_home, tmp_path / "single", now=SHAPES_NOW)

@@ -339,6 +339,41 @@ def test_one_model_under_two_spellings_is_one_top_model(tmp_path: Path) -> None:
     assert models == [("model-4-5", "3", "$1.00"), ("other", "2", "$3.00")]
 
 
+def test_a_model_on_a_plan_is_included_not_free(tmp_path: Path) -> None:
+    """Calls covered by a subscription say "included"; a model with a priced call beside
+    them shows its spend."""
+    from dashboard.store.records import NewMessage, Usage
+    from dashboard.store.session_store import SessionStore
+
+    noon = datetime(2026, 11, 29, 12, tzinfo=UTC).timestamp()
+    home = tmp_path / "home"
+    with SessionStore(home / "state.db") as store:
+        for sid, model, cost, status in (
+            ("a", "plan-model", 0.0, "included"),
+            ("b", "plan-model", 0.0, "included"),
+            ("c", "mixed", 0.0, "included"),
+            ("d", "mixed", 0.75, "estimated"),
+        ):
+            store.create_session("cli", session_id=sid, model=model, started_at=noon)
+            store.append_messages(sid, [NewMessage("user", "hi", timestamp=noon)])
+            usage = Usage(
+                model=model,
+                billing_provider="p",
+                input_tokens=10,
+                estimated_cost_usd=cost,
+                actual_cost_usd=0.0 if status == "included" else None,  # as Hermes: $0 billed
+                cost_status=status,
+                at=noon + 1,
+            )
+            store.record_usage(sid, usage)
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
+    client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
+    activity = client.get("/overview").get_data(as_text=True).split('class="overview-activity"')[1]
+    items = re.findall(r'<li><span class="activity-name">([^<]+)</span>(.*?)</li>', activity)
+    shown = {name: " ".join(re.sub(r"<[^>]+>", " ", rest).split()) for name, rest in items}
+    assert shown == {"plan-model": "2 sessions · included", "mixed": "2 sessions · $0.75"}
+
+
 # -- profiles (issue 17) ---------------------------------------------------------------------
 
 
