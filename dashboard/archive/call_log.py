@@ -17,7 +17,8 @@ transaction through the store's write core, with the offsets it reached, so a pa
 killed half-way lands nothing and the next reads the same lines.
 
 A home without ``logs/`` has no calls: nothing to say. A file that cannot be read is
-said in the pass's notes (the syncer's state shows them); the others are read.
+said in the pass's notes (the syncer's state shows them); the others are read. The
+repricer reads the kept calls through store/logged_calls.py (costs sit below the archive).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +40,6 @@ from dashboard.store.session_store import SessionStore
 HEAD_BYTES = 1024
 #: What a line must hold to be worth parsing (every other log line is skipped unparsed).
 _CALL_MARK = b"API call #"
-#: Session ids per statement of the repricer's read.
-_IDS_PER_READ = 500
 
 Identity = tuple[int, int]  # (device, inode)
 Stamp = tuple[str, int, int, int, int]  # name, device, inode, size, mtime_ns
@@ -54,19 +52,6 @@ class CallsReport:
     added: int = 0  # calls the archive did not have
     files_read: int = 0  # files with new whole lines
     notes: tuple[str, ...] = ()  # files that could not be read, in a person's words
-
-
-@dataclass(frozen=True)
-class ArchivedCall:
-    """One priced call of a session, as the archive keeps it."""
-
-    at: float
-    number: int
-    provider: str
-    prompt: int  # the whole prompt, cache reads included
-    output: int
-    cache_read: int
-    cache_write: int
 
 
 @dataclass
@@ -208,31 +193,3 @@ def _head(start: bytes, offset: int) -> str:
     """What a file's first bytes read up to ``offset`` were (their count and digest)."""
     n = min(offset, HEAD_BYTES)
     return f"{n}:{hashlib.sha256(start[:n]).hexdigest()[:32]}"
-
-
-def priced_calls(
-    conn: sqlite3.Connection, session_ids: Iterable[str]
-) -> dict[tuple[str, str], list[ArchivedCall]]:
-    """The calls of ``session_ids`` (archive ids) whose prompt and output were logged,
-    by (session, model), each in the order they were made. What the repricer reads: a
-    session's calls of one model are its usage row's, one by one.
-
-    Args:
-        conn: a connection to the archive (any scope: the ids say what is read).
-        session_ids: the sessions asked about; one without logged calls is absent.
-    """
-    wanted = list(dict.fromkeys(session_ids))
-    found: dict[tuple[str, str], list[ArchivedCall]] = {}
-    for i in range(0, len(wanted), _IDS_PER_READ):
-        chunk = wanted[i : i + _IDS_PER_READ]
-        rows = conn.execute(
-            "SELECT session_id, model, at, number, provider, prompt_tokens, output_tokens,"
-            f" cache_read_tokens, cache_write_tokens FROM {CALLS_TABLE}"
-            f" WHERE session_id IN ({','.join('?' for _ in chunk)})"
-            " AND prompt_tokens IS NOT NULL AND output_tokens IS NOT NULL"
-            " ORDER BY session_id, model, at, number",
-            chunk,
-        )
-        for r in rows:
-            found.setdefault((r[0], r[1]), []).append(ArchivedCall(*r[2:]))
-    return found

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.archive.call_log import ArchivedCall, keep_calls, priced_calls
+from dashboard.archive.call_log import keep_calls
 from dashboard.archive.importer import sync
 from dashboard.archive.marks import source_key
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import ArchiveIds
 from dashboard.reader.opening import reading_for
+from dashboard.store.logged_calls import ArchivedCall, priced_calls
 from dashboard.store.schema import CALL_FILES_TABLE, CALLS_TABLE, WRITES_KEY
 from dashboard.store.session_store import SessionStore
 from tests.support import agent_logs as al
