@@ -19,6 +19,7 @@ from dashboard.store.schema import CALL_FILES_TABLE, CALLS_TABLE, WRITES_KEY
 from dashboard.store.session_store import SessionStore
 from tests.support import agent_logs as al
 from tests.support import hermes_shapes as hs
+from tests.support.commands import recall
 from tests.support.source_checks import assert_untouched, digests
 
 T0 = hs._epoch(hs.S_ROOT) + 60.25  # a while into the first session
@@ -234,28 +235,52 @@ def test_a_session_hermes_pruned_keeps_its_calls(tmp_path: Path) -> None:
 
 def test_each_profile_keeps_its_calls_under_its_own_ids(tmp_path: Path) -> None:
     facts = hs.build_profiles_home(tmp_path / "hermes")
-    legacy = facts.root / "profiles" / "legacy"
-    mine = al.turn_calls(hs.S_CRON, T0)
-    theirs = al.turn_calls(hs.S_CRON, T0, first_prompt=250_000)  # the same id, elsewhere
-    al.write_log(facts.root, mine)
-    al.write_log(legacy, theirs)  # the empty profile has no logs/ at all
+    logged = hs.add_agent_logs(facts)
+    assert "empty" not in logged.logs  # a profile without logs/: nothing to say
     data = tmp_path / "data"
     reading = reading_for(HermesHome(facts.root), data / "archive.db", inline=True, folder=data)
     assert reading.syncer is not None
     reading.syncer.poll()
     assert reading.syncer.state().calls_note is None
+    legacy = facts.root / "profiles" / "legacy"
     with SessionStore(data / "archive.db") as store:
         by_home = dict(
             store.core.conn.execute(f"SELECT src_home, count(*) FROM {CALLS_TABLE} GROUP BY 1")
         )
-        assert by_home == {source_key(facts.root): 3, source_key(legacy): 3}
-        got = priced_calls(store.core.conn, [hs.S_CRON, f"legacy:{hs.S_CRON}"])
-        assert [c.prompt for c in got[(hs.S_CRON, al.MODEL)]] == [12_000, 15_000, 18_000]
-        assert [c.prompt for c in got[(f"legacy:{hs.S_CRON}", al.MODEL)]] == [
-            250_000,
-            253_000,
-            256_000,
-        ]
+        assert by_home == {
+            source_key(facts.root): len(logged.calls["default"]),
+            source_key(legacy): len(logged.calls["legacy"]),
+        }
+        # The same source id in two profiles: two sessions in the archive, each its calls.
+        mine, theirs = hs.S_CRON, f"legacy:{hs.S_CRON}"
+        got = priced_calls(store.core.conn, [mine, theirs, hs.S_ROOT])
+        for archive_id, profile, session in (
+            (mine, "default", hs.S_CRON),
+            (theirs, "legacy", hs.S_CRON),
+            (hs.S_ROOT, "default", hs.S_ROOT),
+        ):
+            want = logged.priced(profile, session)
+            assert [(c.at, c.prompt) for c in got[(archive_id, al.MODEL)]] == [
+                (c.logged_at, c.prompt) for c in want
+            ]
+        assert max(c.prompt for c in got[(theirs, al.MODEL)]) > 200_000  # a long-context turn
+        untagged = store.core.conn.execute(
+            f"SELECT count(*) FROM {CALLS_TABLE} WHERE session_id IS NULL"
+        ).fetchone()[0]
+        assert untagged == 1
+
+
+def test_recall_archive_sync_says_the_calls_it_kept(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    al.write_log(home, al.with_noise(al.turn_calls(hs.S_ROOT, T0)))
+    archive = tmp_path / "archive.db"
+    out = recall("archive", "sync", "--home", str(home), "--archive", str(archive), "--no-meaning")
+    assert out.returncode == 0, out.stderr
+    assert "3 logged calls" in out.stdout
+    again = recall(
+        "archive", "sync", "--home", str(home), "--archive", str(archive), "--no-meaning"
+    )
+    assert again.returncode == 0 and "0 logged calls" in again.stdout
 
 
 def test_the_syncer_keeps_calls_logged_without_a_commit(tmp_path: Path) -> None:
