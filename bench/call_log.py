@@ -8,9 +8,11 @@ rotated files of ``--mb`` MB each, Hermes's default 5 MB), its lines as Hermes w
 traceback line every second call). Then, in one run: the baseline (reading every file's
 bytes and splitting them in lines: the floor of any reader), the first pass of
 ``call_log.keep_calls`` into a fresh archive (read, parse, land in one transaction), a
-pass with nothing new, a pass after one more turn (3 calls), and the syncer's look
-(``log_stamps``, every poll). Prints medians of ``--rounds`` and the first pass ÷ the
-baseline; the archive's bytes per kept call.
+pass with nothing new, a pass after one more turn (3 calls), and the files' stamps
+(``log_stamps``). Last, the syncer's idle look (``Syncer.poll`` with nothing changed, on a
+small home) without a ``logs/`` folder and with these four files. Prints medians of
+``--rounds`` (of 400 looks) and the first pass ÷ the baseline, the look with logs ÷ without;
+the archive's bytes per kept call.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dashboard.archive.call_log import keep_calls, log_stamps
+from dashboard.archive.syncer import Syncer
 from dashboard.hermes.agent_log import log_files
 from dashboard.hermes.profiles import ArchiveIds
 from dashboard.store.schema import CALLS_TABLE
 from dashboard.store.session_store import SessionStore
 from tests.support import agent_logs as al
+from tests.support import hermes_shapes as hs
 
 
 def write_home(home: Path, mb: float) -> int:
@@ -53,6 +57,24 @@ def timed(fn) -> float:  # noqa: ANN001
     began = time.perf_counter()
     fn()
     return (time.perf_counter() - began) * 1000
+
+
+def idle_look_us(root: Path, home: Path, looks: int = 400) -> float:
+    """The median wall time of the syncer's look at ``home`` when nothing changed."""
+    for f in root.glob("look-archive.db*"):
+        f.unlink()
+    syncer = Syncer(
+        root / "look-archive.db", home / "state.db", home, inline=True, file_events=False
+    )
+    syncer.poll()
+    syncer.poll()
+    times = []
+    for _ in range(looks):
+        began = time.perf_counter()
+        syncer.poll()
+        times.append((time.perf_counter() - began) * 1e6)
+    syncer.stop()
+    return statistics.median(times)
 
 
 def main() -> int:
@@ -92,6 +114,16 @@ def main() -> int:
         for f in args.out.glob(f"archive-{r}.db*"):
             f.unlink()
 
+    small = args.out / "small"
+    shutil.rmtree(small, ignore_errors=True)
+    hs.build_no_trigram(small / "state.db")
+    bare, logged = [], []
+    for _ in range(args.rounds):
+        shutil.rmtree(small / "logs", ignore_errors=True)
+        bare.append(idle_look_us(args.out, small))
+        shutil.copytree(home / "logs", small / "logs")
+        logged.append(idle_look_us(args.out, small))
+
     def med(xs: list[float]) -> float:
         return statistics.median(xs)
 
@@ -103,6 +135,10 @@ def main() -> int:
         f"baseline_read_ms={med(baseline):.1f} first_pass_ms={med(first):.1f}"
         f" idle_pass_ms={med(idle):.2f} one_turn_pass_ms={med(turn):.2f}"
         f" look_ms={med(look):.3f} ratio_first={med(first) / med(baseline):.1f}"
+    )
+    print(
+        f"idle_look_no_logs_us={med(bare):.0f} idle_look_with_logs_us={med(logged):.0f}"
+        f" ratio_look={med(logged) / med(bare):.1f}"
     )
     return 0
 
