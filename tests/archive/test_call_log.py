@@ -340,3 +340,33 @@ def test_a_home_without_logs_has_no_calls_and_no_note(tmp_path: Path) -> None:
         report = sync(store, home / "state.db", home)
         assert (report.calls_added, report.calls_notes) == (0, ())
         assert _kept(store) == []
+
+
+def test_a_file_longer_than_a_chunk_is_read_a_chunk_a_transaction(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    calls = [c for n in range(20) for c in al.turn_calls(hs.S_ROOT, T0 + n * 10)]
+    al.write_log(home, al.with_noise(calls[:30]))
+    al.write_partial(home, "x" * 5_000 + "\n")  # a "line" longer than a chunk: passed over
+    al.write_log(home, al.with_noise(calls[30:]))
+    size = al.log_path(home).stat().st_size
+    with SessionStore(tmp_path / "archive.db") as store:
+        writes = store.core.writes
+        report = keep_calls(store, home, ArchiveIds.of_home(home), chunk_bytes=2_000)
+        assert report.added == len(calls)
+        assert store.core.writes - writes >= size // 2_000  # one transaction a chunk
+        assert _kept(store) == _expected(calls)
+        assert _pass(store, home) == 0
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a folder whatever its mode")
+def test_a_logs_folder_that_cannot_be_listed_is_said(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    al.write_log(home, al.turn_calls(hs.S_ROOT, T0))
+    (home / "logs").chmod(0)
+    try:
+        with SessionStore(tmp_path / "archive.db") as store:
+            report = sync(store, home / "state.db", home)
+    finally:
+        (home / "logs").chmod(0o755)
+    assert report.calls_added == 0
+    assert report.calls_notes and "logs cannot be read" in report.calls_notes[0]
