@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard.archive.call_log import keep_calls
 from dashboard.archive.copies import has_uids, mark_repeats, take_uids
 from dashboard.archive.follow import follow
 from dashboard.archive.layout import detect_layout
@@ -86,6 +87,8 @@ class SyncReport:
     replaced: bool = False  # the source file was replaced: ids name other messages now
     replaced_why: str | None = None  # how that was told (follow.replaced_why)
     sessions_reread: int = 0  # sessions the later sync compared with the source
+    calls_added: int = 0  # calls of logs/agent.log the archive kept (archive/call_log.py)
+    calls_notes: tuple[str, ...] = ()  # log files that could not be read
 
 
 def sync(
@@ -109,6 +112,7 @@ def sync(
     messages the comparison costs ~15 s). A later sync is the cheap one
     (follow.py) unless ``reconcile`` asks for the full comparison, or the source looks
     replaced. ``busy_timeout``: how long to wait for a writer's lock on the source.
+    Each sync then keeps the calls the home's ``logs/agent.log`` added (call_log.py).
     """
 
     began = time.monotonic()
@@ -136,6 +140,9 @@ def sync(
         archive.core.write(lambda c: take_uids(c, adapter, home))
     finally:
         conn.close()
+    # The calls the home's agent.log logged (their tokens one by one): the log rotates
+    # away, so every sync keeps what it has added.
+    calls = keep_calls(archive, home_root, adapter.ids)
     c = followed.changes
     return SyncReport(
         adapter.name,
@@ -155,6 +162,8 @@ def sync(
         followed.replaced,
         followed.replaced_why,
         c.sessions_reread,
+        calls.added,
+        calls.notes,
     )
 
 

@@ -10,7 +10,9 @@ and its ``-wal`` (:class:`SourceWatch`); only when a stamp moved does it run
 source costs two ``stat`` calls per poll. A first import runs at start,
 and a reconciliation pass (``sync(reconcile=True)``, which re-reads what the cheap
 checks could miss) at start, every ``RECONCILE_S`` when the source moved meanwhile,
-and at once when the file looks replaced, shrank, or was missing or empty.
+and at once when the file looks replaced, shrank, or was missing or empty. Each pass
+also keeps the calls the home's ``logs/agent.log`` added (archive/call_log.py); when
+only the log files moved (their stamps, stat'ed each look), that alone runs.
 
 Nothing that goes wrong with the source stops the thread: a missing, empty, locked,
 corrupt file becomes :attr:`SyncState.error` (and ``reason``), the pages keep reading
@@ -40,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dashboard.archive.call_log import CallsReport, keep_calls, log_stamps
 from dashboard.archive.files import (
     archive_files,
     file_identity,
@@ -52,6 +55,7 @@ from dashboard.archive.marks import read_watermark, source_key
 from dashboard.archive.source_events import SourceEvents
 from dashboard.archive.source_watch import SourceWatch
 from dashboard.errors import StoreUnavailableError
+from dashboard.hermes.profiles import ArchiveIds
 from dashboard.store.datadir import folder_fault
 from dashboard.store.readonly import classify
 from dashboard.store.session_store import SessionStore
@@ -112,6 +116,8 @@ class SyncState:
     # What wakes the syncer: "events" (file events, the poll as fallback), "poll" (no
     # thread, or events turned off), "poll: <why>" (the file watch could not start).
     watch: str = "poll"
+    # A log file of the home that could not be read (call_log.py): its calls wait.
+    calls_note: str | None = None
 
     @property
     def percent(self) -> int:
@@ -277,6 +283,9 @@ class Syncer(_Polling):
         self.batch_sessions = batch_sessions
         self.on_progress = on_progress  # each committed batch (the terminal's line)
         self._watch = SourceWatch(self.state_db)
+        # The log files' stamps at the last pass that read them (None: none yet), so a
+        # call logged with no commit to state.db is kept without a sync of it.
+        self._logs_seen: tuple[object, ...] | None = None
         self._store: SessionStore | None = None
         self._store_id: tuple[int, int] | None = None  # the archive file it has open
         self._state = SyncState(source=str(self.state_db), archive=str(self.archive_path))
@@ -324,10 +333,17 @@ class Syncer(_Polling):
                 # A racy second look alone does not call for a reconciliation.
                 self._moved = self._moved or self._watch.moved
                 due = self._moved and time.monotonic() >= self._next_reconcile
+                logs = log_stamps(self.home_root)
                 # A pass the folder refused is run again each poll until the folder takes it.
                 if not (changed or due or self._state.folder_reason):
+                    if logs != self._logs_seen:
+                        self._keep_calls(store, logs)
                     return False
                 report = self._run_sync(store, reconcile=due, suspect=self._watch.suspect)
+                # A file that could not be read is tried again each poll (permissions mended
+                # move no stamp).
+                self._logs_seen = None if report.calls_notes else logs
+                self._set(calls_note="; ".join(report.calls_notes) or None)
                 self._watch.settled()
                 if due:
                     self._moved = False
@@ -361,6 +377,14 @@ class Syncer(_Polling):
             # The pass did not finish: the next look tries again, whatever the stamps say.
             self._watch.forget()
             return False
+
+    def _keep_calls(self, store: SessionStore, logs: tuple[object, ...]) -> CallsReport:
+        """Only the home's log files moved: keep the calls they added (call_log.py)."""
+        ids = ArchiveIds.of_home(self.home_root, self.profile, self.id_prefix)
+        report = keep_calls(store, self.home_root, ids)
+        self._logs_seen = None if report.notes else logs
+        self._set(calls_note="; ".join(report.notes) or None)
+        return report
 
     def _folder_failed(self, exc: BaseException) -> bool:
         """Whether a failed pass is the archive's folder's fault (then said so, not the
@@ -542,6 +566,7 @@ class SyncGroup(_Polling):
             folder_error=next((st.folder_error for st in states if st.folder_error), None),
             restored_at=max((st.restored_at for st in states if st.restored_at), default=None),
             watch=states[0].watch,  # one thread, one watch for all of them
+            calls_note=next((st.calls_note for st in states if st.calls_note), None),
         )
 
     def poll(self) -> bool:

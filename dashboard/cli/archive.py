@@ -58,10 +58,13 @@ def run_archive_sync(args: argparse.Namespace) -> int:
         print(
             f"archived {home.root}{f' (profile {profile.name})' if several else ''} into "
             f"{path}: {report.sessions_added:,} new sessions, "
-            f"{report.messages_added:,} messages, {report.usage_added:,} usage rows "
+            f"{report.messages_added:,} messages, {report.usage_added:,} usage rows, "
+            f"{report.calls_added:,} logged calls "
             f"({report.sessions_total:,} sessions in the source, layout {report.adapter}"
             f"{', resumed' if report.resumed else ''}) in {report.seconds:.1f}s"
         )
+        for note in report.calls_notes:
+            print(f"recall: {note}", file=sys.stderr)
     if not args.no_meaning:
         _build_meaning(path)
     return 0

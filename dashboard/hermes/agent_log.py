@@ -63,8 +63,18 @@ def parse_line(line: str) -> LoggedCall | None:
     m = _LINE.match(line.rstrip("\r\n"))
     if m is None:
         return None
+    stamp = m["at"]
     try:
-        at = datetime.strptime(m["at"], "%Y-%m-%d %H:%M:%S").timestamp()
+        # The fields by position (the pattern checked their digits): strptime was half
+        # of the parse, ~10 µs a line (bench/call_log.py).
+        at = datetime(
+            int(stamp[0:4]),
+            int(stamp[5:7]),
+            int(stamp[8:10]),
+            int(stamp[11:13]),
+            int(stamp[14:16]),
+            int(stamp[17:19]),
+        ).timestamp()
     except ValueError:
         return None
     if m["ms"]:

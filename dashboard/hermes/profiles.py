@@ -89,6 +89,14 @@ class ArchiveIds:
         """The rule for ``profile`` given its :attr:`Profile.id_prefix` ("": the primary)."""
         return cls(id_prefix or f"{profile}{ID_SEPARATOR}", primary=not id_prefix)
 
+    @classmethod
+    def of_home(
+        cls, home_root: str | Path, profile: str | None = None, id_prefix: str = ""
+    ) -> ArchiveIds:
+        """The rule for the home folder ``home_root``: archived under ``profile``, else
+        the profile the folder is (``profiles/<name>`` gives name, anything else default)."""
+        return cls.of(profile or profile_of(home_root), id_prefix)
+
     def archive_id(self, source_id: str) -> str:
         if self.primary and ID_SEPARATOR not in source_id:
             return source_id

@@ -419,6 +419,41 @@ def _v14_title_meaning(conn: sqlite3.Connection) -> None:
     )
 
 
+#: The model calls Hermes logged in ``logs/agent.log`` (hermes/agent_log.py), kept
+#: because the log rotates away (archive/call_log.py): one row a call, its tokens, so a
+#: price that depends on one call's size (a long-context tier) can be applied.
+#: ``session_id`` is the archive's id of the session the line's tag names (NULL for an
+#: untagged line), with no foreign key: a call may be read before its session is
+#: imported, and outlives its session in Hermes as every archived row does.
+CALLS_TABLE = "logged_calls"
+#: How far each log file was read: per home and file identity (device, inode, which a
+#: rotation's rename keeps), the offset after the last whole line and a digest of the
+#: file's first bytes (a new file that took a deleted one's inode is read from 0).
+CALL_FILES_TABLE = "logged_call_files"
+
+
+def _v15_logged_calls(conn: sqlite3.Connection) -> None:
+    """Empty tables of logged calls and of how far each log file was read."""
+    for sql in (
+        f"CREATE TABLE {CALLS_TABLE} (id INTEGER PRIMARY KEY, src_home TEXT NOT NULL,"
+        " session_id TEXT, number INTEGER NOT NULL, at REAL NOT NULL, model TEXT NOT NULL,"
+        " provider TEXT NOT NULL, prompt_tokens INTEGER, output_tokens INTEGER,"
+        " cache_read_tokens INTEGER NOT NULL DEFAULT 0,"
+        " cache_write_tokens INTEGER NOT NULL DEFAULT 0, archive_first_seen REAL)",
+        # One call, however often its line is read: Hermes numbers calls per turn, so
+        # the line's time (to the millisecond) is part of what names it.
+        f"CREATE UNIQUE INDEX idx_logged_calls_line ON {CALLS_TABLE}"
+        " (src_home, ifnull(session_id, ''), at, number)",
+        # The repricer's read: the calls of these sessions, by model.
+        f"CREATE INDEX idx_logged_calls_session ON {CALLS_TABLE}(session_id, model)"
+        " WHERE session_id IS NOT NULL",
+        f"CREATE TABLE {CALL_FILES_TABLE} (src_home TEXT NOT NULL, device INTEGER NOT NULL,"
+        " inode INTEGER NOT NULL, offset INTEGER NOT NULL, head TEXT NOT NULL, path TEXT,"
+        " read_at REAL, PRIMARY KEY (src_home, device, inode)) WITHOUT ROWID",
+    ):
+        conn.execute(sql)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -467,6 +502,7 @@ MIGRATIONS: Sequence[Migration] = (
     ),
     Migration(13, "search: the meaning index", _v13_meaning_index, changes_rows=False),
     Migration(14, "search: the meaning of titles", _v14_title_meaning, changes_rows=False),
+    Migration(15, "archive: the calls agent.log logged", _v15_logged_calls, changes_rows=False),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -194,6 +194,7 @@ class SessionStore:
             )
             removed = conn.execute("DELETE FROM messages WHERE session_id=?", (session_id,))
             conn.execute("DELETE FROM session_model_usage WHERE session_id=?", (session_id,))
+            conn.execute(f"DELETE FROM {schema.CALLS_TABLE} WHERE session_id=?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id=?", (session_id,))
             return removed.rowcount
 

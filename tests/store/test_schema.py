@@ -144,3 +144,27 @@ def test_a_newer_file_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(RuntimeError, match="newer Recall"):
         SessionStore(path)
+
+
+def test_migration_15_adds_logged_calls_without_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "archive.db"
+    core = WriteCore(path)
+    schema.migrate(core, target=14)
+    core.close()
+    with SessionStore(path) as store:
+        conn = store.core.conn
+        assert {schema.CALLS_TABLE, schema.CALL_FILES_TABLE} <= _names(conn, "table")
+        row = ("/home", "s1", 3, 1.7e9 + 0.5, "m", "p", 10, 1)
+        insert = (
+            f"INSERT OR IGNORE INTO {schema.CALLS_TABLE} (src_home, session_id, number, at,"
+            " model, provider, prompt_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        untagged = ("/home", None, *row[2:])
+        for values in (row, row, untagged, untagged):  # each line read twice: once each
+            store.core.write(lambda c, v=values: c.execute(insert, v))
+        assert conn.execute(f"SELECT count(*) FROM {schema.CALLS_TABLE}").fetchone()[0] == 2
+        plan = conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT * FROM {schema.CALLS_TABLE} WHERE session_id IN ('s1')"
+        ).fetchall()
+    assert "idx_logged_calls_session" in " ".join(str(tuple(r)) for r in plan)
+    assert not list(tmp_path.glob("*.bak"))  # a new empty table: nothing to back up

@@ -47,6 +47,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.support import agent_logs as al
+
 # ---------------------------------------------------------------------------
 # Distinctive words for search tests
 # ---------------------------------------------------------------------------
@@ -2392,3 +2394,37 @@ def add_lookalike_session(facts: ProfilesFacts, profile: str = "legacy") -> str:
         facts.dbs["default"], crafted, LOOKALIKE_OPENING, f"yes, {LOOKALIKE_WORD} ships", 1.7905e9
     )
     return crafted
+
+
+@dataclass(frozen=True)
+class LoggedCallsFacts:
+    """``logs/agent.log`` written into a profiles home (:func:`add_agent_logs`), in
+    Hermes's format (agent_logs.py): the default profile logged a turn of :data:`S_CRON`
+    (3 calls), a call of no session and one without usage, then its log rotated once and
+    a turn of :data:`S_ROOT` went into the new file; ``legacy`` logged a long-context turn
+    of its own :data:`S_CRON` (the same id, another session: 250k tokens and up); the
+    empty profile has no ``logs/`` at all."""
+
+    calls: dict[str, list[al.Call]]  # profile -> every call its log files hold, in order
+    logs: dict[str, Path]  # profile -> its logs folder (only those that have one)
+
+    def priced(self, profile: str, session: str) -> list[al.Call]:
+        """The calls of ``session`` in ``profile``'s log that logged their tokens."""
+        return [c for c in self.calls[profile] if c.session == session and c.priced]
+
+
+def add_agent_logs(facts: ProfilesFacts, at: float = 1.79e9) -> LoggedCallsFacts:
+    """Write the profiles' agent.log files (see :class:`LoggedCallsFacts`)."""
+    default, legacy = facts.root, facts.root / "profiles" / "legacy"
+    first = al.turn_calls(S_CRON, at) + [
+        al.Call(at + 20.125, None, 1, al.SMALL_MODEL, prompt=400, output=30),
+        al.unpriced_call(S_CRON, at + 25.5, number=4),
+    ]
+    al.write_log(default, al.with_noise(first))
+    al.rotate(default)
+    second = al.turn_calls(S_ROOT, at + 60)
+    al.write_log(default, al.with_noise(second))
+    long_turn = al.turn_calls(S_CRON, at, first_prompt=250_000)
+    al.write_log(legacy, al.with_noise(long_turn))
+    calls = {"default": first + second, "legacy": long_turn, "empty": []}
+    return LoggedCallsFacts(calls, {"default": default / "logs", "legacy": legacy / "logs"})
