@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Flask
 
+from dashboard.costs import book as price_book
 from dashboard.hermes.home import resolve_home
 from dashboard.store.datadir import recall_data_dir
 from dashboard.views import register_blueprints
@@ -54,6 +55,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if not app.config.get("DATA_DIR"):  # never inside the home: the user's data directory
         folder, _ = recall_data_dir(resolve_home(app.config.get("HERMES_HOME")))
         app.config["DATA_DIR"] = str(folder)
+    # Recomputed costs read this folder's prices.yaml (one book a process: a server
+    # serves one data directory).
+    price_book.configure(Path(app.config["DATA_DIR"]))
 
     security.init_app(app)
     filters.init_app(app)

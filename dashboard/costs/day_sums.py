@@ -27,9 +27,13 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from dashboard.costs.book import current_book
 from dashboard.costs.days import EPOCH_DAY, DayClock, one_day_sql
+from dashboard.costs.prices import PriceBook, Route
+from dashboard.costs.reprice import FREE, INCLUDED, PRICED, UNPRICED, Repriced, Tokens, reprice
 from dashboard.costs.rules import STATUSES, read_cost
 from dashboard.costs.usage import (
+    ROUTE_SQL,
     ROW_FIRST,
     ROW_LAST,
     ROWS_FROM,
@@ -72,6 +76,7 @@ class DaySums:
             *rest,
         ) in self.groups:
             tokens = rest[: len(_TOKENS)]
+            again = rest[len(_TOKENS) : len(_TOKENS) + len(_RECOMPUTED)]
             has_e, has_a, partial, paired, at = read(status, kind)
             e = float(e_sum or 0) if has_e else 0.0
             a = float(a_sum or 0) if has_a else 0.0
@@ -97,8 +102,84 @@ class DaySums:
                     *mix,
                     *tokens,
                     calls,
+                    *_recomputed(STATUSES[at], has_e, *again),
                 ],
             )
+
+
+_KINDS = (PRICED, FREE, INCLUDED, UNPRICED)  # rk: the recomputation's status, by index
+# What a group sums of its rows' recomputation (see _recomputed): the figure, the rows
+# priced, the estimate and the bill of those, their calls, the calls not priced.
+_RECOMPUTED = (
+    "sum(r)",
+    "count(r)",
+    "sum(CASE WHEN r IS NOT NULL THEN e END)",
+    "sum(CASE WHEN r IS NOT NULL THEN a END)",
+    "sum(CASE WHEN r IS NOT NULL THEN c ELSE 0 END)",
+    f"sum(CASE WHEN rk = {_KINDS.index(UNPRICED)} THEN c ELSE 0 END)",
+)
+
+
+def _recomputed(
+    status: str,
+    has_e: bool,
+    r: float | None,
+    priced: int,
+    e: float | None,
+    a: float | None,
+    priced_calls: int,
+    unpriced: int,
+) -> list[float]:
+    """A group's part of the recomputed sums (spend.RECOMPUTED_SUMS), as
+    usage.Row.recomputed makes a row's: its status decides which of Hermes's figures
+    the recomputation stands beside."""
+    r = float(r or 0.0)
+    out = [r, priced, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, unpriced, 0]
+    if priced and status == "estimated" and has_e:
+        out[2], out[3], out[4] = float(e or 0.0), r, priced
+    elif priced and status == "actual":
+        out[5], out[6], out[7] = float(a or 0.0), r, priced
+    elif priced and status == "unknown":
+        out[8], out[9] = r, priced_calls
+    return out
+
+
+class _Pricer:
+    """The SQL functions a statement prices its rows with: ``recall_price(…)`` the
+    recomputed figure (NULL: none), ``recall_price_kind(…)`` its status's index in
+    :data:`_KINDS`, plus 4 when a tier may apply to a call of unknown size (such rows
+    are left to the caller, who reads their logged calls). SQLite asks both of each row
+    in turn, so the last row's answer is kept for the second question."""
+
+    def __init__(self, book: PriceBook) -> None:
+        self.book = book
+        self._last: tuple[tuple, Repriced] | None = None
+
+    def install(self, conn: sqlite3.Connection) -> None:
+        conn.create_function("recall_price", 11, self.price, deterministic=True)
+        conn.create_function("recall_price_kind", 11, self.kind, deterministic=True)
+
+    def _reprice(self, args: tuple) -> Repriced:
+        if self._last is not None and self._last[0] == args:
+            return self._last[1]
+        model, provider, url, at, *tokens, calls, status = args
+        found = reprice(
+            self.book,
+            Route(str(model), str(provider), str(url)),
+            Tokens(*(t if type(t) is int else 0 for t in tokens)),
+            at if isinstance(at, int | float) else 0.0,
+            calls=calls if type(calls) is int else 1,
+            included=status == "included",
+        )
+        self._last = (args, found)
+        return found
+
+    def price(self, *args: object) -> float | None:
+        return self._reprice(args).usd
+
+    def kind(self, *args: object) -> int:
+        found = self._reprice(args)
+        return _KINDS.index(found.status) + (4 if found.unsized else 0)
 
 
 def _read(status: object, kind: int) -> tuple[bool, bool, bool, bool, int]:
@@ -128,6 +209,7 @@ def day_sums(
     where: str,
     params: Sequence[object],
     count_sessions: bool = True,
+    book: PriceBook | None = None,
 ) -> DaySums:
     """Sum the one-day rows matching ``where`` by period and ``key`` (both SQL over the
     usage row ``u`` and its session ``s``).
@@ -138,6 +220,7 @@ def day_sums(
     range's end, in epoch seconds. ``count_sessions=False``: no distinct sessions
     (``cell_sessions``, ``sessions``, ``shared`` stay empty), for a key that is the session.
     """
+    _Pricer(book if book is not None else current_book()).install(conn)
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
     stretches = clock.steady(lo, hi)
     for checked in (False, True):
@@ -179,19 +262,22 @@ def _rows_sql(
     )
     # Each row's local times once (LIMIT -1: kept a subquery, not flattened into the
     # expressions below, which read each several times).
+    priced = f"{ROUTE_SQL}, {ROW_LAST}, {', '.join(TOKEN_SQL)}, u.api_call_count, u.cost_status"
     inner = (
         f"SELECT u.rowid AS rid, u.session_id AS sid, {key} AS k, u.cost_status AS st, "
         "u.estimated_cost_usd AS e, u.actual_cost_usd AS a, "
         f"{derived_usage_sql('u')} AS m, max(u.api_call_count, 1) AS c, {tokens}, "
         f"{ROW_LAST} AS y, {clock.local_sql(ROW_FIRST, stretches)} AS lf, "
-        f"{clock.local_sql(ROW_LAST, stretches)} AS ll, {plain if checked else 1} AS p "
+        f"{clock.local_sql(ROW_LAST, stretches)} AS ll, {plain if checked else 1} AS p, "
+        f"recall_price({priced}) AS r, recall_price_kind({priced}) AS rk "
         f"{source} WHERE {where} LIMIT -1"
     )
     one_day = one_day_sql("lf", "ll")
     bucket = _bucket_sql("y", "ll", days, edges, uniform)
+    # A row a tier may apply to is the caller's: its calls' sizes are read with it.
     return (
-        f"SELECT rid, sid, k, st, e, a, m, c, {', '.join(_TOKENS)}, "
-        f"CASE WHEN p AND {one_day} THEN {bucket} ELSE -1 END AS b FROM ({inner})"
+        f"SELECT rid, sid, k, st, e, a, m, c, {', '.join(_TOKENS)}, r, rk, "
+        f"CASE WHEN p AND rk < 4 AND {one_day} THEN {bucket} ELSE -1 END AS b FROM ({inner})"
     )
 
 
@@ -210,7 +296,14 @@ def _sums(
     rows left over (the groups of cell -1, by rowid). Sums and sessions apart took
     three sorts of the rows and a materialized copy of them, 40% more time.
     """
-    sums = ["count(*)", "sum(e)", "sum(a)", "sum(c)", *(f"sum({t})" for t in _TOKENS)]
+    sums = [
+        "count(*)",
+        "sum(e)",
+        "sum(a)",
+        "sum(c)",
+        *(f"sum({t})" for t in _TOKENS),
+        *_RECOMPUTED,
+    ]
     # Figures and counts that are plain numbers, read by SQLite once a group: no
     # estimate or bill of text or a blob (they sort above every number), counts that
     # sum to an integer (a real, text or a blob makes the sum a real; NULL cannot be

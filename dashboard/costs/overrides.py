@@ -40,11 +40,12 @@ import yaml
 
 from dashboard.costs.prices import Rate, Rates, Route
 from dashboard.errors import ValidationError
+from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.hermes.model_names import model_family
 
 FILE_NAME = "prices.yaml"
 SOURCE = "prices.yaml"
-_RATE_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning")
+_RATE_KEYS = TOKEN_KINDS  # a price per kind of token
 _KEYS = frozenset(("model", "provider", "from", "to", "note", "tiers", *_RATE_KEYS))
 
 

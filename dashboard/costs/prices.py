@@ -16,7 +16,10 @@ the row's provider first (its id, then its base URL), then without. Before any l
   local model: no price unless the user gives one (a table would price a local
   ``qwen3-32b`` at Alibaba's API price);
 * an OpenRouter ``:free`` variant is free (a lookup without the suffix would find
-  the paid model).
+  the paid model);
+
+and a provider the table lacks but whose models OpenRouter resells at the provider's own
+list price (Nous: ``nousresearch/hermes-4-405b``) is priced from that entry, and says so.
 
 Overrides (``prices.yaml`` in the data directory, read by :mod:`costs.overrides`) come
 first, the first that matches.
@@ -42,7 +45,6 @@ from dashboard.hermes.model_names import model_family
 
 TABLE = "genai-prices"
 PER_TOKEN = 1e-6  # the table's prices are per million tokens
-COMPONENTS = ("input", "output", "cache_read", "cache_write", "reasoning")
 _TABLE_FIELDS = {
     "input": "input_mtok",
     "output": "output_mtok",
@@ -50,6 +52,9 @@ _TABLE_FIELDS = {
     "cache_write": "cache_write_mtok",
     "reasoning": "output_reasoning_mtok",
 }
+# Providers the table does not list, priced by the same models' OpenRouter entries, whose
+# price is the serving provider's list price: Nous's API serves its Hermes models there.
+STAND_INS = {"nous": "nousresearch/"}
 LOCAL_PROVIDERS = frozenset(("custom", "local", "ollama", "lmstudio", "llamacpp", "vllm"))
 
 
@@ -157,6 +162,7 @@ class PriceBook:
     (model, provider, day) triples; a row's lookup is then a dict read)."""
 
     overrides: Sequence[PriceOverride] = ()  # first match wins
+    problem: str = ""  # why the user's overrides are not in use (a prices.yaml refused)
     _cache: dict[tuple[Route, str], Rates | NoPrice] = field(default_factory=dict)
 
     @functools.cached_property
@@ -169,6 +175,12 @@ class PriceBook:
             return table
         text = "\n".join(repr(o) for o in self.overrides)
         return f"{table}+{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What an answer computed from this book depends on: its figures (the version)
+        and what it says of the user's file (a refused prices.yaml prices as none)."""
+        return (self.version, self.problem)
 
     def rates(self, route: Route, at: float) -> Rates | NoPrice:
         """The prices in force for ``route`` at ``at`` (epoch seconds, read as a UTC day
@@ -189,6 +201,12 @@ class PriceBook:
         if route.local:
             return NoPrice("local", "a local model: give it a price in prices.yaml")
         found = _table_lookup(route)
+        stand_in = ""
+        prefix = STAND_INS.get(route.provider.strip().casefold())
+        if found is None and prefix is not None:
+            tail = route.model.strip().rsplit("/", 1)[-1].casefold()
+            found = _table_lookup(Route(prefix + tail, "openrouter"))
+            stand_in = f" (OpenRouter's price of {route.provider}'s model)"
         if found is None:
             return NoPrice("missing", f"not in {table_version()}: give it a price in prices.yaml")
         provider, model = found
@@ -204,7 +222,7 @@ class PriceBook:
             cache_write=rates["cache_write"],
             reasoning=rates["reasoning"],
             source=table_version(),
-            matched=f"{provider.id}:{model.id}",
+            matched=f"{provider.id}:{model.id}{stand_in}",
         )
 
 

@@ -41,7 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from dashboard.costs.book import current_book
 from dashboard.costs.days import DayClock
+from dashboard.costs.prices import PriceBook
 from dashboard.costs.rollup_records import (
     CHUNK,
     DAY_KEYS,
@@ -80,7 +82,13 @@ from dashboard.store.writecore import WriteCore
 
 log = logging.getLogger(__name__)
 
-ROLLUP_VERSION = "4"  # bump when what a row contributes changes: forces a rebuild
+ROLLUP_VERSION = "5"  # bump when what a row contributes changes: forces a rebuild
+
+
+def rollup_version(book: PriceBook) -> str:
+    """What a built rollup must match: this code's version and the price book's (a new
+    table or a changed prices.yaml prices every row again)."""
+    return f"{ROLLUP_VERSION}|{book.version}"
 
 
 def _filters(question: Plan) -> tuple[str, list[object]]:
@@ -220,7 +228,8 @@ class CostRollup:
 
     def _refresh(self, conn: sqlite3.Connection, zone: ZoneInfo, mark: SpendMark | None) -> bool:
         state = self._state()
-        if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
+        book = current_book()
+        if state is None or state.version != rollup_version(book) or state.zone != zone.key:
             return self._rebuild_soon(conn, zone)
         with read_snapshot(conn):  # one state of the file: the fingerprint and the rows
             mark = mark if mark is not None else fingerprint(conn)
@@ -230,7 +239,7 @@ class CostRollup:
             newest = conn.execute(
                 "SELECT session_id FROM session_model_usage WHERE rowid = ?", (state.max_rid,)
             ).fetchone()
-            changed = self._read_rows(conn, zone, state)
+            changed = self._read_rows(conn, zone, state, book)
         t0 = time.perf_counter()
         if not self._apply(changed, state, mark, newest[0] if newest else None):
             return self._rebuild_soon(conn, zone)
@@ -310,7 +319,8 @@ class CostRollup:
             return
         with self._lock:
             state = self._state()
-            if state is None or state.version != ROLLUP_VERSION or state.zone != zone.key:
+            version = rollup_version(current_book())
+            if state is None or state.version != version or state.zone != zone.key:
                 self._start_build(zone)
 
     def _start_build(self, zone: ZoneInfo) -> None:
@@ -342,22 +352,24 @@ class CostRollup:
             self._builder.join(timeout)
 
     def _read_rows(
-        self, conn: sqlite3.Connection, zone: ZoneInfo, since: _State | None
+        self, conn: sqlite3.Connection, zone: ZoneInfo, since: _State | None, book: PriceBook
     ) -> dict[int, Row]:
         if since is None:
-            return read_rows(conn, DayClock(zone))
+            return read_rows(conn, DayClock(zone), book=book)
         where = (
             "u.last_seen >= ? OR u.rowid > ? "
             "OR u.session_id IN (SELECT session_id FROM messages WHERE rowid > ?)"
         )
         watermark = since.watermark if since.watermark is not None else 0.0
-        return read_rows(conn, DayClock(zone), where, (watermark, since.max_rid, since.max_mid))
+        params = (watermark, since.max_rid, since.max_mid)
+        return read_rows(conn, DayClock(zone), where, params, book=book)
 
     def _rebuild(self, conn: sqlite3.Connection, zone: ZoneInfo) -> None:
         t0 = time.perf_counter()
+        book = current_book()
         with read_snapshot(conn):
             mark = fingerprint(conn)
-            rows = self._read_rows(conn, zone, None)
+            rows = self._read_rows(conn, zone, None, book)
         days: dict[tuple, list[float]] = {}
         session_days: dict[tuple, list[float]] = {}
         members: dict[Membership, int] = defaultdict(int)
@@ -376,7 +388,7 @@ class CostRollup:
                 multi.append(sid)
         state = (
             self.home,
-            ROLLUP_VERSION,
+            rollup_version(book),
             zone.key,
             mark.last_seen,
             max(rows, default=0),

@@ -15,7 +15,20 @@ EVERY = ("all", "all")  # the (dimension, key) every session counts in: the tota
 # the index: without statistics the planner would scan the table by its home prefix.
 CHUNK = 500
 
-ROW_COLUMNS = ("day", "weight", "sid", *DIMENSIONS, "status", "e", "a", *TOKEN_COLUMNS, "calls")
+ROW_COLUMNS = (
+    "day",
+    "weight",
+    "sid",
+    *DIMENSIONS,
+    "status",
+    "e",
+    "a",
+    *TOKEN_COLUMNS,
+    "calls",
+    "r",
+    "r_status",
+    "unsized",
+)
 
 NO_DAY = 0  # cost_row.day of a row with no time (ordinals start at 1)
 
@@ -58,6 +71,12 @@ def clean_sums(vector: list[float]) -> list[float]:
         ("eff_sum", "eff_n"),
         ("pa_sum", "pair_n"),
         ("pe_sum", "pair_n"),
+        ("r_sum", "r_n"),
+        ("er_sum", "er_n"),
+        ("re_sum", "er_n"),
+        ("br_sum", "br_n"),
+        ("rb_sum", "br_n"),
+        ("ur_sum", "n_ur"),
     ):
         if round(out[names[count]]) == 0:
             out[names[total]] = 0.0
@@ -69,7 +88,17 @@ def clean_sums(vector: list[float]) -> list[float]:
 
 def row_values(home: int, rid: int, row: Row) -> list[tuple]:
     """The cost_row records of one row: one per day, or one on NO_DAY with no weight."""
-    figures = (*(row.key(d) for d in DIMENSIONS), row.status, row.e, row.a, *row.tokens, row.calls)
+    figures = (
+        *(row.key(d) for d in DIMENSIONS),
+        row.status,
+        row.e,
+        row.a,
+        *row.tokens,
+        row.calls,
+        row.r,
+        row.r_status,
+        row.unsized,
+    )
     parts = row.parts or ((NO_DAY, 0),)
     return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
 
@@ -93,9 +122,12 @@ def to_rows(records: Iterable[tuple]) -> dict[int, Row]:
             status,
             e,
             a,
-            tuple(rest[:-1]),
-            rest[-1],
+            tuple(rest[:-4]),
+            rest[-4],
             parts,
+            rest[-3],
+            rest[-2],
+            rest[-1],
         )
     return out
 

@@ -38,6 +38,7 @@ from datetime import date, datetime, timedelta
 from typing import ClassVar, NamedTuple
 from zoneinfo import ZoneInfo
 
+from dashboard.costs.book import current_book
 from dashboard.costs.day_sums import DaySums, day_sums
 from dashboard.costs.days import DayClock
 from dashboard.costs.rules import (
@@ -54,6 +55,24 @@ PERIODS = ("month", "week", "day")
 DIMENSIONS = ("provider", "model", "source", "task", "profile")
 DRIFT_FLAG = 1.5  # actual/estimated beyond this (or below its inverse) is flagged
 TOKEN_COLUMNS = tuple(f"t_{k}" for k in TOKEN_KINDS)
+# The recomputed figures (issue 28; usage.Row.recomputed): the sum and its rows; Hermes's
+# estimate and the recomputation of rows both priced whole; the bill and the
+# recomputation of rows billed whole; the recomputation of rows Hermes priced unknown and
+# their calls; the calls Recall could not price; the calls whose tier went unchecked.
+RECOMPUTED_SUMS = (
+    "r_sum",
+    "r_n",
+    "er_sum",
+    "re_sum",
+    "er_n",
+    "br_sum",
+    "rb_sum",
+    "br_n",
+    "ur_sum",
+    "n_ur",
+    "n_unpriced",
+    "n_unsized",
+)
 # One vector per (row, day); sums of these make a cell (and a rollup day-cell).
 SUM_COLUMNS = (
     "rows",
@@ -69,8 +88,83 @@ SUM_COLUMNS = (
     *(f"n_{s}" for s in STATUSES),
     *TOKEN_COLUMNS,
     "calls",
+    *RECOMPUTED_SUMS,
 )
-MONEY_SUMS = ("e_sum", "a_sum", "eff_sum", "pa_sum", "pe_sum")
+MONEY_SUMS = (
+    "e_sum",
+    "a_sum",
+    "eff_sum",
+    "pa_sum",
+    "pe_sum",
+    "r_sum",
+    "er_sum",
+    "re_sum",
+    "br_sum",
+    "rb_sum",
+    "ur_sum",
+)
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    """A cell's spend priced again by Recall, beside Hermes's figures (issue 28)."""
+
+    usd: float | None = None  # None: no call of it could be priced
+    # Hermes's estimate and Recall's figure of the rows both priced whole (None: none)
+    estimated_pair: tuple[float, float] | None = None
+    # the bill and Recall's figure of the rows billed whole
+    billed_pair: tuple[float, float] | None = None
+    recovered_usd: float | None = None  # Recall's price of the calls Hermes called unknown
+    recovered_calls: int = 0
+    unpriced_calls: int = 0  # calls Recall could not price (included ones are not counted)
+    unsized_calls: int = 0  # calls a long-context tier may apply to, left unchecked
+
+    @property
+    def estimate_ratio(self) -> float | None:
+        """Hermes's estimate ÷ Recall's over the same calls: 0.62 is "under by 38%"."""
+        return _ratio(self.estimated_pair)
+
+    @property
+    def billed_ratio(self) -> float | None:
+        """The bill ÷ Recall's figure over the same calls."""
+        return _ratio(self.billed_pair)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "usd": self.usd,
+            "estimate_ratio": self.estimate_ratio,
+            "billed_ratio": self.billed_ratio,
+            "estimated_pair": self.estimated_pair,
+            "billed_pair": self.billed_pair,
+            "recovered_usd": self.recovered_usd,
+            "recovered_calls": self.recovered_calls,
+            "unpriced_calls": self.unpriced_calls,
+            "unsized_calls": self.unsized_calls,
+        }
+
+    @staticmethod
+    def combine(parts: list[Recomputed]) -> Recomputed:
+        """Several cells' recomputations as one (the total row)."""
+
+        def pair(pairs: list[tuple[float, float] | None]) -> tuple[float, float] | None:
+            known = [p for p in pairs if p is not None]
+            if not known:
+                return None
+            return (money(sum(p[0] for p in known)), money(sum(p[1] for p in known)))
+
+        return Recomputed(
+            usd=total([p.usd for p in parts]),
+            estimated_pair=pair([p.estimated_pair for p in parts]),
+            billed_pair=pair([p.billed_pair for p in parts]),
+            recovered_usd=total([p.recovered_usd for p in parts]),
+            recovered_calls=sum(p.recovered_calls for p in parts),
+            unpriced_calls=sum(p.unpriced_calls for p in parts),
+            unsized_calls=sum(p.unsized_calls for p in parts),
+        )
+
+
+def _ratio(pair: tuple[float, float] | None) -> float | None:
+    return pair[0] / pair[1] if pair is not None and pair[1] else None
 
 
 @dataclass
@@ -88,6 +182,7 @@ class Cell:
     tokens: dict[str, int] = field(default_factory=dict)
     sessions: int = 0
     api_calls: int = 0
+    recomputed: Recomputed = field(default_factory=Recomputed)
 
     @property
     def drift_flagged(self) -> bool:
@@ -107,6 +202,7 @@ class Cell:
             "tokens": self.tokens,
             "sessions": self.sessions,
             "api_calls": self.api_calls,
+            "recomputed": self.recomputed.to_json(),
         }
 
 
@@ -120,6 +216,8 @@ class Spend:
     periods: list[str]
     rows: list[Cell]
     totals: Cell
+    price_table: str = ""  # the price book every recomputed figure came from (its version)
+    price_problem: str = ""  # why the user's prices.yaml is not in use, if it is not
     source_table: ClassVar[str] = "session_model_usage"  # what the sums read (page, JSON)
 
     def period_ranges(self) -> list[tuple[str, date, date]]:
@@ -139,6 +237,8 @@ class Spend:
             "periods": self.periods,
             "rows": [r.to_json() for r in self.rows],
             "totals": self.totals.to_json(),
+            "price_table": self.price_table,
+            "price_problem": self.price_problem,
         }
 
 
@@ -206,6 +306,7 @@ class Plan:
     def result(self, cells: list[Cell], sessions: int) -> Spend:
         """The answer: ``cells`` sorted, and a total of ``sessions`` distinct sessions."""
         rows = sorted(cells, key=lambda c: (c.period, -(c.effective_usd or 0), c.key))
+        book = current_book()
         return Spend(
             period=self.period,
             by=self.by,
@@ -215,6 +316,8 @@ class Plan:
             periods=self.labels,
             rows=rows,
             totals=_sum_cells(rows, sessions),
+            price_table=book.version,
+            price_problem=book.problem,
         )
 
 
@@ -416,6 +519,24 @@ def cell_from_sums(period: str, key: str, values: Iterable[float], sessions: int
         tokens={k: int(round(v[f"t_{k}"])) for k in TOKEN_KINDS},
         sessions=sessions,
         api_calls=int(round(v["calls"])),
+        recomputed=_recomputed(v),
+    )
+
+
+def _recomputed(v: dict[str, float]) -> Recomputed:
+    """A cell's :class:`Recomputed` from its sums."""
+
+    def pair(top: str, bottom: str, count: str) -> tuple[float, float] | None:
+        return (money(v[top]), money(v[bottom])) if v[count] else None  # type: ignore[return-value]
+
+    return Recomputed(
+        usd=money(v["r_sum"]) if v["r_n"] else None,
+        estimated_pair=pair("er_sum", "re_sum", "er_n"),
+        billed_pair=pair("br_sum", "rb_sum", "br_n"),
+        recovered_usd=money(v["ur_sum"]) if v["n_ur"] else None,
+        recovered_calls=int(round(v["n_ur"])),
+        unpriced_calls=int(round(v["n_unpriced"])),
+        unsized_calls=int(round(v["n_unsized"])),
     )
 
 
@@ -435,4 +556,5 @@ def _sum_cells(cells: list[Cell], sessions: int) -> Cell:
         tokens={k: sum(c.tokens.get(k, 0) for c in cells) for k in TOKEN_KINDS},
         sessions=sessions,
         api_calls=sum(c.api_calls for c in cells),
+        recomputed=Recomputed.combine([c.recomputed for c in cells]),
     )

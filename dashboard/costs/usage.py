@@ -6,9 +6,12 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from dashboard.costs.book import current_book
 from dashboard.costs.days import DayClock, Parts, apportion, fractions, row_parts
+from dashboard.costs.prices import PriceBook, Route
+from dashboard.costs.reprice import INCLUDED, Call, Tokens, reprice
 from dashboard.costs.rules import (
     STATUSES,
     CostSummary,
@@ -17,6 +20,8 @@ from dashboard.costs.rules import (
     read_cost,
 )
 from dashboard.hermes.conventions import TOKEN_KINDS
+from dashboard.hermes.model_names import model_family
+from dashboard.store.logged_calls import priced_calls
 from dashboard.store.schema import DERIVED_USAGE_PREFIX
 
 
@@ -49,6 +54,11 @@ KEY_SQL = {
 # LEFT JOIN: a usage row whose session row is gone still cost money.
 ROWS_FROM = "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
 
+#: A usage row's route as Hermes wrote it: what the price book looks up.
+ROUTE_SQL = ", ".join(
+    f"coalesce(u.{c}, '')" for c in ("model", "billing_provider", "billing_base_url")
+)
+
 #: How a usage row is read. The raw sums here and Recall's per-day rollup both read
 #: rows through :func:`read_rows`, so keys, tokens and time bounds live in one place:
 #: rowid, session, first, last, the DIMENSIONS keys (never NULL or ''), status,
@@ -57,7 +67,7 @@ ROW_SQL = (
     f"SELECT u.rowid, u.session_id, {ROW_FIRST}, {ROW_LAST}, "
     f"{', '.join(KEY_SQL[d] for d in ('provider', 'model', 'source', 'task', 'profile'))}, "
     f"u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, {', '.join(TOKEN_SQL)}, "
-    f"u.api_call_count, {derived_usage_sql('u')} {ROWS_FROM}"
+    f"u.api_call_count, {derived_usage_sql('u')}, {ROUTE_SQL} {ROWS_FROM}"
 )
 
 
@@ -77,6 +87,11 @@ class Row:
     tokens: tuple[int, ...]
     calls: int
     parts: Parts  # (day ordinal, weight); empty: the row has no time
+    # Recomputed from the price book (costs.reprice): the figure (None: not priced),
+    # its status (PRICED, FREE, INCLUDED, UNPRICED), calls whose tier went unchecked.
+    r: float | None = None
+    r_status: str = INCLUDED
+    unsized: int = 0
 
     def key(self, dim: str) -> str:
         return getattr(self, dim)
@@ -84,6 +99,26 @@ class Row:
     @property
     def cost(self) -> RowCost:
         return RowCost(self.status, self.e, self.a)
+
+    def recomputed(self, share: float, calls: int, unsized: int) -> list[float]:
+        """This row's part (``share`` of it, ``calls`` of its calls) of the recomputed
+        sums, in RECOMPUTED_SUMS order: the figure, then beside each of Hermes's figures
+        the recomputation of the same calls (an estimate of every call, a bill of every
+        call, a row Hermes priced unknown), then the calls Recall could not price and
+        those whose tier it could not check."""
+        r = self.r
+        out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, unsized]
+        if r is None:
+            out[10] = calls if self.r_status not in (INCLUDED,) else 0
+            return out
+        out[0], out[1] = r * share, 1
+        if self.status == "estimated" and self.e is not None:
+            out[2], out[3], out[4] = self.e * share, r * share, 1
+        elif self.status == "actual" and self.a is not None:
+            out[5], out[6], out[7] = self.a * share, r * share, 1
+        elif self.status == "unknown":
+            out[8], out[9] = r * share, calls
+        return out
 
     def vectors(self) -> Iterator[tuple[int, list[float]]]:
         """``(day, contribution)`` per day of the row, each in SUM_COLUMNS order."""
@@ -109,6 +144,7 @@ class Row:
                     *status,
                     *self.tokens,
                     self.calls,
+                    *self.recomputed(1.0, self.calls, self.unsized),
                 ],
             )
             return
@@ -116,6 +152,7 @@ class Row:
         shares = fractions(weights)
         tokens = [apportion(t, weights) for t in self.tokens]
         calls = apportion(self.calls, weights)
+        unsized = apportion(self.unsized, weights)
         for i, (day, _) in enumerate(self.parts):
             f = shares[i]
             yield (
@@ -134,14 +171,21 @@ class Row:
                     *(calls[i] if self.status == s else 0 for s in STATUSES),
                     *(t[i] for t in tokens),
                     calls[i],
+                    *self.recomputed(f, calls[i], unsized[i]),
                 ],
             )
 
 
 def read_rows(
-    conn: sqlite3.Connection, clock: DayClock, where: str = "", params: Iterable[object] = ()
+    conn: sqlite3.Connection,
+    clock: DayClock,
+    where: str = "",
+    params: Iterable[object] = (),
+    book: PriceBook | None = None,
 ) -> dict[int, Row]:
-    """Usage rows (by rowid) matching ``where``, read by the rules and spread over days."""
+    """Usage rows (by rowid) matching ``where``, read by the rules, spread over days and
+    priced again from ``book`` (None: :func:`~dashboard.costs.book.current_book`)."""
+    book = book if book is not None else current_book()
     condition = f" WHERE {where}" if where else ""
     found = conn.execute(ROW_SQL + condition, list(params)).fetchall()
     day = clock.day
@@ -155,17 +199,25 @@ def read_rows(
     }
     replies = _replies(conn, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
-    for (rid, sid, _, _, provider, model, source, task, profile, *rest), (lo, hi) in zip(
+    tiered: dict[int, tuple[Route, Tokens, float, str]] = {}
+    for (rid, sid, _, last, provider, model, source, task, profile, *rest), (lo, hi) in zip(
         found, bounds, strict=True
     ):
-        status, est, act, *counts, merged = rest
+        status, est, act, *counts, merged, raw_model, raw_provider, url = rest
         cost = read_cost(status, est, act, usage=not merged)
-        calls = counts[-1]
+        calls = max(counts[-1] if type(counts[-1]) is int else _count(counts[-1]), 1)
+        tokens = tuple(t if type(t) is int else _count(t) for t in counts[:-1])
         parts = (
             row_parts(hi, lo, hi, replies.get(sid, ()))
             if lo != hi
             else (() if hi is None else ((hi, 1),))
         )
+        route = Route(str(raw_model), str(raw_provider), str(url))
+        used = Tokens(*tokens)
+        at = last if isinstance(last, int | float) else 0.0
+        again = reprice(book, route, used, at, calls=calls, included=cost.status == INCLUDED)
+        if again.unsized:
+            tiered[rid] = (route, used, at, str(sid))
         rows[rid] = Row(
             str(sid),
             provider,
@@ -176,11 +228,36 @@ def read_rows(
             cost.status,
             cost.estimated,
             cost.billed,
-            tuple(t if type(t) is int else _count(t) for t in counts[:-1]),
-            max(calls if type(calls) is int else _count(calls), 1),
+            tokens,
+            calls,
             parts,
+            again.usd,
+            again.status,
+            again.unsized,
         )
+    if tiered:  # a call of these may have passed a tier: price the ones agent.log sized
+        logged = logged_calls(conn, {sid for *_, sid in tiered.values()})
+        for rid, (route, used, at, sid) in tiered.items():
+            row = rows[rid]
+            calls_of = logged.get((sid, model_family(route.model)), [])
+            again = reprice(book, route, used, at, calls=row.calls, logged=calls_of)
+            rows[rid] = replace(row, r=again.usd, r_status=again.status, unsized=again.unsized)
     return rows
+
+
+def logged_calls(conn: sqlite3.Connection, sessions: set[str]) -> dict[tuple[str, str], list[Call]]:
+    """The calls agent.log sized for ``sessions``, by (session, model family): a usage
+    row's model and a log line's are one spelling, but a family is safe either way."""
+    out: dict[tuple[str, str], list[Call]] = defaultdict(list)
+    try:
+        found = priced_calls(conn, sorted(sessions))
+    except sqlite3.OperationalError:  # a store older than the table (a read-only copy)
+        return {}
+    for (sid, model), calls in found.items():
+        out[(sid, model_family(model))] += [
+            Call(c.prompt, c.output, c.cache_read, c.cache_write) for c in calls
+        ]
+    return out
 
 
 def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, CostSummary]:

@@ -18,6 +18,7 @@ keeps what it has read (archive/call_log.py).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -105,16 +106,24 @@ def parse_lines(lines: Iterable[str]) -> Iterator[LoggedCall]:
 
 def log_files(home: Path) -> list[Path]:
     """A home's agent.log and its rotated copies, oldest first (``agent.log.3`` …
-    ``agent.log.1``, then ``agent.log``): the order their lines were written."""
+    ``agent.log.1``, then ``agent.log``): the order their lines were written.
+
+    No ``logs/`` folder: none. One that cannot be listed raises OSError; an entry of
+    the right name is listed whatever it is (opening one that is not a readable file
+    raises then, and is said, rather than passed over as if absent).
+    """
     folder = home / LOG_FOLDER
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except FileNotFoundError:
+        return []
     rotated: list[tuple[int, Path]] = []
-    for path in folder.glob(f"{LOG_NAME}.*"):
-        suffix = path.name[len(LOG_NAME) + 1 :]
+    for name in names:
+        suffix = name[len(LOG_NAME) + 1 :] if name.startswith(f"{LOG_NAME}.") else ""
         if suffix.isdigit():
-            rotated.append((int(suffix), path))
+            rotated.append((int(suffix), folder / name))
     files = [p for _, p in sorted(rotated, reverse=True)]
-    current = folder / LOG_NAME
-    return [*files, current] if current.is_file() else files
+    return [*files, folder / LOG_NAME] if LOG_NAME in names else files
 
 
 def _count(text: str) -> int | None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dashboard.costs.book import current_book
 from dashboard.costs.costly import (
     TOP_SESSIONS,
     CostlySessions,
@@ -98,7 +99,7 @@ class SpendReading:
 
     def spend(self, **options: Any) -> Spend:
         """Spend by period and dimension (options as :func:`dashboard.costs.spend.plan`)."""
-        key = (repr(sorted(options.items())), self.mark)
+        key = (repr(sorted(options.items())), self.mark, current_book().key)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -116,7 +117,14 @@ class SpendReading:
     ) -> CostlySessions:
         """The sessions that cost the most in a spend question's range, from the rollup's
         rows once built, else the raw rows."""
-        key = ("sessions", sort, descending, repr(sorted(options.items())), self.mark)
+        key = (
+            "sessions",
+            sort,
+            descending,
+            repr(sorted(options.items())),
+            self.mark,
+            current_book().key,
+        )
         hit = self._cache.get(key)
         if hit is not None:
             return hit

@@ -79,6 +79,19 @@ ROLLUP_SUM_COLUMNS = (
     "n_unknown",
     *ROLLUP_TOKEN_COLUMNS,
     "calls",
+    # Recomputed (issue 28, migration 7)
+    "r_sum",
+    "r_n",
+    "er_sum",
+    "re_sum",
+    "er_n",
+    "br_sum",
+    "rb_sum",
+    "br_n",
+    "ur_sum",
+    "n_ur",
+    "n_unpriced",
+    "n_unsized",
 )
 
 
@@ -111,6 +124,7 @@ def _cost_tables(conn: sqlite3.Connection) -> None:
             provider TEXT NOT NULL, model TEXT NOT NULL, source TEXT NOT NULL, task TEXT NOT NULL,
             profile TEXT NOT NULL,
             status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
+            r REAL, r_status TEXT NOT NULL, unsized INTEGER NOT NULL, -- recomputed (7)
             PRIMARY KEY (home, rid, day)
         ) WITHOUT ROWID"""
     )
@@ -167,6 +181,12 @@ def _cost_by_profile(conn: sqlite3.Connection) -> None:
     _cost_session_days(conn)
 
 
+def _cost_recomputed(conn: sqlite3.Connection) -> None:
+    """Recall migration 7: each row's recomputed figure and its sums (issue 28). The sums
+    are rebuilt from the archive by the next question (ROLLUP_VERSION 5)."""
+    _cost_by_profile(conn)
+
+
 def _drop_tables(conn: sqlite3.Connection) -> None:
     for table in (
         "cost_session_day",
@@ -187,6 +207,7 @@ MIGRATIONS = (
     Migration(4, "cost rollup: rows spread over the days of their calls", _cost_rows_by_day),
     Migration(5, "cost rollup: sums per session and day", _cost_session_days),
     Migration(6, "cost rollup: every record keyed by its profile", _cost_by_profile),
+    Migration(7, "cost rollup: every row priced again", _cost_recomputed),
 )
 
 #: ``state_meta`` key prefix of a Hermes file's overview figures, kept across restarts.

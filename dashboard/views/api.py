@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from flask import Blueprint, jsonify, request
 
+from dashboard.costs.reconcile import verdicts
 from dashboard.costs.rules import CostSummary
 from dashboard.errors import (
     NotFoundError,
@@ -165,6 +166,7 @@ def costs():
     report = report.checked()
     assert report.spend is not None
     body = report.spend.to_json()
+    body["verdicts"] = [v.to_json() for v in verdicts(report.spend)]
     if asked.notices:
         body["notices"] = list(asked.notices)
     return jsonify(body)

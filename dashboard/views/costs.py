@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
+from dashboard.costs.reconcile import recovered_sentence, verdicts
 from dashboard.costs.spend import DRIFT_FLAG, PERIODS, Spend
 from dashboard.errors import ValidationError
 from dashboard.hermes.profiles import ALL, EVERY_PROFILE
@@ -110,6 +111,8 @@ def index():
             # Days (what a column opens into): a row a day and key, dozens of them,
             # and the question was "what cost so much that month": the sessions first.
             sessions_first=report.request.period == "day",
+            verdicts=verdicts(report.spend),
+            recovered=recovered_sentence(report.spend.totals.recomputed),
             profile_column=bool(profiles),  # every profile shown: name each session's
             over_budget=context["budget"] is not None
             and top.projection is not None

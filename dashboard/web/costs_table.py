@@ -73,6 +73,7 @@ class CostTable:
     token_columns: list[Column]
     rows: list[Row]
     total: Row
+    price_table: str = ""  # the price book's version: every recomputed figure's source
 
     def csv_text(self, by: str) -> str:
         """The CSV: the rows of the tables, each figure in a column of its own.
@@ -88,19 +89,28 @@ class CostTable:
                 "period",
                 by,
                 "estimated_usd",
+                "recomputed_usd",
                 "actual_usd",
                 "effective_usd",
                 "drift",
+                "estimate_ratio",
+                "billed_ratio",
                 "billed_share",
                 "coverage",
                 *(f"calls_{s}" for s in STATUSES),
                 "sessions",
                 "api_calls",
                 *(f"{k}_tokens" for k in TOKEN_KINDS),
+                "recovered_usd",
+                "recovered_calls",
+                "unpriced_calls",
+                "unsized_calls",
+                "price_table",
             ]
         )
         for row in [*self.rows, self.total]:
             c = row.cell
+            again = c.recomputed
             writer.writerow(
                 [
                     csv_text_cell(row.spend[0].text),
@@ -109,9 +119,12 @@ class CostTable:
                         _number(v)
                         for v in (
                             c.estimated_usd,
+                            again.usd,
                             c.actual_usd,
                             c.effective_usd,
                             c.drift,
+                            again.estimate_ratio,
+                            again.billed_ratio,
                             c.actual_share,
                         )
                     ),
@@ -120,6 +133,11 @@ class CostTable:
                     c.sessions,
                     c.api_calls,
                     *(c.tokens.get(k, 0) for k in TOKEN_KINDS),
+                    _number(again.recovered_usd),
+                    again.recovered_calls,
+                    again.unpriced_calls,
+                    again.unsized_calls,
+                    self.price_table,
                 ]
             )
         return out.getvalue()
@@ -143,9 +161,12 @@ def cost_table(spend: Spend) -> CostTable:
         Column("Period", numeric=False),
         Column(key, numeric=False),
         Column("Estimated"),
+        Column("Recomputed"),
         Column("Billed"),
         Column("Effective"),
         Column("Drift"),
+        Column("Estimate vs recomputed"),
+        Column("Bill vs recomputed"),
         Column("Billed share"),
         Column("Calls by status", numeric=False),
         Column("Sessions"),
@@ -157,18 +178,23 @@ def cost_table(spend: Spend) -> CostTable:
         *(Column(TOKEN_LABELS[k]) for k in TOKEN_KINDS),
     ]
     rows = [_row(c, c.period, c.key) for c in spend.rows]
-    return CostTable(spend_columns, token_columns, rows, _row(spend.totals, "Total", "all"))
+    total = _row(spend.totals, "Total", "all")
+    return CostTable(spend_columns, token_columns, rows, total, spend.price_table)
 
 
 def _row(cell: Cell, period: str, key: str) -> Row:
     included = _included_only(cell)
     labels = [Shown(period, "label"), Shown(key, "label")]
+    again = cell.recomputed
     spend = [
         *labels,
         money(cell.estimated_usd, included),
+        recomputed(cell, included),
         money(cell.actual_usd, included),
         money(cell.effective_usd, included),
         drift(cell),
+        versus(again.estimate_ratio, "Hermes's estimate"),
+        versus(again.billed_ratio, "the bill"),
         share(cell.actual_share),
         status_mix(cell.status_mix),
         count(cell.sessions),
@@ -183,6 +209,42 @@ def _included_only(cell: Cell) -> bool:
     return mix.get("included", 0) > 0 and all(
         mix.get(s, 0) == 0 for s in STATUSES if s != "included"
     )
+
+
+def recomputed(cell: Cell, included: bool = False) -> Shown:
+    """Recall's own price of a cell's calls, and what it could not price or size."""
+    again = cell.recomputed
+    caveats = []
+    if again.unpriced_calls:
+        n = again.unpriced_calls
+        caveats.append(f"{n:,} call{'s' if n != 1 else ''} of a model no price list has")
+    if again.unsized_calls:
+        n = again.unsized_calls
+        caveats.append(
+            f"long-context tier not applied to {n:,} call{'s' if n != 1 else ''} "
+            "(no call size logged)"
+        )
+    if again.recovered_calls:
+        n = again.recovered_calls
+        caveats.append(f"{usd(again.recovered_usd)} of it for {n:,} calls Hermes priced unknown")
+    if again.usd is None:
+        if included and not again.unpriced_calls:
+            return Shown("included", "muted", "Covered by a subscription or plan")
+        return Shown("unknown", "muted", "; ".join(caveats) or "No price is known for these calls")
+    text = usd(again.usd) + ("*" if again.unpriced_calls or again.unsized_calls else "")
+    return Shown(text, "recomputed", "; ".join(caveats))
+
+
+def versus(ratio: float | None, what: str) -> Shown:
+    """How far one of Hermes's figures is from Recall's over the same calls: "−38%" when
+    it is 38% below. Flagged beyond DRIFT_FLAG either way, as drift is."""
+    if ratio is None:
+        return Shown("—", "muted")
+    percent = (ratio - 1) * 100
+    text = "0%" if round(percent) == 0 else f"{'+' if percent > 0 else '−'}{abs(percent):.0f}%"
+    flagged = ratio > DRIFT_FLAG or ratio < 1 / DRIFT_FLAG
+    title = f"{what} is {ratio:.2f}× Recall's price of the same calls"
+    return Shown(text, "drift-flagged" if flagged else "", title)
 
 
 def money(amount: float | None, included: bool = False) -> Shown:

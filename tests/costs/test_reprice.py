@@ -156,7 +156,6 @@ def test_reasoning_has_its_own_price_only_where_the_table_gives_one() -> None:
         (Route("qwen3-32b", "openai", "http://192.168.1.20:8000/v1"), UNPRICED, "local model"),
         (Route("local/qwen3-32b", "custom"), UNPRICED, "local model"),
         (Route("deepseek/deepseek-chat-v3.1:free", "openrouter"), FREE, "free"),
-        (Route("Hermes-4-405B", "nous"), UNPRICED, "not in genai-prices"),
         (Route("no-such-model-anywhere", "openrouter"), UNPRICED, "prices.yaml"),
     ],
 )
@@ -164,6 +163,22 @@ def test_what_the_table_cannot_price_says_why(route: Route, status: str, words: 
     found = reprice(PriceBook(), route, Tokens(1_000, 100), NOV.timestamp())
     assert found.status == status and words in found.reason
     assert found.usd == (0.0 if status == FREE else None)
+
+
+def test_nous_is_priced_as_openrouter_resells_its_models_and_says_so() -> None:
+    found = reprice(
+        PriceBook(), Route("Hermes-4-405B", "nous"), Tokens(1_000, 100), NOV.timestamp()
+    )
+    assert found.status == PRICED
+    assert (
+        found.matched
+        == "openrouter:nousresearch/hermes-4-405b (OpenRouter's price of nous's model)"
+    )
+    usage = gp.Usage(input_tokens=1_000, output_tokens=100)
+    price = gp.calc_price(
+        usage, "nousresearch/hermes-4-405b", provider_id="openrouter", genai_request_timestamp=NOV
+    )
+    assert found.usd == pytest.approx(float(price.total_price))
 
 
 def test_included_rows_stay_included() -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from datetime import date, datetime
+from contextlib import closing
+from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import genai_prices as gp
 import pytest
 
 from dashboard.costs.spend import Spend, period_label, period_starts
@@ -15,6 +17,7 @@ from dashboard.hermes.home import HermesHome
 from dashboard.reader.opening import reading_for
 from dashboard.reader.reader import StateReader
 from dashboard.store.schema import DERIVED_USAGE_PREFIX
+from tests.support import agent_logs as al
 from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
 
@@ -242,3 +245,85 @@ def assert_same(raw: Spend, rolled: Spend) -> None:
         assert got.status_mix == want.status_mix, where
         assert got.tokens == want.tokens, where
         assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where
+
+
+# -- recomputed costs (issue 28) -----------------------------------------------------------
+
+SONNET = "anthropic/claude-sonnet-4.5"
+NOV = datetime(2026, 11, 10, 12, tzinfo=UTC).timestamp()
+# One turn of a long conversation: the first call's prompt is past Sonnet's 200k tier.
+TURN = [
+    al.Call(NOV + 1, "long", 1, SONNET, prompt=250_000, output=3_000, cache_read=60_000),
+    al.Call(NOV + 5, "long", 2, SONNET, prompt=90_000, output=800),
+    al.Call(NOV + 9, "long", 3, SONNET, prompt=120_000, output=1_000, cache_read=80_000),
+]
+
+
+def calculator(
+    model: str,
+    provider: str,
+    prompt: int,
+    cache_read: int,
+    cache_write: int,
+    output: int,
+    when: float,
+) -> float:
+    """genai-prices' own price of one call or row (input: the whole prompt)."""
+    usage = gp.Usage(
+        input_tokens=prompt,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        output_tokens=output,
+    )
+    at = datetime.fromtimestamp(when, UTC)
+    found = gp.calc_price(usage, model, provider_id=provider, genai_request_timestamp=at)
+    return float(found.total_price)
+
+
+def base_rate(call: al.Call) -> float:
+    """A call at the base rates, whatever its size: the price list is linear below the
+    tier, so half the call, priced by the calculator below 200k, doubled."""
+    half = calculator(
+        SONNET, "openrouter", call.prompt // 2, call.cache_read // 2, 0, call.output // 2, call.at
+    )
+    return 2 * half
+
+
+def long_context_home(home: Path, *, logged: bool = True, hermes_unknown: bool = False) -> Path:
+    """A Hermes home (today's form) with one session whose three calls (:data:`TURN`)
+    Hermes merged into one usage row, estimated at the base rate (no tier), and logged
+    in agent.log; archived as ``recall serve`` would. Returns the archive's path."""
+    db = shapes.build_current_views(home / "state.db")
+    shapes.start_session(db, "long", NOV, title="read the whole repo")
+    shapes.append_turn(db, "long", "read the whole repo", "done", NOV + 10)
+    estimate = sum(base_rate(c) for c in TURN)
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+            "billing_base_url, task, api_call_count, input_tokens, output_tokens, "
+            "cache_read_tokens, estimated_cost_usd, cost_status, first_seen, last_seen) "
+            "VALUES ('long', ?, 'openrouter', 'https://openrouter.ai/api/v1', '', 3, ?, ?, ?, "
+            "?, ?, ?, ?)",
+            (
+                SONNET,
+                sum(c.prompt - c.cache_read for c in TURN),
+                sum(c.output for c in TURN),
+                sum(c.cache_read for c in TURN),
+                0.0 if hermes_unknown else estimate,  # NOT NULL DEFAULT 0 in Hermes
+                "unknown" if hermes_unknown else "estimated",
+                TURN[0].at,
+                TURN[-1].at,
+            ),
+        )
+    if logged:
+        al.write_log(home, al.with_noise(TURN))
+    return archive_home(home)
+
+
+def months_by_model(db: Path, start: date, end: date) -> Spend:
+    """Spend by month and model of ``db`` over [start, end), in UTC."""
+    from dashboard.costs.spend import spend
+    from dashboard.store.readonly import open_readonly
+
+    with closing(open_readonly(db)) as conn:
+        return spend(conn, period="month", by="model", start=start, end=end, timezone="UTC")

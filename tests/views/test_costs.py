@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -17,6 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from flask.testing import FlaskClient
 
+from dashboard.costs.reconcile import verdicts
 from dashboard.costs.spend import STATUSES, Cell, Spend, spend
 from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.reader.costs_report import CostsReport
@@ -137,14 +139,33 @@ def expected_spend_row(cell: Cell, period: str, key: str) -> list[str]:
         period,
         key,
         money(cell.estimated_usd, cell),
+        recomputed_text(cell),
         money(cell.actual_usd, cell),
         money(cell.effective_usd, cell),
         drift,
+        versus_text(cell.recomputed.estimate_ratio),
+        versus_text(cell.recomputed.billed_ratio),
         share,
         mix or "—",
         f"{cell.sessions:,}",
         f"{cell.api_calls:,}",
     ]
+
+
+def recomputed_text(cell: Cell) -> str:
+    """Recall's price as the table shows it: a star when some calls were not priced or
+    their tier not checked."""
+    again = cell.recomputed
+    if again.usd is None:
+        return money(None, cell) if not again.unpriced_calls else "unknown"
+    return usd(again.usd) + ("*" if again.unpriced_calls or again.unsized_calls else "")
+
+
+def versus_text(ratio: float | None) -> str:
+    if ratio is None:
+        return "—"
+    percent = round((ratio - 1) * 100)
+    return "0%" if percent == 0 else f"{'+' if percent > 0 else '−'}{abs(percent)}%"
 
 
 def expected_token_row(cell: Cell, period: str, key: str) -> list[str]:
@@ -248,7 +269,7 @@ def test_page_csv_and_json_show_the_repository_numbers(demo: FlaskClient, params
     flagged = [i for i, c in enumerate(truth.rows) if c.drift_flagged]
     assert tables["spend"]["flagged_rows"] == flagged
     for i in flagged:
-        assert "drift-flagged" in spend_rows[i][5][1]
+        assert "drift-flagged" in spend_rows[i][6][1]
 
     # The CSV: the same rows, the spend table's columns then the token table's.
     response = demo.get("/costs.csv", query_string=params)
@@ -269,11 +290,24 @@ def test_page_csv_and_json_show_the_repository_numbers(demo: FlaskClient, params
         assert int(row["sessions"]) == cell.sessions and int(row["api_calls"]) == cell.api_calls
         tokens = [int(row[f"{k}_tokens"]) for k in TOKEN_KINDS]
         assert tokens == [cell.tokens[k] for k in TOKEN_KINDS]
+        again = cell.recomputed
+        for name, value in (
+            ("recomputed_usd", again.usd),
+            ("estimate_ratio", again.estimate_ratio),
+            ("billed_ratio", again.billed_ratio),
+            ("recovered_usd", again.recovered_usd),
+        ):
+            assert row[name] == ("" if value is None else repr(value)), name
+        assert int(row["unpriced_calls"]) == again.unpriced_calls
+        assert row["price_table"] == truth.price_table != ""
 
     # The JSON: the repository's own to_json, through JSON.
     body = demo.get("/api/costs", query_string=params)
     assert body.status_code == 200
-    assert body.get_json() == json.loads(json.dumps(truth.to_json()))
+    found = body.get_json()
+    said = found.pop("verdicts")
+    assert found == json.loads(json.dumps(truth.to_json()))
+    assert said == json.loads(json.dumps([v.to_json() for v in verdicts(truth)]))
 
 
 def test_shapes_with_and_without_usage_rows(shape_home: Path, tmp_path: Path) -> None:
@@ -350,7 +384,7 @@ def test_large_drift_is_flagged(tmp_path: Path) -> None:
     rows = tables["spend"]["rows"]
     (flagged,) = tables["spend"]["flagged_rows"]
     assert texts(rows[flagged])[1] == "openrouter"
-    assert "drift-flagged" in rows[flagged][5][1]
+    assert "drift-flagged" in rows[flagged][6][1]
     assert not any(
         "drift-flagged" in cls for r in rows[:flagged] + rows[flagged + 1 :] for _, cls in r
     )
@@ -959,6 +993,7 @@ def test_profile_is_a_dimension_and_a_card_only_with_several_profiles(
     assert "profile" not in plain
     # Each profile's row is what that profile's own page says; the total is their sum.
     body = json.loads(get(client, "/api/costs", by="profile", **YEAR))
+    assert body.pop("verdicts") == json.loads(json.dumps([v.to_json() for v in verdicts(truth)]))
     assert body == json.loads(json.dumps(truth.to_json()))
     for name in ("default", "empty", "legacy"):
         own = json.loads(get(client, "/api/costs", by="profile", profile=name, **YEAR))
@@ -1055,6 +1090,7 @@ def test_page_csv_and_json_render_the_one_report_of_one_snapshot(
     body = demo.get("/api/costs", query_string=params).get_json()
     assert len(opened) == 1 and len(made) == 1
     assert made[0].spend is not None
+    assert body.pop("verdicts") == [v.to_json() for v in verdicts(made[0].spend)]
     assert body == json.loads(json.dumps(made[0].spend.to_json()))
     assert made[0].spend.to_json() == report.spend.to_json()  # the same figures each time
 
@@ -1072,3 +1108,51 @@ def test_a_malformed_request_still_reads_one_snapshot(
     assert demo.get("/api/costs", query_string={"period": "fortnight"}).status_code == 400
     backwards = {"from": "2026-05-01", "to": "2026-04-01"}
     assert demo.get("/costs.csv", query_string=backwards).status_code == 400
+
+
+# --- Issue 28: three figures, and where they part ---------------------------------------
+
+NOVEMBER = {"from": "2026-11-01", "to": "2026-12-01"}
+
+
+def flat(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+@pytest.mark.parametrize("rollup", ["on", "off"])
+def test_the_page_says_where_hermes_and_recall_part(tmp_path: Path, rollup: str) -> None:
+    from tests.support.cost_homes import long_context_home
+
+    home = tmp_path / "home"
+    long_context_home(home)
+    client = client_for(home, tmp_path / "data", COST_ROLLUP=rollup)
+    if rollup == "on":
+        get(client, "/api/costs", **NOVEMBER)
+        client.application.extensions["recall.cost_rollup"].wait_until_built(timeout=60)
+    body = json.loads(get(client, "/api/costs", **NOVEMBER))
+    (said,) = body["verdicts"]
+    page = flat(get(client, "/costs", **NOVEMBER))
+    assert html.unescape(said["sentence"]) in html.unescape(page)
+    assert said["sentence"].startswith("Hermes under-estimated November 2026 by ")
+    assert f"from {body['price_table']} at the prices of its day" in page
+    rows = shown_tables(get(client, "/costs", **NOVEMBER))["spend"]
+    assert rows["head"][3] == "Recomputed" and rows["head"][7] == "Estimate vs recomputed"
+    total = texts(rows["rows"][-1])
+    assert total[3] == usd(body["totals"]["recomputed"]["usd"])
+    assert total[7].startswith("−") and total[7].endswith("%")
+
+
+def test_a_broken_prices_yaml_is_said_and_the_table_prices_alone(tmp_path: Path) -> None:
+    from tests.support.cost_homes import long_context_home
+
+    home = tmp_path / "home"
+    long_context_home(home)
+    data = tmp_path / "data"
+    client = client_for(home, data, COST_ROLLUP="off")
+    before = json.loads(get(client, "/api/costs", **NOVEMBER))
+    (data / "prices.yaml").write_text("prices:\n  - model: x\n    input: cheap\n")
+    body = json.loads(get(client, "/api/costs", **NOVEMBER))
+    assert "entry 1 (x): input must be a number" in body["price_problem"]
+    assert body["totals"]["recomputed"] == before["totals"]["recomputed"]
+    page = flat(get(client, "/costs", **NOVEMBER))
+    assert "prices.yaml: prices.yaml, entry 1 (x): input must be a number" in page
