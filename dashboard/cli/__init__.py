@@ -14,6 +14,7 @@ import sys
 
 from dashboard.cli.archive import run_archive_status, run_archive_sync, run_archive_verify
 from dashboard.cli.commands import run_demo, run_info, run_preview, run_search, run_serve
+from dashboard.cli.costs import add_costs_parser
 from dashboard.errors import RecallError
 
 HOME_HELP = (
@@ -81,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Recall's own files (default: one folder per home in ~/.local/share/recall/homes)",
     )
     search.set_defaults(run=run_search)
+
+    add_costs_parser(commands, _add_source)
 
     preview = commands.add_parser(
         "preview", help="print what the agent would get for a message (read-only)"
