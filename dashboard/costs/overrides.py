@@ -80,7 +80,8 @@ def parse(text: str) -> tuple[Override, ...]:
         raise ValidationError(f"prices.yaml is not valid YAML{line}") from exc
     if data is None:
         return ()
-    if not isinstance(data, dict) or not isinstance(data.get("prices", []), list):
+    # ``prices:`` with nothing under it (every entry commented out) is an empty list.
+    if not isinstance(data, dict) or not isinstance(data.get("prices") or [], list):
         raise ValidationError("prices.yaml must hold a list under 'prices:'")
     return tuple(_entry(i, e) for i, e in enumerate(data.get("prices") or [], start=1))
 

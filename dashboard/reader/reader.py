@@ -14,8 +14,10 @@ from typing import Any
 
 from dashboard.archive.listing import ArchivePage, archive_page
 from dashboard.costs.costly import CostlySessions
+from dashboard.costs.prices import PriceBook
 from dashboard.costs.request import CostsRequest
 from dashboard.costs.rollup import CostRollup
+from dashboard.costs.routes import RoutePrice, route_prices
 from dashboard.costs.spend import Spend
 from dashboard.errors import NotFoundError, StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
@@ -584,6 +586,11 @@ class StateReader:
         """
         with self.snapshot() as snap, self._spending(snap, rollup) as spending:
             return spending.spend(**options)
+
+    def route_prices(self, book: PriceBook) -> list[RoutePrice]:
+        """Every route the calls took and what prices it (the prices page), one snapshot."""
+        with self.snapshot() as snap:
+            return route_prices(snap.conn, book)
 
     def costs_report(
         self,

@@ -13,6 +13,7 @@ from dashboard.views import (
     memory,
     overview,
     preview,
+    prices,
     search,
     sessions,
 )
@@ -38,6 +39,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(sessions.bp)
     app.register_blueprint(chains.bp)
     app.register_blueprint(costs.bp)
+    app.register_blueprint(prices.bp)
     app.register_blueprint(memory.bp)
     app.register_blueprint(archive.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

@@ -110,6 +110,8 @@ def test_an_empty_or_missing_file_is_no_overrides(tmp_path: Path) -> None:
     assert overrides.load(tmp_path) == ()
     (tmp_path / "prices.yaml").write_text("# nothing yet\n")
     assert overrides.load(tmp_path) == ()
+    (tmp_path / "prices.yaml").write_text("prices:\n#  - model: x\n")  # all commented out
+    assert overrides.load(tmp_path) == ()
     (tmp_path / "prices.yaml").write_bytes(b"\xff\xfe not utf-8")
     with pytest.raises(ValidationError, match="cannot be read"):
         overrides.load(tmp_path)
