@@ -57,6 +57,11 @@ def load(client: FlaskClient) -> tuple[str, str, str]:
     return page, field(page, "csrf_token"), field(page, "base_sha256")
 
 
+def post(client: FlaskClient, token: str, base: str, text: str):
+    form = {"csrf_token": token, "base_sha256": base, "text": text}
+    return client.post("/costs/prices", data=form, headers=ORIGIN)
+
+
 def flat(text: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
 
@@ -86,11 +91,7 @@ def test_a_saved_price_prices_the_calls_again(client: FlaskClient, tmp_path: Pat
     assert before["unpriced_calls"] == 4
     _, token, base = load(client)
     text = f"prices:\n  - model: {LOCAL}\n    provider: custom\n    input: 0.5\n    output: 1\n"
-    response = client.post(
-        "/costs/prices",
-        data={"csrf_token": token, "base_sha256": base, "text": text},
-        headers=ORIGIN,
-    )
+    response = post(client, token, base, text)
     assert response.status_code == 303 and response.headers["Location"].endswith("saved=1")
     assert (tmp_path / "data" / "prices.yaml").read_text() == text
     after = recomputed(client)
@@ -110,11 +111,7 @@ def test_a_price_list_that_does_not_read_is_refused_and_kept_on_the_page(
 ) -> None:
     _, token, base = load(client)
     text = f"prices:\n  - model: {LOCAL}\n    input: cheap\n    output: 1\n"
-    response = client.post(
-        "/costs/prices",
-        data={"csrf_token": token, "base_sha256": base, "text": text},
-        headers=ORIGIN,
-    )
+    response = post(client, token, base, text)
     page = response.get_data(as_text=True)
     assert response.status_code == 400
     assert f"Not saved: prices.yaml, entry 1 ({LOCAL}): input must be a number" in flat(page)
@@ -127,11 +124,7 @@ def test_a_file_changed_on_disk_is_never_overwritten(client: FlaskClient, tmp_pa
     theirs = "prices:\n  - model: a\n    input: 1\n    output: 2\n"
     (tmp_path / "data" / "prices.yaml").write_text(theirs)
     mine = "prices:\n  - model: b\n    input: 1\n    output: 2\n"
-    response = client.post(
-        "/costs/prices",
-        data={"csrf_token": token, "base_sha256": base, "text": mine},
-        headers=ORIGIN,
-    )
+    response = post(client, token, base, mine)
     page = response.get_data(as_text=True)
     assert response.status_code == 409 and "changed on disk" in page
     assert (tmp_path / "data" / "prices.yaml").read_text() == theirs
@@ -139,11 +132,7 @@ def test_a_file_changed_on_disk_is_never_overwritten(client: FlaskClient, tmp_pa
     # With the digest of the file as it is now, the save goes through.
     digest = hashlib.sha256(theirs.encode()).hexdigest()
     assert field(page, "base_sha256") == digest
-    again = client.post(
-        "/costs/prices",
-        data={"csrf_token": token, "base_sha256": digest, "text": mine},
-        headers=ORIGIN,
-    )
+    again = post(client, token, digest, mine)
     assert again.status_code == 303
     assert (tmp_path / "data" / "prices.yaml").read_text() == mine
 
