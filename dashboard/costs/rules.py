@@ -49,6 +49,7 @@ class RowCost:
     status: str  # one of STATUSES
     estimated: float | None  # the local estimate; None: none was made
     billed: float | None  # the provider's bill; None: none was reported
+    recomputed: float | None = None  # Recall's own price of the calls (costs.reprice)
 
     @property
     def effective(self) -> float | None:
@@ -100,6 +101,7 @@ class CostSummary:
     billed: float | None
     effective: float | None
     counts: dict[str, int]  # rows (or segments) per status
+    recomputed: float | None = None  # Recall's own price of the calls, where known
 
     @property
     def billed_share(self) -> float | None:
@@ -135,14 +137,15 @@ def combine(costs: Iterable[RowCost | CostSummary]) -> CostSummary:
     est: list[float] = []
     billed: list[float] = []
     eff: list[float] = []
+    again: list[float] = []
     counts = dict.fromkeys(STATUSES, 0)
     for cost in costs:
-        parts = (cost.estimated, cost.billed, cost.effective)
-        for into, value in zip((est, billed, eff), parts, strict=True):
+        parts = (cost.estimated, cost.billed, cost.effective, cost.recomputed)
+        for into, value in zip((est, billed, eff, again), parts, strict=True):
             if value is not None:
                 into.append(value)
         counts[cost.status] += 1
-    return CostSummary(total(est), total(billed), total(eff), counts)
+    return CostSummary(total(est), total(billed), total(eff), counts, total(again))
 
 
 NO_COST = CostSummary(None, None, None, dict.fromkeys(STATUSES, 0))

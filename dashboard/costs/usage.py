@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from dashboard.costs.book import current_book
 from dashboard.costs.days import DayClock, Parts, apportion, fractions, row_parts
 from dashboard.costs.prices import PriceBook, Route
-from dashboard.costs.reprice import INCLUDED, Call, Tokens, reprice
+from dashboard.costs.reprice import INCLUDED, Call, Repriced, Tokens, reprice
 from dashboard.costs.rules import (
     STATUSES,
     CostSummary,
@@ -185,7 +185,6 @@ def read_rows(
 ) -> dict[int, Row]:
     """Usage rows (by rowid) matching ``where``, read by the rules, spread over days and
     priced again from ``book`` (None: :func:`~dashboard.costs.book.current_book`)."""
-    book = book if book is not None else current_book()
     condition = f" WHERE {where}" if where else ""
     found = conn.execute(ROW_SQL + condition, list(params)).fetchall()
     day = clock.day
@@ -199,7 +198,7 @@ def read_rows(
     }
     replies = _replies(conn, clock, spanning) if spanning else {}
     rows: dict[int, Row] = {}
-    tiered: dict[int, tuple[Route, Tokens, float, str]] = {}
+    pricer = RowPricer(book)
     for (rid, sid, _, last, provider, model, source, task, profile, *rest), (lo, hi) in zip(
         found, bounds, strict=True
     ):
@@ -212,12 +211,15 @@ def read_rows(
             if lo != hi
             else (() if hi is None else ((hi, 1),))
         )
-        route = Route(str(raw_model), str(raw_provider), str(url))
-        used = Tokens(*tokens)
-        at = last if isinstance(last, int | float) else 0.0
-        again = reprice(book, route, used, at, calls=calls, included=cost.status == INCLUDED)
-        if again.unsized:
-            tiered[rid] = (route, used, at, str(sid))
+        pricing = Pricing(
+            str(sid),
+            Route(str(raw_model), str(raw_provider), str(url)),
+            Tokens(*tokens),
+            last,
+            calls,
+            cost.status == INCLUDED,
+        )
+        again = pricer.first(rid, pricing)
         rows[rid] = Row(
             str(sid),
             provider,
@@ -235,14 +237,51 @@ def read_rows(
             again.status,
             again.unsized,
         )
-    if tiered:  # a call of these may have passed a tier: price the ones agent.log sized
-        logged = logged_calls(conn, {sid for *_, sid in tiered.values()})
-        for rid, (route, used, at, sid) in tiered.items():
-            row = rows[rid]
-            calls_of = logged.get((sid, model_family(route.model)), [])
-            again = reprice(book, route, used, at, calls=row.calls, logged=calls_of)
-            rows[rid] = replace(row, r=again.usd, r_status=again.status, unsized=again.unsized)
+    for rid, again in pricer.sized(conn).items():
+        rows[rid] = replace(rows[rid], r=again.usd, r_status=again.status, unsized=again.unsized)
     return rows
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """What pricing one usage row again needs."""
+
+    sid: str
+    route: Route
+    tokens: Tokens
+    at: object  # the time of its last call (epoch seconds; anything else: none)
+    calls: int
+    included: bool
+
+
+class RowPricer:
+    """Usage rows priced again, the one way every path does it: each from its totals
+    first (:meth:`first`); then (:meth:`sized`) the few a long-context tier may apply to
+    again, with the calls agent.log gave a size for, read in one statement."""
+
+    def __init__(self, book: PriceBook | None = None) -> None:
+        self.book = book if book is not None else current_book()
+        self._tiered: dict[object, Pricing] = {}
+
+    def first(self, key: object, p: Pricing) -> Repriced:
+        at = p.at if isinstance(p.at, int | float) else 0.0
+        again = reprice(self.book, p.route, p.tokens, at, calls=p.calls, included=p.included)
+        if again.unsized:
+            self._tiered[key] = p
+        return again
+
+    def sized(self, conn: sqlite3.Connection) -> dict[object, Repriced]:
+        """The rows a tier may apply to, priced again with their logged calls."""
+        if not self._tiered:
+            return {}
+        logged = logged_calls(conn, {p.sid for p in self._tiered.values()})
+        out = {}
+        for key, p in self._tiered.items():
+            calls_of = logged.get((p.sid, model_family(p.route.model)), [])
+            at = p.at if isinstance(p.at, int | float) else 0.0
+            out[key] = reprice(self.book, p.route, p.tokens, at, calls=p.calls, logged=calls_of)
+        self._tiered = {}
+        return out
 
 
 def logged_calls(conn: sqlite3.Connection, sessions: set[str]) -> dict[tuple[str, str], list[Call]]:
@@ -264,22 +303,32 @@ def session_costs(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Cos
     """What each archived session cost, by the rules: its usage rows where it has any,
     else its ``sessions`` row (a session of Recall's own store recorded without any)."""
     wanted = json.dumps(sorted(set(ids)))
-    found: dict[str, list[RowCost]] = defaultdict(list)
-    for sid, status, est, act, merged in conn.execute(
-        "SELECT u.session_id, u.cost_status, u.estimated_cost_usd, u.actual_cost_usd, "
-        f"{derived_usage_sql('u')} "
+    found: dict[str, dict[int, RowCost]] = defaultdict(dict)
+    pricer = RowPricer()
+    for rid, sid, last, status, est, act, *counts, merged, model, provider, url in conn.execute(
+        f"SELECT u.rowid, u.session_id, {ROW_LAST}, u.cost_status, u.estimated_cost_usd, "
+        f"u.actual_cost_usd, {', '.join(TOKEN_SQL)}, u.api_call_count, "
+        f"{derived_usage_sql('u')}, {ROUTE_SQL} "
         "FROM session_model_usage u JOIN json_each(?) j ON u.session_id = j.value",
         (wanted,),
     ):
-        found[sid].append(read_cost(status, est, act, usage=not merged))
+        cost = read_cost(status, est, act, usage=not merged)
+        tokens = Tokens(*(t if type(t) is int else _count(t) for t in counts[:-1]))
+        calls = max(counts[-1] if type(counts[-1]) is int else _count(counts[-1]), 1)
+        route = Route(str(model), str(provider), str(url))
+        pricing = Pricing(str(sid), route, tokens, last, calls, cost.status == INCLUDED)
+        again = pricer.first((sid, rid), pricing)
+        found[sid][rid] = replace(cost, recomputed=again.usd)
+    for (sid, rid), again in pricer.sized(conn).items():  # type: ignore[misc]
+        found[sid][rid] = replace(found[sid][rid], recomputed=again.usd)
     for sid, status, est, act in conn.execute(
         "SELECT s.id, s.cost_status, s.estimated_cost_usd, s.actual_cost_usd "
         "FROM sessions s JOIN json_each(?) j ON s.id = j.value",
         (wanted,),
     ):
-        if sid not in found:
-            found[sid].append(read_cost(status, est, act, usage=False))
-    return {sid: combine(rows) for sid, rows in found.items()}
+        if sid not in found:  # a session of Recall's own store recorded without usage rows
+            found[sid][0] = read_cost(status, est, act, usage=False)
+    return {sid: combine(rows.values()) for sid, rows in found.items()}
 
 
 def usage_spans(

@@ -273,6 +273,11 @@ def cost_html(
             if amount.status == "partial":  # never the partial bill as the whole's
                 label += f" · {usd(amount.billed)} billed"
             html += Markup(' <span class="muted cost-status">{}</span>').format(label)
+        if amount.recomputed is not None:  # Recall's own price of the same calls
+            html += Markup(
+                ' <span class="muted cost-recomputed" title="Recall\'s price of these calls '
+                'from the price table and prices.yaml">· recomputed {}</span>'
+            ).format(usd(amount.recomputed))
         return html
     shown = money(amount, included)
     html = escape(shown.text)

@@ -209,7 +209,7 @@ def test_a_click_on_a_bar_opens_that_periods_sessions(demo_server: Server, page)
     page.wait_for_url("**sort=tokens**")
     header = page.locator("table.costs-sessions th", has_text="Tokens")
     assert header.get_attribute("aria-sort") == "descending"
-    tokens = page.locator("table.costs-sessions tbody tr td:nth-child(6)").all_inner_texts()
+    tokens = page.locator("table.costs-sessions tbody tr td:nth-child(7)").all_inner_texts()
     assert len(tokens) == rows.count()
     first = page.locator("table.costs-sessions tbody tr").first
     session_id = first.locator("a").first.get_attribute("href").rsplit("/", 1)[1]

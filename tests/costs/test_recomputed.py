@@ -211,3 +211,18 @@ def test_a_new_prices_yaml_prices_the_rows_again(tmp_path: Path) -> None:
         assert "not valid YAML" in broken.price_problem
     finally:
         price_book.configure(None)
+
+
+def test_a_session_s_cost_carries_recall_s_price_with_its_tier(tmp_path: Path) -> None:
+    """The session and chain pages' figure (usage.session_costs): the same recomputation,
+    the logged long-context call at its tier."""
+    from dashboard.costs.usage import session_costs
+
+    db = long_context_home(tmp_path / "home")
+    each = [
+        calculator(SONNET, "openrouter", c.prompt, c.cache_read, 0, c.output, c.at) for c in TURN
+    ]
+    with closing(open_readonly(db)) as conn:
+        cost = session_costs(conn, ["long"])["long"]
+    assert cost.recomputed == pytest.approx(sum(each), rel=1e-9)
+    assert cost.estimated == pytest.approx(sum(base_rate(c) for c in TURN))

@@ -830,8 +830,9 @@ def session_rows(html: str) -> list[dict[str, str]]:
                 "session": re.search(r'href="/sessions/([^"]+)"', row).group(1),
                 "chain": (re.search(r'href="/chains/([^"]+)"', row) or [None, None])[1],
                 "cost": text[3],
-                "tokens": text[5],
-                "calls": text[6],
+                "recomputed": text[5],
+                "tokens": text[6],
+                "calls": text[7],
             }
         )
     return out
@@ -1156,3 +1157,30 @@ def test_a_broken_prices_yaml_is_said_and_the_table_prices_alone(tmp_path: Path)
     assert body["totals"]["recomputed"] == before["totals"]["recomputed"]
     page = flat(get(client, "/costs", **NOVEMBER))
     assert "prices.yaml: prices.yaml, entry 1 (x): input must be a number" in page
+
+
+def test_a_session_page_shows_recall_s_price_beside_hermes_s(tmp_path: Path) -> None:
+    from tests.support.cost_homes import long_context_home
+
+    home = tmp_path / "home"
+    long_context_home(home)
+    client = client_for(home, tmp_path / "data")
+    body = json.loads(get(client, "/api/costs", **NOVEMBER))
+    page = flat(get(client, "/sessions/long"))
+    assert f"recomputed {usd(body['totals']['recomputed']['usd'])}" in page
+
+
+def test_each_costly_session_shows_recall_s_price_of_its_calls(demo: FlaskClient) -> None:
+    from dashboard.costs.costly import raw_session_sums
+    from dashboard.costs.spend import cell_from_sums, plan
+
+    rows = session_rows(get(demo, "/costs", **YEAR))
+    question = plan(
+        period="month", by="provider", start=date(2026, 1, 1), end=date(2027, 1, 1), timezone="UTC"
+    )
+    with closing(open_readonly(read_path(demo))) as conn:
+        sums = raw_session_sums(conn, question)
+    assert rows and any(r["recomputed"] not in ("unknown", "included") for r in rows)
+    for r in rows:
+        again = cell_from_sums("range", r["session"], sums[r["session"]], 1).recomputed
+        assert r["recomputed"] == usd(again.usd), r["session"]
