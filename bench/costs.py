@@ -71,6 +71,20 @@ GROUP BY month, billing_provider
 """
 
 
+def ensure_home(home: Path, sessions: int) -> Path:
+    """The demo home of ``sessions`` sessions (four messages each) at ``home``, built
+    when missing; its state.db."""
+    if not (home / "state.db").exists():
+        print(f"building a {sessions:,}-session demo home in {home} …", flush=True)
+        report = build_demo_home(
+            home, sessions=sessions, messages=4 * sessions, anchor_day="2026-11-30"
+        )
+        print(
+            f"  {report.sessions:,} sessions, {report.messages:,} messages, {report.seconds:.0f} s"
+        )
+    return home / "state.db"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
@@ -85,18 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "--raw-only", action="store_true", help="the raw sums and their baseline alone"
     )
     args = parser.parse_args(argv)
-    if not (args.home / "state.db").exists():
-        print(f"building a {args.sessions:,}-session demo home in {args.home} …", flush=True)
-        report = build_demo_home(
-            args.home,
-            sessions=args.sessions,
-            messages=4 * args.sessions,
-            anchor_day="2026-11-30",
-        )
-        print(
-            f"  {report.sessions:,} sessions, {report.messages:,} messages, {report.seconds:.0f} s"
-        )
-    db = args.home / "state.db"
+    db = ensure_home(args.home, args.sessions)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     sessions, usage = (
         conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]

@@ -203,3 +203,28 @@ def test_the_table_version_is_the_pinned_one() -> None:
 
     pinned = [r for r in requires("recall-dashboard") or [] if r.startswith("genai-prices")]
     assert pinned == [f"genai-prices=={gp.__version__}"]
+
+
+def test_pricing_never_touches_the_network() -> None:
+    """A fresh interpreter whose every socket use raises: the table loads from its wheel
+    and prices (an audit hook sees every socket call Python makes)."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+def refuse(event, args):
+    if event.startswith("socket.") or event in ("urllib.Request", "http.client.connect"):
+        raise RuntimeError(f"network: {event}")
+sys.addaudithook(refuse)
+from dashboard.costs.prices import PriceBook, Route
+from dashboard.costs.reprice import Tokens, reprice
+found = reprice(PriceBook(), Route("anthropic/claude-sonnet-4.5", "openrouter"),
+                Tokens(1000, 100), 1.79e9)
+print(found.status, found.source)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "priced"
