@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from dashboard.costs.book import current_book
 from dashboard.costs.days import EPOCH_DAY, DayClock, one_day_sql
 from dashboard.costs.prices import PriceBook, Route
-from dashboard.costs.reprice import FREE, INCLUDED, PRICED, UNPRICED, Repriced, Tokens, reprice
+from dashboard.costs.reprice import INCLUDED, UNPRICED, Repriced, Tokens, reprice
 from dashboard.costs.rules import STATUSES, read_cost
 from dashboard.costs.usage import (
-    ROUTE_SQL,
+    ROUTE_EXPRS,
     ROW_FIRST,
     ROW_LAST,
     ROWS_FROM,
@@ -47,6 +47,10 @@ _TOKENS = tuple(f"t{i}" for i, _ in enumerate(TOKEN_SQL))
 # the row was derived from a session (0, 1); ``x <> 0`` is NULL, 0 or 1.
 _KIND_SQL = "(coalesce((e <> 0) + 1, 0) * 3 + coalesce((a <> 0) + 1, 0)) * 2 + m"
 _STAND_IN = (None, 0.0, 1.0)  # an estimate or a bill of each kind, for read_cost
+# A row's route as Hermes wrote it (what the price book looks up), as named columns.
+ROUTE_COLUMNS = ", ".join(
+    f"{x} AS {n}" for x, n in zip(ROUTE_EXPRS, ("rm", "rp", "ru"), strict=True)
+)
 
 
 @dataclass
@@ -60,15 +64,21 @@ class DaySums:
     others: list[int] = field(default_factory=list)  # rowids left for the caller
     # Sessions that also have rows left over: the cells their summed rows fell in.
     shared: dict[str, set[tuple[int, str]]] = field(default_factory=dict)
+    book: PriceBook | None = None  # what the groups are priced from (None: current_book)
 
     def vectors(self) -> Iterator[tuple[tuple[int, str], list[float]]]:
         """``((bucket, key), contribution)`` per group, in SUM_COLUMNS order."""
         read = functools.cache(_read)  # a few kinds of rows, many groups
+        book = self.book if self.book is not None else current_book()
         for (
             bucket,
             key,
             status,
             kind,
+            model,
+            provider,
+            url,
+            utc_day,
             n,
             e_sum,
             a_sum,
@@ -76,7 +86,7 @@ class DaySums:
             *rest,
         ) in self.groups:
             tokens = rest[: len(_TOKENS)]
-            again = rest[len(_TOKENS) : len(_TOKENS) + len(_RECOMPUTED)]
+            reasoning = rest[len(_TOKENS)]
             has_e, has_a, partial, paired, at = read(status, kind)
             e = float(e_sum or 0) if has_e else 0.0
             a = float(a_sum or 0) if has_a else 0.0
@@ -86,6 +96,11 @@ class DaySums:
                 eff, has_eff = (a, True) if has_a else (e, has_e)
             mix = [0] * len(STATUSES)
             mix[at] = calls
+            # A group's rows share a route and a UTC day: one price, and the arithmetic
+            # is linear in the tokens, so the group's sums priced once are its rows'.
+            used = Tokens(tokens[0], tokens[1], tokens[2], tokens[3], reasoning)
+            when = utc_day * 86_400 + 43_200 if isinstance(utc_day, int) else 0.0
+            again = _group_price(book, STATUSES[at], Route(model, provider, url), used, when)
             yield (
                 (bucket, key),
                 [
@@ -102,84 +117,60 @@ class DaySums:
                     *mix,
                     *tokens,
                     calls,
-                    *_recomputed(STATUSES[at], has_e, *again),
+                    *_recomputed(STATUSES[at], has_e, again, n, e, a, calls),
                 ],
             )
 
 
-_KINDS = (PRICED, FREE, INCLUDED, UNPRICED)  # rk: the recomputation's status, by index
-# What a group sums of its rows' recomputation (see _recomputed): the figure, the rows
-# priced, the estimate and the bill of those, their calls, the calls not priced.
-_RECOMPUTED = (
-    "sum(r)",
-    "count(r)",
-    "sum(CASE WHEN r IS NOT NULL THEN e END)",
-    "sum(CASE WHEN r IS NOT NULL THEN a END)",
-    "sum(CASE WHEN r IS NOT NULL THEN c ELSE 0 END)",
-    f"sum(CASE WHEN rk = {_KINDS.index(UNPRICED)} THEN c ELSE 0 END)",
-)
+def _group_price(book: PriceBook, status: str, route: Route, used: Tokens, at: float) -> Repriced:
+    """The recomputation of a group of rows (no row of which can pass a tier)."""
+    return reprice(book, route, used, at, included=status == INCLUDED)
 
 
 def _recomputed(
-    status: str,
-    has_e: bool,
-    r: float | None,
-    priced: int,
-    e: float | None,
-    a: float | None,
-    priced_calls: int,
-    unpriced: int,
+    status: str, has_e: bool, again: Repriced, rows: int, e: float, a: float, calls: int
 ) -> list[float]:
     """A group's part of the recomputed sums (spend.RECOMPUTED_SUMS), as
     usage.Row.recomputed makes a row's: its status decides which of Hermes's figures
     the recomputation stands beside."""
-    r = float(r or 0.0)
-    out = [r, priced, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, unpriced, 0]
-    if priced and status == "estimated" and has_e:
-        out[2], out[3], out[4] = float(e or 0.0), r, priced
-    elif priced and status == "actual":
-        out[5], out[6], out[7] = float(a or 0.0), r, priced
-    elif priced and status == "unknown":
-        out[8], out[9] = r, priced_calls
+    out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, 0]
+    if again.usd is None:
+        out[10] = calls if again.status == UNPRICED else 0
+        return out
+    r = again.usd
+    out[0], out[1] = r, rows
+    if status == "estimated" and has_e:
+        out[2], out[3], out[4] = e, r, rows
+    elif status == "actual":
+        out[5], out[6], out[7] = a, r, rows
+    elif status == "unknown":
+        out[8], out[9] = r, calls
     return out
 
 
-class _Pricer:
-    """The SQL functions a statement prices its rows with: ``recall_price(…)`` the
-    recomputed figure (NULL: none), ``recall_price_kind(…)`` its status's index in
-    :data:`_KINDS`, plus 4 when a tier may apply to a call of unknown size (such rows
-    are left to the caller, who reads their logged calls). SQLite asks both of each row
-    in turn, so the last row's answer is kept for the second question."""
+def _below_tiers_sql(conn: sqlite3.Connection, book: PriceBook) -> str:
+    """An SQL test of a usage row ``u``: true when its whole prompt is at or below its
+    route's first tier (or the route has none), so no call of it can pass a tier.
 
-    def __init__(self, book: PriceBook) -> None:
-        self.book = book
-        self._last: tuple[tuple, Repriced] | None = None
+    The routes are few (a model, a provider, a base URL); each with a tier is written
+    into the statement as quoted literals (SQLite's quoting: a quote doubled; the
+    names are untrusted text)."""
+    prompt = f"({TOKEN_SQL[0]} + {TOKEN_SQL[2]} + {TOKEN_SQL[3]})"
+    cases = []
+    for route in conn.execute(
+        f"SELECT DISTINCT {', '.join(ROUTE_EXPRS)} FROM session_model_usage u"
+    ):
+        start = book.tier_start_of(Route(*(str(v) for v in route)))
+        if start is not None:
+            same = " AND ".join(
+                f"{x} = {_literal(str(v))}" for x, v in zip(ROUTE_EXPRS, route, strict=True)
+            )
+            cases.append(f"WHEN {same} THEN {prompt} <= {int(start)}")
+    return f"(CASE {' '.join(cases)} ELSE 1 END)" if cases else "1"
 
-    def install(self, conn: sqlite3.Connection) -> None:
-        conn.create_function("recall_price", 11, self.price, deterministic=True)
-        conn.create_function("recall_price_kind", 11, self.kind, deterministic=True)
 
-    def _reprice(self, args: tuple) -> Repriced:
-        if self._last is not None and self._last[0] == args:
-            return self._last[1]
-        model, provider, url, at, *tokens, calls, status = args
-        found = reprice(
-            self.book,
-            Route(str(model), str(provider), str(url)),
-            Tokens(*(t if type(t) is int else 0 for t in tokens)),
-            at if isinstance(at, int | float) else 0.0,
-            calls=calls if type(calls) is int else 1,
-            included=status == "included",
-        )
-        self._last = (args, found)
-        return found
-
-    def price(self, *args: object) -> float | None:
-        return self._reprice(args).usd
-
-    def kind(self, *args: object) -> int:
-        found = self._reprice(args)
-        return _KINDS.index(found.status) + (4 if found.unsized else 0)
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _read(status: object, kind: int) -> tuple[bool, bool, bool, bool, int]:
@@ -220,15 +211,25 @@ def day_sums(
     range's end, in epoch seconds. ``count_sessions=False``: no distinct sessions
     (``cell_sessions``, ``sessions``, ``shared`` stay empty), for a key that is the session.
     """
-    _Pricer(book if book is not None else current_book()).install(conn)
+    book = book if book is not None else current_book()
+    small = _below_tiers_sql(conn, book)
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
     stretches = clock.steady(lo, hi)
     for checked in (False, True):
         rows = functools.partial(
-            _rows_sql, clock, stretches, key, days, uniform, edges, checked=checked
+            _rows_sql,
+            clock,
+            stretches,
+            key,
+            days,
+            uniform,
+            edges,
+            checked=checked,
+            small=small,
         )
         found = _sums(conn, rows, where, list(params), count_sessions)
         if found is not None:
+            found.book = book
             return found
     raise AssertionError("every row is checked on the second pass")  # pragma: no cover
 
@@ -243,6 +244,7 @@ def _rows_sql(
     where: str,
     *,
     checked: bool,
+    small: str = "1",
 ) -> str:
     """A SELECT of each usage row matching ``where``: its key and figures, and its cell
     ``b``: the period's index for a row summed here, -1 for a row left to the caller,
@@ -262,22 +264,23 @@ def _rows_sql(
     )
     # Each row's local times once (LIMIT -1: kept a subquery, not flattened into the
     # expressions below, which read each several times).
-    priced = f"{ROUTE_SQL}, {ROW_LAST}, {', '.join(TOKEN_SQL)}, u.api_call_count, u.cost_status"
+    # A row whose whole prompt may pass a long-context tier (``small`` false) is the
+    # caller's: its calls' sizes are read with it. Every other row is priced by its group.
     inner = (
         f"SELECT u.rowid AS rid, u.session_id AS sid, {key} AS k, u.cost_status AS st, "
         "u.estimated_cost_usd AS e, u.actual_cost_usd AS a, "
         f"{derived_usage_sql('u')} AS m, max(u.api_call_count, 1) AS c, {tokens}, "
+        f"min({TOKEN_SQL[4]}, {TOKEN_SQL[1]}) AS rz, {ROUTE_COLUMNS}, "
+        f"CAST({ROW_LAST} / 86400 AS INTEGER) AS rd, {small} AS small, "
         f"{ROW_LAST} AS y, {clock.local_sql(ROW_FIRST, stretches)} AS lf, "
-        f"{clock.local_sql(ROW_LAST, stretches)} AS ll, {plain if checked else 1} AS p, "
-        f"recall_price({priced}) AS r, recall_price_kind({priced}) AS rk "
+        f"{clock.local_sql(ROW_LAST, stretches)} AS ll, {plain if checked else 1} AS p "
         f"{source} WHERE {where} LIMIT -1"
     )
     one_day = one_day_sql("lf", "ll")
     bucket = _bucket_sql("y", "ll", days, edges, uniform)
-    # A row a tier may apply to is the caller's: its calls' sizes are read with it.
     return (
-        f"SELECT rid, sid, k, st, e, a, m, c, {', '.join(_TOKENS)}, r, rk, "
-        f"CASE WHEN p AND rk < 4 AND {one_day} THEN {bucket} ELSE -1 END AS b FROM ({inner})"
+        f"SELECT rid, sid, k, st, e, a, m, c, {', '.join(_TOKENS)}, rz, rm, rp, ru, rd, "
+        f"CASE WHEN p AND small AND {one_day} THEN {bucket} ELSE -1 END AS b FROM ({inner})"
     )
 
 
@@ -302,7 +305,7 @@ def _sums(
         "sum(a)",
         "sum(c)",
         *(f"sum({t})" for t in _TOKENS),
-        *_RECOMPUTED,
+        "sum(rz)",
     ]
     # Figures and counts that are plain numbers, read by SQLite once a group: no
     # estimate or bill of text or a blob (they sort above every number), counts that
@@ -315,11 +318,11 @@ def _sums(
         ]
     )
     sessions = "json_group_array(DISTINCT sid)" if count_sessions else "NULL"
-    columns = ["b", "k", "st", _KIND_SQL, *sums, plain, sessions]
+    columns = ["b", "k", "st", _KIND_SQL, "rm", "rp", "ru", "rd", *sums, plain, sessions]
     # LIMIT -1: the rows stay a subquery; flattened, ``b`` would be computed thrice.
     sql = (
         f"SELECT {', '.join(columns)}, group_concat(CASE WHEN b < 0 THEN rid END) "
-        f"FROM ({rows(where)} LIMIT -1) WHERE b IS NOT NULL GROUP BY b, k, st, 4"
+        f"FROM ({rows(where)} LIMIT -1) WHERE b IS NOT NULL GROUP BY b, k, st, 4, 5, 6, 7, 8"
     )
     found = DaySums()
     cells: dict[tuple[int, str], list[list[object]]] = {}

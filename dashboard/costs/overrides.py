@@ -60,9 +60,14 @@ class Override:
     rates: Rates
 
     def matches(self, route: Route, day: str) -> bool:
-        if self.provider and self.provider.casefold() != route.provider.strip().casefold():
-            return False
+        """True for ``route``'s calls on ``day`` (ISO, UTC)."""
         if self.start and day < self.start or self.end and day >= self.end:
+            return False
+        return self.matches_route(route)
+
+    def matches_route(self, route: Route) -> bool:
+        """True for ``route``'s calls on some day."""
+        if self.provider and self.provider.casefold() != route.provider.strip().casefold():
             return False
         return self.model == route.model.strip() or model_family(self.model) == model_family(
             route.model

@@ -101,13 +101,13 @@ class Rates:
     matched: str  # what priced it: "openrouter:anthropic/claude-sonnet-4.5"
     note: str = ""  # the override's own note
 
-    @property
+    @functools.cached_property
     def tier_start(self) -> int | None:
         """The smallest prompt above which some rate changes; None: no tiers."""
-        starts = [s for r in self._rates() for s, _ in r.tiers]
+        starts = [s for r in self.all_rates() for s, _ in r.tiers]
         return min(starts) if starts else None
 
-    def _rates(self) -> list[Rate]:
+    def all_rates(self) -> list[Rate]:
         return [r for r in (self.input, self.output, self.cache_read, self.cache_write) if r]
 
 
@@ -155,6 +155,8 @@ class PriceOverride(Protocol):
 
     def matches(self, route: Route, day: str) -> bool: ...
 
+    def matches_route(self, route: Route) -> bool: ...
+
 
 @dataclass
 class PriceBook:
@@ -163,7 +165,8 @@ class PriceBook:
 
     overrides: Sequence[PriceOverride] = ()  # first match wins
     problem: str = ""  # why the user's overrides are not in use (a prices.yaml refused)
-    _cache: dict[tuple[Route, str], Rates | NoPrice] = field(default_factory=dict)
+    _cache: dict[tuple[Route, int], Rates | NoPrice] = field(default_factory=dict)
+    _tier_starts: dict[Route, int | None] = field(default_factory=dict)
 
     @functools.cached_property
     def version(self) -> str:
@@ -176,6 +179,25 @@ class PriceBook:
         text = "\n".join(repr(o) for o in self.overrides)
         return f"{table}+{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
+    def tier_start_of(self, route: Route) -> int | None:
+        """The smallest prompt above which any price of ``route`` changes, on any day
+        (its overrides' tiers and every dated price the table holds for it); None: no
+        tier. A row whose whole prompt is at or below it holds no call past a tier."""
+        if route not in self._tier_starts:
+            starts = [
+                start
+                for o in self.overrides
+                if o.matches_route(route)
+                for rate in o.rates.all_rates()
+                for start, _ in rate.tiers
+            ]
+            if not route.local and not route.model.endswith(FREE_SUFFIX):
+                found = _table_lookup(route) or _stand_in_lookup(route)
+                if found is not None:
+                    starts += _table_tier_starts(found[1])
+            self._tier_starts[route] = min(starts) if starts else None
+        return self._tier_starts[route]
+
     @property
     def key(self) -> tuple[str, str]:
         """What an answer computed from this book depends on: its figures (the version)
@@ -185,10 +207,10 @@ class PriceBook:
     def rates(self, route: Route, at: float) -> Rates | NoPrice:
         """The prices in force for ``route`` at ``at`` (epoch seconds, read as a UTC day
         — tables date prices by day)."""
-        day = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
-        key = (route, day)
+        key = (route, int(at // 86_400))  # the UTC day, as a number: no date is built
         found = self._cache.get(key)
         if found is None:
+            day = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
             found = self._cache[key] = self._look_up(route, day)
         return found
 
@@ -202,11 +224,10 @@ class PriceBook:
             return NoPrice("local", "a local model: give it a price in prices.yaml")
         found = _table_lookup(route)
         stand_in = ""
-        prefix = STAND_INS.get(route.provider.strip().casefold())
-        if found is None and prefix is not None:
-            tail = route.model.strip().rsplit("/", 1)[-1].casefold()
-            found = _table_lookup(Route(prefix + tail, "openrouter"))
-            stand_in = f" (OpenRouter's price of {route.provider}'s model)"
+        if found is None:
+            found = _stand_in_lookup(route)
+            if found is not None:
+                stand_in = f" (OpenRouter's price of {route.provider}'s model)"
         if found is None:
             return NoPrice("missing", f"not in {table_version()}: give it a price in prices.yaml")
         provider, model = found
@@ -226,6 +247,19 @@ class PriceBook:
         )
 
 
+def _table_tier_starts(model: gp.ModelInfo) -> list[int]:
+    """Every tier start of ``model``'s prices, dated ones included."""
+    prices = model.prices if isinstance(model.prices, list) else [model.prices]
+    starts: list[int] = []
+    for entry in prices:
+        values = getattr(entry, "prices", entry)
+        for name in _TABLE_FIELDS.values():
+            value = getattr(values, name, None)
+            if isinstance(value, gp.TieredPrices):
+                starts += [int(t.start) for t in value.tiers]
+    return starts
+
+
 def spellings(model: str) -> list[str]:
     """The spellings a model is looked up under, in order (see the module)."""
     raw = model.strip()
@@ -234,6 +268,15 @@ def spellings(model: str) -> list[str]:
     tail = raw.rsplit("/", 1)[-1]
     out = [raw, tail, tail.split(":", 1)[0], model_family(raw)]
     return [s for i, s in enumerate(out) if s and s not in out[:i]]
+
+
+def _stand_in_lookup(route: Route) -> tuple[gp.Provider, gp.ModelInfo] | None:
+    """The OpenRouter entry standing in for a provider the table lacks (STAND_INS)."""
+    prefix = STAND_INS.get(route.provider.strip().casefold())
+    if prefix is None:
+        return None
+    tail = route.model.strip().rsplit("/", 1)[-1].casefold()
+    return _table_lookup(Route(prefix + tail, "openrouter"))
 
 
 def _table_lookup(route: Route) -> tuple[gp.Provider, gp.ModelInfo] | None:

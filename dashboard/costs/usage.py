@@ -55,9 +55,10 @@ KEY_SQL = {
 ROWS_FROM = "FROM session_model_usage u LEFT JOIN sessions s ON s.id = u.session_id"
 
 #: A usage row's route as Hermes wrote it: what the price book looks up.
-ROUTE_SQL = ", ".join(
+ROUTE_EXPRS = tuple(
     f"coalesce(u.{c}, '')" for c in ("model", "billing_provider", "billing_base_url")
 )
+ROUTE_SQL = ", ".join(ROUTE_EXPRS)
 
 #: How a usage row is read. The raw sums here and Recall's per-day rollup both read
 #: rows through :func:`read_rows`, so keys, tokens and time bounds live in one place:
