@@ -56,6 +56,7 @@ class Headlines:
     top_model: Leader | None
     actual_share: float | None  # share of this month's spend backed by billed figures
     by_profile: tuple[ProfileSpend, ...] = ()  # each profile's, when every one is shown
+    recomputed_so_far: float | None = None  # Recall's price of this month's calls so far
 
     def to_json(self) -> dict[str, Any]:
         def leader(found: Leader | None) -> dict[str, Any] | None:
@@ -75,6 +76,7 @@ class Headlines:
             "top_provider": leader(self.top_provider),
             "top_model": leader(self.top_model),
             "actual_share": self.actual_share,
+            "recomputed_so_far": self.recomputed_so_far,
             "by_profile": [
                 {
                     "profile": p.name,
@@ -138,6 +140,7 @@ def headlines(
         top_model=_leader(by_model.rows),
         actual_share=by_provider.totals.actual_share,
         by_profile=_by_profile(spend, profiles, first, tomorrow, options),
+        recomputed_so_far=by_provider.totals.recomputed.usd,
     )
 
 

@@ -440,6 +440,8 @@ def test_headline_cards(demo: FlaskClient) -> None:
         read_path(demo), by="provider", start=date(2026, 10, 1), end=date(2026, 10, 31)
     )
     assert shown["spent so far"] == _with_unknown(so_far)
+    assert shown["recomputed so far (Recall's prices)"] == usd(so_far.totals.recomputed.usd)
+    assert so_far.totals.recomputed.usd is not None
     assert shown["last month by day 30"] == _with_unknown(last)
     elapsed = 29.5 / 30  # noon on the 30th of a 30-day month
     projected = usd((so_far.totals.effective_usd or 0) / elapsed)
