@@ -140,8 +140,17 @@ def headlines(
         top_model=_leader(by_model.rows),
         actual_share=by_provider.totals.actual_share,
         by_profile=_by_profile(spend, profiles, first, tomorrow, options),
-        recomputed_so_far=by_provider.totals.recomputed.usd,
+        recomputed_so_far=_recomputed_so_far(by_provider),
     )
+
+
+def _recomputed_so_far(found: Spend) -> float | None:
+    """Recall's price of the month's calls: $0 for a month without a call (as the spend
+    card), unknown only when some call was made and none could be priced."""
+    again = found.totals.recomputed
+    if again.usd is None and not again.unpriced_calls:
+        return 0.0
+    return again.usd
 
 
 def _by_profile(

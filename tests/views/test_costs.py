@@ -604,6 +604,7 @@ def test_cards_say_how_much_is_known_and_that_some_is_not(tmp_path: Path) -> Non
     shown = cards(get(client_for(home, tmp_path / "b", now=first_of_december), "/costs"))
     assert shown["spent so far"] == "$0.00" and shown["projected for the month"] == "$0.00"
     assert shown["last month by day 1"] == "$0.00"
+    assert shown["recomputed so far (Recall's prices)"] == "$0.00"  # no call: nothing to price
 
 
 def facts_client(tmp_path: Path, builder=shapes.build_cost_facts, **extra: object) -> FlaskClient:
