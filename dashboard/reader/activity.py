@@ -59,6 +59,7 @@ class Activity:
     unknown_calls: int
     models: list[ModelUse]  # most sessions started first
     tools: list[tuple[str, int]]  # (tool name, calls)
+    recomputed: float | None = None  # Recall's price of the range's calls (issue 28)
 
     @property
     def busiest(self) -> int:
@@ -130,6 +131,7 @@ def recent_activity(
         tokens=sum(d.tokens for d in day_rows),
         spend=known_spend(by_day.totals.effective_usd),
         unknown_calls=by_day.totals.status_mix.get("unknown", 0),
+        recomputed=by_day.totals.recomputed.usd,
         models=[
             ModelUse(label, n, total(model_spend.get(key, [])), _included(model_mix.get(key)))
             for key, (label, n) in top

@@ -474,3 +474,22 @@ def test_the_overview_says_how_far_the_meaning_index_got(tmp_path: Path) -> None
     assert "being built" in said() and "%" in said()
     MeaningBuilder(archive).build()
     assert "complete" in said()
+
+
+def test_the_overview_s_spend_stands_beside_recall_s_price(tmp_path: Path) -> None:
+    from dashboard.web.format import usd
+    from tests.support.cost_homes import long_context_home
+
+    home = tmp_path / "home"
+    long_context_home(home)
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp()
+    client = make_app(home, tmp_path / "data", TIMEZONE="UTC", COSTS_NOW=now).test_client()
+    page = client.get("/overview").get_data(as_text=True)
+    costs = client.get("/api/costs?period=day&by=source&from=2026-11-01&to=2026-12-01").json
+    again = costs["totals"]["recomputed"]["usd"]
+    assert again and again > costs["totals"]["estimated_usd"]  # the tier Hermes missed
+    stats = re.findall(
+        r'<div class="stat-value">(.*?)</div>\s*<div class="stat-label">(.*?)</div>', page
+    )
+    shown = {html.unescape(label): re.sub(r"<[^>]+>", "", value) for value, label in stats}
+    assert shown["recomputed (Recall's prices)"] == usd(again)
