@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from dashboard.costs.book import current_book
 from dashboard.costs.days import EPOCH_DAY, DayClock, one_day_sql
+from dashboard.costs.overrides import SOURCE as OWN_SOURCE
 from dashboard.costs.prices import PriceBook, Route
 from dashboard.costs.reprice import INCLUDED, UNPRICED, Repriced, Tokens, reprice
 from dashboard.costs.rules import STATUSES, read_cost
@@ -133,12 +134,14 @@ def _recomputed(
     """A group's part of the recomputed sums (spend.RECOMPUTED_SUMS), as
     usage.Row.recomputed makes a row's: its status decides which of Hermes's figures
     the recomputation stands beside."""
-    out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, 0]
+    out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, 0, 0.0, 0]
     if again.usd is None:
         out[10] = calls if again.status == UNPRICED else 0
         return out
     r = again.usd
     out[0], out[1] = r, rows
+    if again.source == OWN_SOURCE:
+        out[12], out[13] = r, rows
     if status == "estimated" and has_e:
         out[2], out[3], out[4] = e, r, rows
     elif status == "actual":

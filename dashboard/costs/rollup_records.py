@@ -28,6 +28,7 @@ ROW_COLUMNS = (
     "r",
     "r_status",
     "unsized",
+    "r_own",
 )
 
 NO_DAY = 0  # cost_row.day of a row with no time (ordinals start at 1)
@@ -77,6 +78,7 @@ def clean_sums(vector: list[float]) -> list[float]:
         ("br_sum", "br_n"),
         ("rb_sum", "br_n"),
         ("ur_sum", "n_ur"),
+        ("own_sum", "own_n"),
     ):
         if round(out[names[count]]) == 0:
             out[names[total]] = 0.0
@@ -98,6 +100,7 @@ def row_values(home: int, rid: int, row: Row) -> list[tuple]:
         row.r,
         row.r_status,
         row.unsized,
+        int(row.r_own),
     )
     parts = row.parts or ((NO_DAY, 0),)
     return [(home, rid, day, weight, row.sid, *figures) for day, weight in parts]
@@ -122,12 +125,13 @@ def to_rows(records: Iterable[tuple]) -> dict[int, Row]:
             status,
             e,
             a,
-            tuple(rest[:-4]),
-            rest[-4],
+            tuple(rest[:-5]),
+            rest[-5],
             parts,
+            rest[-4],
             rest[-3],
             rest[-2],
-            rest[-1],
+            bool(rest[-1]),
         )
     return out
 

@@ -72,6 +72,8 @@ RECOMPUTED_SUMS = (
     "n_ur",
     "n_unpriced",
     "n_unsized",
+    "own_sum",  # Recall's figure of the rows the user's prices.yaml priced
+    "own_n",
 )
 # One vector per (row, day); sums of these make a cell (and a rollup day-cell).
 SUM_COLUMNS = (
@@ -102,6 +104,7 @@ MONEY_SUMS = (
     "br_sum",
     "rb_sum",
     "ur_sum",
+    "own_sum",
 )
 
 
@@ -118,6 +121,7 @@ class Recomputed:
     recovered_calls: int = 0
     unpriced_calls: int = 0  # calls Recall could not price (included ones are not counted)
     unsized_calls: int = 0  # calls a long-context tier may apply to, left unchecked
+    own_usd: float | None = None  # the part of ``usd`` the user's prices.yaml priced
 
     @property
     def estimate_ratio(self) -> float | None:
@@ -140,6 +144,7 @@ class Recomputed:
             "recovered_calls": self.recovered_calls,
             "unpriced_calls": self.unpriced_calls,
             "unsized_calls": self.unsized_calls,
+            "own_usd": self.own_usd,
         }
 
     @staticmethod
@@ -160,6 +165,7 @@ class Recomputed:
             recovered_calls=sum(p.recovered_calls for p in parts),
             unpriced_calls=sum(p.unpriced_calls for p in parts),
             unsized_calls=sum(p.unsized_calls for p in parts),
+            own_usd=total([p.own_usd for p in parts]),
         )
 
 
@@ -537,6 +543,7 @@ def _recomputed(v: dict[str, float]) -> Recomputed:
         recovered_calls=int(round(v["n_ur"])),
         unpriced_calls=int(round(v["n_unpriced"])),
         unsized_calls=int(round(v["n_unsized"])),
+        own_usd=money(v["own_sum"]) if v["own_n"] else None,
     )
 
 

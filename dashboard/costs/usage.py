@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from dashboard.costs.book import current_book
 from dashboard.costs.days import DayClock, Parts, apportion, fractions, row_parts
+from dashboard.costs.overrides import SOURCE as OWN_SOURCE
 from dashboard.costs.prices import PriceBook, Route
 from dashboard.costs.reprice import INCLUDED, Call, Repriced, Tokens, reprice
 from dashboard.costs.rules import (
@@ -93,6 +94,7 @@ class Row:
     r: float | None = None
     r_status: str = INCLUDED
     unsized: int = 0
+    r_own: bool = False  # priced by the user's prices.yaml, not the table
 
     def key(self, dim: str) -> str:
         return getattr(self, dim)
@@ -108,11 +110,13 @@ class Row:
         call, a row Hermes priced unknown), then the calls Recall could not price and
         those whose tier it could not check."""
         r = self.r
-        out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, unsized]
+        out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, unsized, 0.0, 0]
         if r is None:
             out[10] = calls if self.r_status not in (INCLUDED,) else 0
             return out
         out[0], out[1] = r * share, 1
+        if self.r_own:
+            out[12], out[13] = r * share, 1
         if self.status == "estimated" and self.e is not None:
             out[2], out[3], out[4] = self.e * share, r * share, 1
         elif self.status == "actual" and self.a is not None:
@@ -237,9 +241,16 @@ def read_rows(
             again.usd,
             again.status,
             again.unsized,
+            again.source == OWN_SOURCE,
         )
     for rid, again in pricer.sized(conn).items():
-        rows[rid] = replace(rows[rid], r=again.usd, r_status=again.status, unsized=again.unsized)
+        rows[rid] = replace(
+            rows[rid],
+            r=again.usd,
+            r_status=again.status,
+            unsized=again.unsized,
+            r_own=again.source == OWN_SOURCE,
+        )
     return rows
 
 

@@ -92,6 +92,8 @@ ROLLUP_SUM_COLUMNS = (
     "n_ur",
     "n_unpriced",
     "n_unsized",
+    "own_sum",
+    "own_n",
 )
 
 
@@ -125,6 +127,7 @@ def _cost_tables(conn: sqlite3.Connection) -> None:
             profile TEXT NOT NULL,
             status TEXT NOT NULL, e REAL, a REAL, {tokens}, calls INTEGER NOT NULL,
             r REAL, r_status TEXT NOT NULL, unsized INTEGER NOT NULL, -- recomputed (7)
+            r_own INTEGER NOT NULL,         -- priced by the user's prices.yaml (7)
             PRIMARY KEY (home, rid, day)
         ) WITHOUT ROWID"""
     )

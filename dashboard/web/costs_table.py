@@ -105,6 +105,7 @@ class CostTable:
                 "recovered_calls",
                 "unpriced_calls",
                 "unsized_calls",
+                "recomputed_by_prices_yaml_usd",
                 "price_table",
             ]
         )
@@ -137,6 +138,7 @@ class CostTable:
                     again.recovered_calls,
                     again.unpriced_calls,
                     again.unsized_calls,
+                    _number(again.own_usd),
                     self.price_table,
                 ]
             )
@@ -224,6 +226,8 @@ def recomputed(cell: Cell, included: bool = False) -> Shown:
             f"long-context tier not applied to {n:,} call{'s' if n != 1 else ''} "
             "(no call size logged)"
         )
+    if again.own_usd is not None:
+        caveats.append(f"{usd(again.own_usd)} of it priced by your prices.yaml")
     if again.recovered_calls:
         n = again.recovered_calls
         caveats.append(f"{usd(again.recovered_usd)} of it for {n:,} calls Hermes priced unknown")

@@ -23,11 +23,13 @@ from tests.support import hermes_shapes as shapes
 from tests.support.archived import archive_home
 from tests.support.cost_homes import (
     SONNET,
+    SONNET_AT_ONE,
     TURN,
     base_rate,
     calculator,
     long_context_home,
     months_by_model,
+    own_prices,
 )
 from tests.support.demo_homes import demo_home_copy
 
@@ -194,23 +196,16 @@ def test_every_hermes_shape_prices_its_rows_of_a_known_model(tmp_path: Path, bui
 def test_a_new_prices_yaml_prices_the_rows_again(tmp_path: Path) -> None:
     db = long_context_home(tmp_path / "home")
     before = month(db).rows[0].recomputed.usd
-    data = tmp_path / "data"
-    data.mkdir()
-    price_book.configure(data)
-    try:
-        (data / "prices.yaml").write_text(
-            f"prices:\n  - model: {SONNET}\n    input: 1\n    output: 1\n    cache_read: 1\n"
-        )
+    with own_prices(tmp_path / "data", SONNET_AT_ONE) as path:
         after = month(db)
         tokens = sum(c.prompt + c.output for c in TURN)
         assert after.rows[0].recomputed.usd == pytest.approx(tokens / 1e6)
+        assert after.rows[0].recomputed.own_usd == after.rows[0].recomputed.usd
         assert after.price_table.startswith(f"genai-prices {gp.__version__}+")
-        (data / "prices.yaml").write_text("prices: [broken\n")
+        path.write_text("prices: [broken\n")
         broken = month(db)
         assert broken.rows[0].recomputed.usd == pytest.approx(before)
         assert "not valid YAML" in broken.price_problem
-    finally:
-        price_book.configure(None)
 
 
 def test_a_session_s_cost_carries_recall_s_price_with_its_tier(tmp_path: Path) -> None:

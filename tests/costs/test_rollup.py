@@ -482,3 +482,22 @@ def test_a_rollup_its_folder_refuses_answers_from_the_raw_rows(tmp_path: Path) -
                 conn.close()
     finally:
         data.close()
+
+
+def test_the_rollup_prices_every_row_again_when_prices_yaml_changes(
+    tmp_path: Path, data: RecallData
+) -> None:
+    """Issue 28: the rollup keeps each row's recomputed figure under the price book's
+    version; a new prices.yaml (here: the long-context home's model at $1 a million
+    tokens) is a new version, and the next answer is the raw rows' again."""
+    from tests.support.cost_homes import SONNET_AT_ONE, long_context_home, own_prices
+
+    db = long_context_home(tmp_path / "home")
+    rollup = CostRollup(data.core, str(db))
+    options = {"period": "day", "by": "model", "start": date(2026, 11, 1), "end": date(2026, 12, 1)}
+    before = check(db, rollup, **options)
+    with own_prices(tmp_path / "recall-data", SONNET_AT_ONE):
+        after = check(db, rollup, **options)
+        assert after.totals.recomputed.own_usd == after.totals.recomputed.usd
+        assert after.totals.recomputed.usd != before.totals.recomputed.usd
+        assert rollup.last_refresh.get("rebuilt"), rollup.last_refresh  # built again

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -245,6 +246,7 @@ def assert_same(raw: Spend, rolled: Spend) -> None:
         assert got.status_mix == want.status_mix, where
         assert got.tokens == want.tokens, where
         assert (got.sessions, got.api_calls) == (want.sessions, want.api_calls), where
+        assert got.recomputed == want.recomputed, where  # Recall's price, both ways summed
 
 
 # -- recomputed costs (issue 28) -----------------------------------------------------------
@@ -327,3 +329,22 @@ def months_by_model(db: Path, start: date, end: date) -> Spend:
 
     with closing(open_readonly(db)) as conn:
         return spend(conn, period="month", by="model", start=start, end=end, timezone="UTC")
+
+
+#: prices.yaml pricing :data:`SONNET` at $1 a million tokens of every kind used.
+SONNET_AT_ONE = f"prices:\n  - model: {SONNET}\n    input: 1\n    output: 1\n    cache_read: 1\n"
+
+
+@contextmanager
+def own_prices(folder: Path, text: str) -> Iterator[Path]:
+    """This process's price book reading ``folder``'s prices.yaml, written with ``text``;
+    the table alone again afterwards."""
+    from dashboard.costs import book as price_book
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prices.yaml").write_text(text)
+    price_book.configure(folder)
+    try:
+        yield folder / "prices.yaml"
+    finally:
+        price_book.configure(None)

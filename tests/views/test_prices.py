@@ -97,6 +97,7 @@ def test_a_saved_price_prices_the_calls_again(client: FlaskClient, tmp_path: Pat
     after = recomputed(client)
     assert after["unpriced_calls"] == 0
     assert after["usd"] == pytest.approx(before["usd"] + 2 * 0.5 + 1 * 1)
+    assert before["own_usd"] is None and after["own_usd"] == pytest.approx(2.0)
     page = client.get("/costs/prices?saved=1").get_data(as_text=True)
     assert "prices.yaml saved" in page
     priced = page[page.index('class="grid prices-priced"') :]
