@@ -1,0 +1,286 @@
+"""Approve or reject a staged memory write the way Hermes applies it, or refuse.
+
+Hermes's memory store (its documented behaviour, replayed here for the baseline record
+shape only; hermes/pending.py says which records Recall leaves to Hermes):
+
+* the file is read as entries: split on ``"\\n§\\n"``, each stripped, empty ones and
+  exact repeats dropped; it is written back as those entries joined by ``"\\n§\\n"``;
+* ``add`` appends the stripped content unless an entry is exactly it (then nothing is
+  written and the write counts as done); ``replace`` and ``remove`` find the one entry
+  containing ``old_text`` (several identical ones: the first; several different: refused);
+  ``batch`` applies its operations in order, all or nothing, the limit checked on the
+  result only;
+* the whole file must stay within its character limit (config.yaml); new text must pass
+  the threat checks; ``replace``, ``remove`` and ``batch`` refuse a file that does not
+  round-trip through that reading or holds an entry longer than the limit (edited by
+  hand: rewriting it would lose what was added).
+
+An approval holds Hermes's lock (``<file>.lock``), re-reads the file, and makes the
+write and the record's removal one step for anyone reading the folder: an intent
+(the file's hash before and after) is written first, the record is renamed aside (Hermes
+lists ``*.json`` only), the file replaced atomically, then both are removed. A process
+killed anywhere in between is repaired by :func:`recover` (run before every listing and
+decision): the file as it was with the record back, or the new file and no record. A
+record is never applied twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.home import HermesHome
+from dashboard.hermes.pending import (
+    APPLYING_SUFFIX,
+    PendingWrite,
+    PendingWrites,
+    pending_folder,
+    read_pending,
+)
+from dashboard.memory.checks import blocking, check
+from dashboard.memory.entries import SEPARATOR
+from dashboard.memory.files import (
+    _atomic_write,
+    _mode_of,
+    _read,
+    _remove_stale_temp_files,
+    file_lock,
+    home_key,
+    memory_path,
+)
+from dashboard.store.recalldb import RecallData
+
+INTENT_SUFFIX = ".recall-intent"
+
+
+class ApplyRefused(ValidationError):
+    """Hermes would refuse this write (the reason is its words, or close to them)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What an approval or a rejection did."""
+
+    record_id: str
+    file_name: str | None
+    changed: bool  # the file's text changed (an add of an existing entry changes nothing)
+    message: str
+
+
+def entries_of(text: str) -> list[str]:
+    """The entries Hermes reads from ``text`` (stripped, no empty ones, no repeats)."""
+    if not text.strip():
+        return []
+    parsed = [e.strip() for e in text.split(SEPARATOR)]
+    return list(dict.fromkeys(e for e in parsed if e))
+
+
+def replay(text: str, payload: Mapping[str, Any], limit: int) -> str:
+    """The file's text after ``payload`` is applied to ``text`` (see the module);
+    :class:`ApplyRefused` with the reason Hermes would give."""
+    action = payload.get("action")
+    ops: Sequence[Mapping[str, Any]] = (
+        payload.get("operations") or [] if action == "batch" else [payload]
+    )
+    if action != "add":
+        _refuse_drift(text, limit)
+    entries = before = entries_of(text)
+    for number, op in enumerate(ops, start=1):
+        where = f"operation {number}: " if action == "batch" else ""
+        entries = _one(entries, op, where, limit, final=action != "batch")
+    if action == "batch":
+        _within(entries, limit, "after every operation, ")
+    if action == "add" and entries is before:
+        return text  # Hermes: "Entry already exists (no duplicate added)": nothing written
+    return SEPARATOR.join(entries)
+
+
+def _one(
+    entries: list[str], op: Mapping[str, Any], where: str, limit: int, *, final: bool
+) -> list[str]:
+    act = op.get("action")
+    content = str(op.get("content") or "").strip()
+    old = str(op.get("old_text") or "").strip()
+    if act in ("add", "replace"):
+        if not content:
+            raise ApplyRefused(f"{where}the content is empty")
+        threats = blocking(check(content, limit))
+        if threats:
+            raise ApplyRefused(f"{where}{threats[0].message}")
+    if act == "add":
+        if content in entries:
+            return entries  # Hermes: "Entry already exists (no duplicate added)"
+        out = [*entries, content]
+    else:
+        if not old:
+            raise ApplyRefused(f"{where}old_text is empty")
+        matches = [i for i, e in enumerate(entries) if old in e]
+        if not matches:
+            raise ApplyRefused(f"{where}no entry matches '{old}'")
+        if len({entries[i] for i in matches}) > 1:
+            raise ApplyRefused(f"{where}several entries match '{old}': Hermes asks for more")
+        out = list(entries)
+        if act == "replace":
+            out[matches[0]] = content
+        else:
+            out.pop(matches[0])
+    if final:
+        _within(out, limit, "")
+    return out
+
+
+def _within(entries: list[str], limit: int, when: str) -> None:
+    total = len(SEPARATOR.join(entries))
+    if total > limit:
+        raise ApplyRefused(f"{when}the file would hold {total:,} of its {limit:,} characters")
+
+
+def _refuse_drift(text: str, limit: int) -> None:
+    parsed = [e.strip() for e in text.split(SEPARATOR) if e.strip()]
+    if text.strip() != SEPARATOR.join(parsed) or max(map(len, parsed), default=0) > limit:
+        raise ApplyRefused(
+            "the file does not read back as Hermes writes it (edited by hand?): Hermes "
+            "refuses to rewrite it; tidy it on the memory page first"
+        )
+
+
+# -- decisions ----------------------------------------------------------------------------
+
+
+def pending_of(home: HermesHome) -> PendingWrites:
+    """``home``'s staged writes, after repairing any decision a killed process left."""
+    recover(home)
+    return read_pending(home.root)
+
+
+def approve(
+    home: HermesHome, record_id: str, digest: str, data: RecallData | None = None
+) -> Decision:
+    """Apply the record ``record_id`` (whose bytes hash to ``digest``: the one the page
+    showed) and remove it, as one step; refuse what Hermes would refuse or what Recall
+    does not understand. Nothing changes when it refuses."""
+    write = _the_record(home, record_id, digest)
+    if write.problems:
+        raise ApplyRefused(f"Recall does not apply this record: {'; '.join(write.problems)}")
+    name = write.file_name
+    assert name is not None  # a memory write without problems has a target
+    path = memory_path(home, name)
+    limit = home.char_limits()[name]
+    with file_lock(path):
+        _remove_stale_temp_files(path)  # a killed write's temp file, never the file
+        found = _read(path)
+        if found.problem:
+            raise ApplyRefused(found.problem)
+        before = found.data or b""
+        text = before.decode("utf-8", errors="strict")
+        after = replay(text, write.payload, limit).encode("utf-8")
+        if write.path.read_bytes() != write.raw:  # changed between the page and now
+            raise ConflictError("the record changed on disk since the page showed it")
+        aside = _aside(write.path)
+        intent = _intent(write.path)
+        _write_json(intent, {"file": str(path), "before": _sha(before), "after": _sha(after)})
+        os.replace(write.path, aside)
+        _sync(write.path.parent)
+        if after != before:
+            _atomic_write(path, after, _mode_of(path))
+            if data is not None:
+                note = f"approved pending write {write.id} ({write.action})"
+                data.add_revision(home_key(home), name, after.decode("utf-8"), note=note)
+        aside.unlink()
+        intent.unlink()
+        _sync(write.path.parent)
+    message = f"Approved: {write.action} in {name}" + ("" if after != before else " (no change)")
+    return Decision(write.id, name, after != before, message)
+
+
+def reject(home: HermesHome, record_id: str, digest: str) -> Decision:
+    """Remove the record (Hermes's reject); the file is not touched."""
+    write = _the_record(home, record_id, digest)
+    write.path.unlink()
+    _sync(write.path.parent)
+    return Decision(write.id, write.file_name, False, f"Rejected: {write.action}")
+
+
+def recover(home: HermesHome) -> list[str]:
+    """Finish or undo every approval a killed process left half done; the ids repaired.
+
+    An intent names the file's hash before and after: the file at "after" means the
+    write happened (the record goes); anything else means it did not, or another writer
+    came since (the record comes back, to be decided again)."""
+    folder = pending_folder(home.root, "memory")
+    repaired = []
+    try:
+        intents = [p for p in folder.iterdir() if p.name.endswith(INTENT_SUFFIX)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for stale in folder.glob(f".*{INTENT_SUFFIX}.tmp"):  # an intent killed half written
+        stale.unlink(missing_ok=True)
+    for intent in intents:
+        stem = intent.name[1 : -len(INTENT_SUFFIX)]
+        record = folder / f"{stem}.json"
+        aside = _aside(record)
+        try:
+            said = json.loads(intent.read_text(encoding="utf-8"))
+            path = Path(said["file"])
+        except (OSError, ValueError, KeyError, TypeError):
+            said, path = {}, None
+        if path is None:
+            if aside.exists():
+                os.replace(aside, record)
+            intent.unlink(missing_ok=True)
+            repaired.append(stem)
+            continue
+        with file_lock(path):
+            now = _sha(path.read_bytes()) if path.exists() else _sha(b"")
+            if now == said.get("after"):
+                aside.unlink(missing_ok=True)  # written: the record is done with
+            elif aside.exists():
+                os.replace(aside, record)
+            intent.unlink(missing_ok=True)
+            _sync(folder)
+        repaired.append(stem)
+    return repaired
+
+
+def _the_record(home: HermesHome, record_id: str, digest: str) -> PendingWrite:
+    write = pending_of(home).find(record_id)
+    if write is None:
+        raise NotFoundError(f"no pending memory write {record_id!r} (decided already?)")
+    if write.digest != digest:
+        raise ConflictError("the record changed on disk since the page showed it: look again")
+    return write
+
+
+def _aside(record: Path) -> Path:
+    return record.with_name(f".{record.name}{APPLYING_SUFFIX}")
+
+
+def _intent(record: Path) -> Path:
+    return record.with_name(f".{record.name[: -len('.json')]}{INTENT_SUFFIX}")
+
+
+def _write_json(path: Path, value: object) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        json.dump(value, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sync(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
