@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dashboard.hermes.conventions import MEMORY_FILES
+
 PENDING_FOLDER = "pending"
 SUBSYSTEMS = ("memory", "skills")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 ORIGINS = ("foreground", "background_review")
 ACTIONS = ("add", "replace", "remove", "batch")
-TARGETS = {"memory": "MEMORY.md", "user": "USER.md"}
+TARGETS = {f.key: f.name for f in MEMORY_FILES}  # a payload's target -> its file
 BASELINE_FIELDS = ("id", "subsystem", "action", "summary", "origin", "created_at", "payload")
 NEWER_FIELDS = ("payload_sha256", "state", "applying_started_at")
 PAYLOAD_FIELDS = ("action", "target", "content", "old_text", "operations")

@@ -6,6 +6,7 @@ from flask import Flask
 
 from dashboard.views import (
     api,
+    approvals,
     archive,
     chains,
     costs,
@@ -41,5 +42,6 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(costs.bp)
     app.register_blueprint(prices.bp)
     app.register_blueprint(memory.bp)
+    app.register_blueprint(approvals.bp)
     app.register_blueprint(archive.bp)
     app.jinja_env.globals["navigation"] = NAVIGATION

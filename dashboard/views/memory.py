@@ -10,17 +10,15 @@ next session.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
-from markupsafe import Markup, escape
 
 from dashboard.errors import NotFoundError, NotWritableError
 from dashboard.hermes.conventions import MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import EVERY_PROFILE
-from dashboard.memory.checks import BLOCK, blocking, check, hidden_char
+from dashboard.memory.checks import BLOCK, blocking, check
 from dashboard.memory.entries import edit_entries, split_entries
 from dashboard.memory.files import (
     BlockedContentError,
@@ -39,6 +37,7 @@ from dashboard.memory.files import (
 from dashboard.memory.prompt import agent_block
 from dashboard.params import whole_number
 from dashboard.store.recalldb import RecallData
+from dashboard.web.diff import diff_lines
 from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.reader import get_reader, one_profile_home, profile_home
 from dashboard.web.summaries import get_recall_data
@@ -111,51 +110,6 @@ def _entries_with_findings(text: str, limit: int) -> tuple[list[dict], list]:
             if finding.severity == BLOCK:
                 entries[finding.entry_index]["blocked"] = True
     return entries, whole
-
-
-def show_hidden(line: str) -> Markup:
-    """``line`` escaped, each character a diff would not show (NBSP, U+200B, bidi controls,
-    tab…) replaced by a visible, named marker."""
-    out = []
-    for char in line:
-        name = hidden_char(char)
-        if name is None:
-            out.append(escape(char))
-        else:
-            code = name.split(" ", 1)[0]
-            out.append(Markup('<span class="hidden-char" title="{}">{}</span>').format(name, code))
-    return Markup("").join(out)
-
-
-def diff_lines(
-    old: str, new: str, name: str, old_label: str = "on disk", new_label: str = "yours"
-) -> list[tuple[str, Markup]]:
-    """A unified diff of ``old`` → ``new`` as ``(kind, line)``; kind is add/del/hunk/file/same.
-
-    Lines are safe markup with invisible characters shown as markers (see
-    :func:`show_hidden`), so a change of a space into a no-break space is visible.
-    """
-    out: list[tuple[str, Markup]] = []
-    lines = difflib.unified_diff(
-        old.splitlines(),
-        new.splitlines(),
-        fromfile=f"{name} ({old_label})",
-        tofile=f"{name} ({new_label})",
-        lineterm="",
-    )
-    for line in lines:
-        if line.startswith(("---", "+++")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        else:
-            kind = "same"
-        out.append((kind, show_hidden(line)))
-    return out
 
 
 def _history(name: str, revisions: list[dict]) -> list[dict]:

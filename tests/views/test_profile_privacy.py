@@ -370,6 +370,12 @@ def path_fillers(world: World, served: str, name: str) -> tuple[list[str], list[
         return ["USER.md", "MEMORY.md"], []
     if name == "filename":
         return ["app.css"], []
+    if name == "profile":  # the approvals' decisions: this profile, and the others
+        return [served], others
+    if name == "record_id":
+        return ["w1"], []
+    if name == "decision":
+        return ["approve", "reject"], []
     raise AssertionError(f"no filler for path parameter <{name}>: add one to this test")
 
 

@@ -1,0 +1,126 @@
+"""Approvals: Hermes's staged memory writes, per profile, approved or rejected here.
+
+Each pending write shows what it asks (add, replace, remove, a batch), its file, its
+text, where it came from (a conversation, or the background review) and its age, and
+the file as it would be after it (a diff against the file as it is now), or why Hermes
+would refuse it. Approve and Reject are form POSTs (CSRF and same-origin, as every
+write): memory/pending_apply applies the baseline record shape as Hermes does and
+leaves every record it does not understand to Hermes, saying why. Pending skill writes
+are listed, read-only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+
+from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.pending import PendingWrite, PendingWrites, count_pending
+from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile
+from dashboard.memory.files import read_memory_file
+from dashboard.memory.pending_apply import ApplyRefused, approve, pending_of, reject, replay
+from dashboard.web.diff import diff_lines
+from dashboard.web.profiles import current_profile, served_profiles
+from dashboard.web.summaries import get_recall_data
+
+bp = Blueprint("approvals", __name__)
+
+DECISIONS = ("approve", "reject")
+
+
+@dataclass(frozen=True)
+class ShownWrite:
+    """A pending write as the inbox shows it."""
+
+    write: PendingWrite
+    age_s: float | None
+    diff: list[Any]  # the file now -> after approval (empty when refused)
+    refusal: str | None  # why Hermes (or Recall) would not apply it
+
+
+@dataclass(frozen=True)
+class ProfileInbox:
+    profile: Profile
+    writes: list[ShownWrite]
+    pending: PendingWrites
+
+
+def _profiles() -> list[Profile]:
+    chosen = current_profile()
+    served = served_profiles()
+    return served if chosen == ALL else [p for p in served if p.name == chosen]
+
+
+def _shown(profile: Profile, write: PendingWrite, now: float) -> ShownWrite:
+    age = None if write.created_at is None else max(now - write.created_at, 0.0)
+    name = write.file_name
+    if name is None:
+        return ShownWrite(write, age, [], "; ".join(write.problems))
+    current = read_memory_file(profile.home, name)
+    limit = profile.home.char_limits()[name]
+    try:
+        after = replay(current.text, write.payload, limit)
+    except ApplyRefused as exc:
+        return ShownWrite(write, age, [], f"Hermes would refuse it: {exc}")
+    diff = diff_lines(current.text, after, name, "now", "after approval")
+    refusal = "; ".join(write.problems) if write.problems else None
+    return ShownWrite(write, age, diff, refusal)
+
+
+def _page(status: int = 200, message: str | None = None, error: str | None = None):
+    now = time.time()
+    inboxes = []
+    for profile in _profiles():
+        pending = pending_of(profile.home)
+        writes = [_shown(profile, w, now) for w in pending.memory]
+        inboxes.append(ProfileInbox(profile, writes, pending))
+    body = render_template(
+        "approvals.html",
+        inboxes=inboxes,
+        several=EVERY_PROFILE.spans(served_profiles()),
+        message=message or request.args.get("done"),
+        error=error,
+    )
+    return body, status
+
+
+@bp.app_context_processor
+def pending_badge() -> dict[str, int]:
+    """The header's count of memory writes waiting in the profiles shown (a folder
+    listing each: cheap enough for every page)."""
+    return {"pending_writes": sum(count_pending(p.home.root) for p in _profiles())}
+
+
+@bp.get("/memory/pending")
+def index():
+    """Every pending memory write of the profiles shown, newest first."""
+    return _page()
+
+
+@bp.post("/memory/pending/<profile>/<record_id>/<decision>")
+def decide(profile: str, record_id: str, decision: str):
+    """Approve or reject one record (the one whose bytes the page showed)."""
+    if decision not in DECISIONS:
+        abort(404)
+    found = next((p for p in served_profiles() if p.name == profile), None)
+    if found is None:
+        raise NotFoundError(f"no profile {profile!r} is served here")
+    digest = request.form.get("digest", "")
+    try:
+        if decision == "approve":
+            done = approve(found.home, record_id, digest, get_recall_data())
+        else:
+            done = reject(found.home, record_id, digest)
+    except ApplyRefused as exc:
+        return _page(400, error=f"Not applied: {exc}")
+    except ConflictError as exc:
+        return _page(409, error=f"Not applied: {exc}")
+    except NotFoundError as exc:
+        return _page(404, error=str(exc))
+    except (ValidationError, OSError) as exc:
+        return _page(400, error=f"Not applied: {exc}")
+    where = f" ({found.name})" if EVERY_PROFILE.spans(served_profiles()) else ""
+    return redirect(url_for("approvals.index", done=f"{done.message}{where}."), code=303)

@@ -1,0 +1,134 @@
+"""The approvals inbox: pending memory writes listed, approved and rejected with CSRF."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from tests.support.app import make_app
+from tests.support.pending_records import DELIMITER, T0, hermes_apply, stage, write_memory
+
+ORIGIN = {"Origin": "http://localhost"}
+USER = ["Lives in Lisbon", "Prefers Python for scripts"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    from tests.support import hermes_shapes as shapes
+
+    root = tmp_path / "home"
+    shapes.build_current_views(root / "state.db")
+    write_memory(root, "USER.md", USER)
+    stage(root, "add1", "add", content="Has two cats", created_at=T0)
+    stage(
+        root,
+        "rep1",
+        "replace",
+        old_text="Python",
+        content="Mostly writes Go now",
+        origin="background_review",
+        newer=True,
+        created_at=T0 + 60,
+    )
+    stage(root, "guarded", "add", content="x", guard=True, created_at=T0 + 120)
+    stage(root, "skill", "create", subsystem="skills", content="---")
+    return root
+
+
+@pytest.fixture
+def client(home: Path, tmp_path: Path) -> FlaskClient:
+    return make_app(home, tmp_path / "data").test_client()
+
+
+def article(page: str, record_id: str) -> str:
+    start = page.index(f'data-id="{record_id}"')
+    return page[start : page.index("</article>", start)]
+
+
+def form(page: str, record_id: str, decision: str) -> dict[str, str]:
+    part = article(page, record_id)
+    action = re.search(rf'action="([^"]*/{decision})"', part)
+    assert action, (record_id, decision)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', part)[1]
+    digest = re.search(r'name="digest" value="([^"]+)"', part)[1]
+    return {"url": html.unescape(action[1]), "csrf_token": token, "digest": digest}
+
+
+def post(client: FlaskClient, f: dict[str, str]):
+    return client.post(f["url"], data={k: v for k, v in f.items() if k != "url"}, headers=ORIGIN)
+
+
+def test_the_inbox_lists_each_write_with_its_diff_and_the_header_counts_them(
+    client: FlaskClient,
+) -> None:
+    page = client.get("/memory/pending").get_data(as_text=True)
+    assert re.search(r'class="pending-badge"[^>]*>3 waiting<', page)
+    rep = article(page, "rep1")
+    assert "replace" in rep and "USER.md" in rep and "background review (no transcript)" in rep
+    assert '<span class="diff-add">+Mostly writes Go now</span>' in rep
+    assert '<span class="diff-del">-Prefers Python for scripts</span>' in rep
+    guarded = article(page, "guarded")
+    assert "write guard" in guarded and "Approve</button>" not in guarded
+    assert "Reject</button>" in guarded
+    assert "Skill writes waiting" in page and "<code>skill</code>" in page
+    # Every page carries the count; a page of another screen too.
+    assert "3 waiting" in client.get("/costs").get_data(as_text=True)
+
+
+def test_approve_applies_as_hermes_and_reject_removes_only_the_record(
+    client: FlaskClient, home: Path
+) -> None:
+    page = client.get("/memory/pending").get_data(as_text=True)
+    before = (home / "memories" / "USER.md").read_text()
+    response = post(client, form(page, "rep1", "approve"))
+    assert response.status_code == 303 and "Approved" in response.headers["Location"]
+    payload = {
+        "action": "replace",
+        "target": "user",
+        "old_text": "Python",
+        "content": "Mostly writes Go now",
+    }
+    assert (home / "memories" / "USER.md").read_text() == hermes_apply(before, payload, 1375)
+    assert not (home / "pending" / "memory" / "rep1.json").exists()
+    page = client.get("/memory/pending").get_data(as_text=True)
+    after_approval = (home / "memories" / "USER.md").read_text()
+    assert post(client, form(page, "add1", "reject")).status_code == 303
+    assert not (home / "pending" / "memory" / "add1.json").exists()
+    assert (home / "memories" / "USER.md").read_text() == after_approval
+    assert "1 waiting" in client.get("/memory/pending").get_data(as_text=True)
+
+
+def test_a_decision_needs_the_token_and_this_site_and_the_record_as_shown(
+    client: FlaskClient, home: Path
+) -> None:
+    page = client.get("/memory/pending").get_data(as_text=True)
+    f = form(page, "add1", "approve")
+    no_token = {k: v for k, v in f.items() if k != "csrf_token"}
+    assert post(client, no_token).status_code == 403
+    forged = client.post(
+        f["url"],
+        data={"csrf_token": f["csrf_token"], "digest": f["digest"]},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert forged.status_code == 403
+    stage(home, "add1", "add", content="Has three cats", created_at=T0)  # restaged
+    changed = post(client, f)
+    assert changed.status_code == 409 and "changed on disk" in changed.get_data(as_text=True)
+    assert (home / "memories" / "USER.md").read_text() == DELIMITER.join(USER)
+    gone = {**f, "url": f["url"].replace("add1", "nosuch")}
+    assert post(client, gone).status_code == 404
+
+
+def test_a_write_hermes_would_refuse_says_why_and_changes_nothing(
+    client: FlaskClient, home: Path
+) -> None:
+    stage(home, "nomatch", "remove", old_text="Berlin", created_at=T0 + 200)
+    page = client.get("/memory/pending").get_data(as_text=True)
+    part = article(page, "nomatch")
+    assert "Hermes would refuse it: no entry matches &#39;Berlin&#39;" in part
+    assert "Approve</button>" not in part
+    assert (home / "memories" / "USER.md").read_text() == DELIMITER.join(USER)
