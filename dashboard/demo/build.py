@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from dashboard.demo.pending import write_pending
 from dashboard.demo.plan import IN_PLACE_KEEP, DemoPlanner, PlannedSession, anchor_for
 from dashboard.errors import ConflictError
 from dashboard.hermes.conventions import MEMORY_FILE, USER_FILE
@@ -81,7 +82,8 @@ def build_demo_home(
         raise ConflictError(f"{db_path} already exists; refusing to overwrite it")
     total = messages if messages is not None else sessions * 60
     use_bulk = bulk if bulk is not None else total >= BULK_THRESHOLD
-    planner = DemoPlanner(seed, anchor_for(anchor_day), sessions, total)
+    anchor = anchor_for(anchor_day)
+    planner = DemoPlanner(seed, anchor, sessions, total)
     began = time.perf_counter()
     root.mkdir(parents=True, exist_ok=True)
     tally = _Tally()
@@ -93,6 +95,7 @@ def build_demo_home(
                 _write_through_api(store, tally.add(plan))
         store.set_meta(DEMO_MARKER, str(seed))
     _write_memories(root)
+    write_pending(root, anchor)  # what Hermes holds back for approval (issue 29)
     _write_config(root)
     return DemoReport(
         home=root,

@@ -17,6 +17,7 @@ from flask import Blueprint, abort, make_response, redirect, render_template, re
 from dashboard.errors import NotFoundError, NotWritableError
 from dashboard.hermes.conventions import MEMORY_FILE_NAMES, USER_FILE
 from dashboard.hermes.home import HermesHome
+from dashboard.hermes.pending import read_pending
 from dashboard.hermes.profiles import EVERY_PROFILE
 from dashboard.memory.checks import BLOCK, blocking, check
 from dashboard.memory.entries import edit_entries, split_entries
@@ -169,6 +170,8 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "conflict": None,
         "last_change": None,
         "error": None,
+        # Staged writes to this file: a save may leave them matching nothing (issue 29).
+        "pending_here": [w for w in read_pending(_home().root).memory if w.file_name == file.name],
         **_profile_context(),
     }
     context.update(extra)

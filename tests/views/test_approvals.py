@@ -132,3 +132,15 @@ def test_a_write_hermes_would_refuse_says_why_and_changes_nothing(
     assert "Hermes would refuse it: no entry matches &#39;Berlin&#39;" in part
     assert "Approve</button>" not in part
     assert (home / "memories" / "USER.md").read_text() == DELIMITER.join(USER)
+
+
+def test_the_memory_editor_warns_of_writes_waiting_for_its_file(client: FlaskClient) -> None:
+    page = client.get("/memory/USER.md").get_data(as_text=True)
+    note = page[page.index('class="notice memory-pending"') :]
+    note = note[note.index(">") + 1 :]
+    note = " ".join(re.sub(r"<[^>]+>", " ", note[: note.index("</p>")]).split())
+    assert note.startswith("3 staged writes to USER.md wait for approval.")  # add1, rep1, guarded
+    assert 'href="/memory/pending"' in page
+    assert 'class="notice memory-pending"' not in client.get("/memory/MEMORY.md").get_data(
+        as_text=True
+    )
