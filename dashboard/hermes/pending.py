@@ -139,7 +139,12 @@ def read_pending(home_root: Path) -> PendingWrites:
     found = PendingWrites()
     for subsystem in SUBSYSTEMS:
         into = found.memory if subsystem == "memory" else found.skills
-        for name, path in _record_files(pending_folder(home_root, subsystem)):
+        try:
+            files = _record_files(pending_folder(home_root, subsystem))
+        except OSError as exc:  # a folder that cannot be listed is said, not a failed page
+            found.unreadable.append(Unreadable(subsystem, f"cannot be listed ({exc.strerror})"))
+            continue
+        for name, path in files:
             write = read_record(path, subsystem)
             if isinstance(write, Unreadable):
                 found.unreadable.append(Unreadable(f"{subsystem}/{name}", write.reason))
@@ -150,8 +155,12 @@ def read_pending(home_root: Path) -> PendingWrites:
 
 
 def count_pending(home_root: Path) -> int:
-    """How many memory writes wait (a directory listing: cheap enough for every page)."""
-    return sum(1 for _ in _record_files(pending_folder(home_root, "memory")))
+    """How many memory writes wait (a directory listing: cheap enough for every page);
+    0 when the folder cannot be listed (the inbox says why)."""
+    try:
+        return len(_record_files(pending_folder(home_root, "memory")))
+    except OSError:
+        return 0
 
 
 def read_record(path: Path, subsystem: str) -> PendingWrite | Unreadable:
@@ -182,6 +191,8 @@ def canonical_sha256(payload: object, *, ascii_only: bool) -> str:
 
 
 def _record_files(folder: Path) -> list[tuple[str, Path]]:
+    """The ``<id>.json`` files of ``folder`` (none when it is missing); OSError when it
+    cannot be listed."""
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):

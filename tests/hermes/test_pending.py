@@ -95,3 +95,14 @@ def test_a_home_without_pending_writes_has_none(tmp_path: Path) -> None:
     found = read_pending(tmp_path)
     assert (found.memory, found.skills, found.unreadable) == ([], [], [])
     assert count_pending(tmp_path) == 0
+
+
+def test_a_pending_folder_that_cannot_be_listed_is_said_not_a_failure(tmp_path: Path) -> None:
+    """``pending/memory`` a symbolic link to itself: listing fails for root too."""
+    folder = tmp_path / "pending"
+    folder.mkdir()
+    (folder / "memory").symlink_to("memory")
+    found = read_pending(tmp_path)
+    assert found.memory == [] and [u.name for u in found.unreadable] == ["memory"]
+    assert "cannot be listed" in found.unreadable[0].reason
+    assert count_pending(tmp_path) == 0

@@ -144,3 +144,15 @@ def test_the_memory_editor_warns_of_writes_waiting_for_its_file(client: FlaskCli
     assert 'class="notice memory-pending"' not in client.get("/memory/MEMORY.md").get_data(
         as_text=True
     )
+
+
+def test_a_pending_folder_that_cannot_be_listed_breaks_no_page(
+    client: FlaskClient, home: Path
+) -> None:
+    import shutil
+
+    shutil.rmtree(home / "pending" / "memory")
+    (home / "pending" / "memory").symlink_to("memory")  # a loop: listing fails for root too
+    assert client.get("/costs").status_code == 200
+    page = client.get("/memory/pending").get_data(as_text=True)
+    assert "<code>memory</code> cannot be listed" in page
