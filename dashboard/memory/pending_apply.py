@@ -217,7 +217,7 @@ def recover(home: HermesHome) -> list[str]:
     repaired = []
     try:
         intents = [p for p in folder.iterdir() if p.name.endswith(INTENT_SUFFIX)]
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # no folder, or one that cannot be listed (the inbox says so)
         return []
     for stale in folder.glob(f".*{INTENT_SUFFIX}.tmp"):  # an intent killed half written
         stale.unlink(missing_ok=True)
