@@ -36,6 +36,7 @@ from dashboard.reader.overview import (
     archive_figures,
     archive_overview,
 )
+from dashboard.reader.provenance import MemoryProvenance, memory_provenance
 from dashboard.reader.screens import (
     ChainPage,
     OverviewPage,
@@ -471,6 +472,18 @@ class StateReader:
             epochs = self._epochs.get(snap.conn, [session_id])
         folded, _ = fold_copies([(i, session_id) for i in ids], epochs)
         return [row[0] for row in folded]
+
+    def memory_provenance(
+        self, name: str, text: str, revisions: Sequence[dict[str, Any]]
+    ) -> MemoryProvenance:
+        """Where each entry of the memory file ``name`` (its ``text`` now, its
+        ``revisions`` newest first) came from, from this reader's scope (one profile's
+        calls); an archive that cannot be read gives none, with the reason."""
+        try:
+            with self.snapshot() as snap:
+                return memory_provenance(snap.conn, snap.state, name, text, revisions)
+        except StoreUnavailableError as exc:
+            return MemoryProvenance({}, problem=str(exc))
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""

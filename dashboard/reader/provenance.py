@@ -1,0 +1,64 @@
+"""The memory page's provenance: each entry of one file with the calls that wrote it
+and where the user said it, read in one snapshot of the archive (memory/provenance.py
+holds the rules)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.hermes.conventions import MEMORY_FILE_BY_NAME
+from dashboard.memory.provenance import (
+    EARLIER,
+    WROTE,
+    EntryProvenance,
+    Said,
+    entry_provenance,
+    memory_calls,
+    with_said,
+)
+from dashboard.search.said import where_said
+from dashboard.store.memory_calls import memory_call_rows
+from dashboard.store.state import StoreState
+
+
+@dataclass(frozen=True)
+class MemoryProvenance:
+    """Each entry's provenance by its number (from 1); ``problem`` says why none could
+    be read (the archive unreadable: the page shows the file all the same)."""
+
+    entries: dict[int, EntryProvenance]
+    calls: int = 0  # memory calls of this file's target in the archive's scope
+    problem: str | None = None
+
+
+def memory_provenance(
+    conn: sqlite3.Connection,
+    state: StoreState,
+    name: str,
+    text: str,
+    revisions: Sequence[dict[str, Any]],
+) -> MemoryProvenance:
+    """The provenance of every entry of the file ``name`` whose text is ``text``, from
+    the memory calls the connection's scope holds (one profile's, on its page)."""
+    target = MEMORY_FILE_BY_NAME[name].key
+    calls = [c for c in memory_calls(memory_call_rows(conn)) if c.op.target == target]
+    entries = entry_provenance(text, target, calls, revisions)
+    said: dict[tuple[str, int, str], Said | None] = {}
+    shown: dict[int, EntryProvenance] = {}
+    for entry in entries:
+        found: dict[int, Said | None] = {}
+        for event in entry.events:
+            if event.role not in (WROTE, EARLIER):
+                continue
+            call = event.call
+            key = (call.session_id, call.message_id, call.op.content)
+            if key not in said:
+                said[key] = where_said(
+                    conn, state, call.session_id, call.message_id, call.op.content
+                )
+            found[call.message_id] = said[key]
+        shown[entry.number] = with_said(entry, found)
+    return MemoryProvenance(shown, len(calls))
