@@ -166,7 +166,8 @@ def test_an_entry_the_background_review_wrote_appeared_between_two_revisions(
     tea = _blocks(page)[7]
     assert NO_CALL in tea
     assert re.search(
-        r"It appeared between .* \(revision #1, without it\) and .* \(revision #2, written outside Recall\)",
+        r"It appeared between .* \(revision #1, without it\) and .* "
+        r"\(revision #2, written outside Recall\)",
         tea,
         re.S,
     )
