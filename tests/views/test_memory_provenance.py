@@ -171,3 +171,15 @@ def test_an_entry_the_background_review_wrote_appeared_between_two_revisions(
         tea,
         re.S,
     )
+
+
+def test_without_an_archive_the_page_shows_the_file_and_says_why_there_is_no_provenance(
+    tmp_path: Path,
+) -> None:
+    memories = tmp_path / "hermes" / "memories"
+    memories.mkdir(parents=True)
+    (memories / "USER.md").write_text("Name: Ada\n§\nLives in Lisbon", encoding="utf-8")
+    response = make_app(tmp_path / "hermes", tmp_path / "data").test_client().get("/memory")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200 and 'id="entry-2"' in page
+    assert "Where the entries came from cannot be shown" in page and _blocks(page) == {}
