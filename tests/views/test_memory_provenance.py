@@ -10,15 +10,19 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from tests.support import hermes_shapes as shapes
 from tests.support.app import make_app
 from tests.support.memory_homes import (
     MEMORY_ENTRIES,
     NO_TRANSCRIPT,
+    S_THIRD,
     USER_ENTRIES,
     WORK_USER_ENTRIES,
     WRITTEN_BY,
     MemoryHomeFacts,
     build_memory_home,
+    memory_call,
+    user,
 )
 
 NO_CALL = "No conversation in Recall's archive has a memory call that wrote it"
@@ -183,3 +187,30 @@ def test_without_an_archive_the_page_shows_the_file_and_says_why_there_is_no_pro
     page = response.get_data(as_text=True)
     assert response.status_code == 200 and 'id="entry-2"' in page
     assert "Where the entries came from cannot be shown" in page and _blocks(page) == {}
+
+
+def test_a_call_synced_in_after_the_page_was_read_shows_on_the_next_load(tmp_path: Path) -> None:
+    facts = build_memory_home(tmp_path / "hermes")
+    app = make_app(facts.root, tmp_path / "data")
+    client = app.test_client()
+    assert (
+        NO_CALL in _blocks(client.get("/memory/USER.md?profile=default").get_data(as_text=True))[6]
+    )
+    at = shapes._epoch(S_THIRD) + 600
+    shapes.append_messages(
+        facts.root / "state.db",
+        S_THIRD,
+        [
+            user("I work night shifts now."),
+            *memory_call(
+                "call_shifts",
+                '{"success": true}',
+                action="add",
+                target="user",
+                content="Works night shifts",
+            ),
+        ],
+        at,
+    )
+    block = _blocks(client.get("/memory/USER.md?profile=default").get_data(as_text=True))[6]
+    assert _calls_linked(block) == [_link(*_message_of(app, "call_shifts"), "default")]
