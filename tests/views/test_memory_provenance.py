@@ -214,3 +214,32 @@ def test_a_call_synced_in_after_the_page_was_read_shows_on_the_next_load(tmp_pat
     )
     block = _blocks(client.get("/memory/USER.md?profile=default").get_data(as_text=True))[6]
     assert _calls_linked(block) == [_link(*_message_of(app, "call_shifts"), "default")]
+
+
+def test_a_rewound_call_still_wrote_and_its_link_shows_rewound_rows(tmp_path: Path) -> None:
+    """A rewind takes turns out of the conversation, not the write out of the file."""
+    facts = build_memory_home(tmp_path / "hermes")
+    db = facts.root / "state.db"
+    shapes.append_messages(
+        db,
+        S_THIRD,
+        [
+            user("Note that I work night shifts."),
+            *memory_call(
+                "call_rewound",
+                '{"success": true}',
+                action="add",
+                target="user",
+                content="Works night shifts",
+            ),
+        ],
+        shapes._epoch(S_THIRD) + 900,
+    )
+    assert shapes.rewind(db, S_THIRD, 3, shapes._epoch(S_THIRD) + 960) == 3
+    app = make_app(facts.root, tmp_path / "data")
+    client = app.test_client()
+    block = _blocks(client.get("/memory/USER.md?profile=default").get_data(as_text=True))[6]
+    session_id, message_id = _message_of(app, "call_rewound")
+    link = f"/sessions/{session_id}?at={message_id}&all=1&profile=default#m{message_id}"
+    assert _calls_linked(block) == [link] and NO_CALL not in block
+    assert f'id="m{message_id}"' in client.get(link).get_data(as_text=True)
