@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 
+from dashboard.errors import QuerySyntaxError
 from dashboard.hermes.content import decode_content
 from dashboard.memory.provenance import Said
 from dashboard.search.query import parse_query
@@ -63,7 +64,7 @@ _COMMON = frozenset(
     "not but all any can will would should about into also more most very their them "
     "they when what which who how likes like prefers prefer uses use using".split()
 )
-_WORD = re.compile(r"\w{3,}")
+_WORD = re.compile(r"[^\W_]{3,}")  # letters and digits: "___" is no word to FTS5
 MAX_WORDS = 16  # an entry's first words: enough to find the message, a short query
 SAID_CHARS = 200
 
@@ -90,8 +91,11 @@ def where_said(
     words = key_words(text)
     if not words:
         return None
-    ids = [i for i in session_matches(conn, state, session_id, parse_query(" OR ".join(words)))]
-    ids = [i for i in ids if i < before_id]
+    try:
+        parsed = parse_query(" OR ".join(words))
+    except QuerySyntaxError:  # nothing FTS5 reads as a word: nowhere to find it
+        return None
+    ids = [i for i in session_matches(conn, state, session_id, parsed) if i < before_id]
     if not ids:
         return None
     rows = conn.execute(

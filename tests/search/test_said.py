@@ -23,6 +23,7 @@ def test_key_words_leave_out_short_and_common_words_once_each() -> None:
         "bin",
     )
     assert key_words("I am ok") == ()
+    assert key_words("snake_case ___ 2026 v12") == ("snake", "case", "v12")
 
 
 def test_the_earlier_user_message_sharing_most_words_nearest_on_a_tie(app: Flask) -> None:
@@ -47,3 +48,4 @@ def test_the_earlier_user_message_sharing_most_words_nearest_on_a_tie(app: Flask
         assert said("Lives in Porto", before=porto) is None  # only messages before the call
         assert said("Kubernetes clusters") is None
         assert said("the user") is None  # no word worth searching
+        assert said("___ ---") is None
