@@ -31,6 +31,10 @@ from dashboard.hermes.memory_tool import FAILED, MemoryOp, MemoryResult, memory_
 from dashboard.memory.entries import split_entries
 from dashboard.store.memory_calls import MemoryCallRow
 
+#: The revisions read for when an entry appeared: as many as the memory page's history
+#: lists (the JSON API reads as many).
+REVISIONS_READ = 50
+
 # How a call relates to an entry (EntryEvent.role).
 WROTE = "wrote"  # wrote the entry's text as it is now
 EARLIER = "earlier"  # wrote an earlier version (a later replace changed it)

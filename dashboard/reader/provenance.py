@@ -39,6 +39,58 @@ class MemoryProvenance:
     calls: int = 0  # memory calls of this file's target in the archive's scope
     problem: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """What ``GET /api/memory/<which>/provenance`` answers (docs/memory.md)."""
+        return {
+            "problem": self.problem,
+            "calls": self.calls,
+            "entries": [_entry_json(self.entries[n]) for n in sorted(self.entries)],
+        }
+
+
+def _revision_json(revision: dict[str, Any] | None) -> dict[str, Any] | None:
+    if revision is None:
+        return None
+    return {k: revision[k] for k in ("id", "saved_at", "note")}
+
+
+def _entry_json(entry: EntryProvenance) -> dict[str, Any]:
+    appeared = entry.appeared
+    return {
+        "number": entry.number,
+        "text": entry.text,
+        "no_transcript": entry.no_transcript,
+        "written_in": list(entry.write_sessions),
+        "appeared": None
+        if appeared is None
+        else {"first": _revision_json(appeared.first), "before": _revision_json(appeared.before)},
+        "events": [
+            {
+                "role": e.role,
+                "action": e.call.op.action,
+                "content": e.call.op.content,
+                "old_text": e.call.op.old_text,
+                "batch_index": e.call.op.index if e.call.op.batch else None,
+                "session_id": e.call.session_id,
+                "message_id": e.call.message_id,
+                "at": e.call.at,
+                "rewound": not e.call.shown,
+                "status": e.call.result.status,
+                "result": e.call.result.message,
+                "pending_id": e.call.result.pending_id,
+                "said": None
+                if e.said is None
+                else {
+                    "message_id": e.said.message_id,
+                    "at": e.said.at,
+                    "text": e.said.text,
+                    "words": list(e.said.words),
+                },
+            }
+            for e in entry.events
+        ],
+    }
+
 
 def archive_memory_calls(conn: sqlite3.Connection) -> tuple[MemoryCall, ...]:
     """Every memory call the connection's scope holds, oldest first: what a reader keeps

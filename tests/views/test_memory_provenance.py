@@ -243,3 +243,27 @@ def test_a_rewound_call_still_wrote_and_its_link_shows_rewound_rows(tmp_path: Pa
     link = f"/sessions/{session_id}?at={message_id}&all=1&profile=default#m{message_id}"
     assert _calls_linked(block) == [link] and NO_CALL not in block
     assert f'id="m{message_id}"' in client.get(link).get_data(as_text=True)
+
+
+def test_the_api_answers_the_same_provenance_as_the_page(
+    built: tuple[MemoryHomeFacts, Flask], client: FlaskClient
+) -> None:
+    app = built[1]
+    body = client.get("/api/memory/user/provenance?profile=default").get_json()
+    assert body["problem"] is None
+    entries = {e["text"]: e for e in body["entries"]}
+    assert list(entries) == list(USER_ENTRIES)
+    session_id, message_id = _message_of(app, "call_porto")
+    porto = entries["Lives in Porto (moved from Lisbon)"]
+    wrote = [e for e in porto["events"] if e["role"] == "wrote"]
+    assert [(e["session_id"], e["message_id"], e["action"]) for e in wrote] == [
+        (session_id, message_id, "replace")
+    ]
+    assert wrote[0]["said"]["words"] == ["porto", "moved"]
+    assert entries["Name: Ada"]["no_transcript"] and entries["Works night shifts"]["no_transcript"]
+    assert [e["status"] for e in entries["Name: Ada"]["events"]] == ["failed"]
+    memory = client.get("/api/memory/memory/provenance?profile=default").get_json()
+    staged = memory["entries"][1]["events"][0]
+    assert (staged["status"], staged["pending_id"]) == ("staged", "mem_20260803_uv")
+    fresh = app.test_client()  # no profile cookie: all profiles, so whose file?
+    assert fresh.get("/api/memory/user/provenance").status_code == 400
