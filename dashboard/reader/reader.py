@@ -36,6 +36,11 @@ from dashboard.reader.overview import (
     archive_figures,
     archive_overview,
 )
+from dashboard.reader.provenance import (
+    MemoryProvenance,
+    archive_memory_calls,
+    memory_provenance,
+)
 from dashboard.reader.screens import (
     ChainPage,
     OverviewPage,
@@ -137,6 +142,9 @@ class StateReader:
         # The overview's counts of the archive (two counts of every message, a seek per
         # session for the newest: ~70 ms at 1M messages), until the archive's next write.
         self._figures = LineageCache(self._count_figures)
+        # The memory calls of this reader's scope (the memory page's provenance), parsed,
+        # until the archive's next write.
+        self._memory_calls = LineageCache(archive_memory_calls)
         # A read-only connection per thread kept between snapshots (store/kept.py): its
         # page cache and FTS5's index structures outlive one request. Each is scoped once.
         self._kept = KeptConnections(self._path, self._prepare)
@@ -471,6 +479,19 @@ class StateReader:
             epochs = self._epochs.get(snap.conn, [session_id])
         folded, _ = fold_copies([(i, session_id) for i in ids], epochs)
         return [row[0] for row in folded]
+
+    def memory_provenance(
+        self, name: str, text: str, revisions: Sequence[dict[str, Any]]
+    ) -> MemoryProvenance:
+        """Where each entry of the memory file ``name`` (its ``text`` now, its
+        ``revisions`` newest first) came from, from this reader's scope (one profile's
+        calls); an archive that cannot be read gives none, with the reason."""
+        try:
+            with self.snapshot() as snap:
+                calls = self._memory_calls.get(snap.conn, snap.state, snap.version())
+                return memory_provenance(snap.conn, snap.state, name, text, revisions, calls)
+        except StoreUnavailableError as exc:
+            return MemoryProvenance({}, problem=str(exc))
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""

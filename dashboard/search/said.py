@@ -9,13 +9,19 @@ hits whose own text holds a term, with snippets cut from that text alone.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 
+from dashboard.errors import QuerySyntaxError
 from dashboard.hermes.content import decode_content
+from dashboard.memory.provenance import Said
+from dashboard.search.query import parse_query
+from dashboard.search.routes import session_matches
 from dashboard.search.sessions import SessionResult
-from dashboard.text import is_marked, make_snippet
+from dashboard.store.state import StoreState
+from dashboard.text import clip, is_marked, make_snippet
 
 
 def said_only(
@@ -50,3 +56,58 @@ def said_only(
         if hits or not result.hits:
             kept.append(replace(result, hits=hits))
     return kept
+
+
+# Words too common to say where something was said (and FTS5's operators).
+_COMMON = frozenset(
+    "the and for with that this from have has had are was were you your user users "
+    "not but all any can will would should about into also more most very their them "
+    "they when what which who how likes like prefers prefer uses use using".split()
+)
+_WORD = re.compile(r"[^\W_]{3,}")  # letters and digits: "___" is no word to FTS5
+MAX_WORDS = 16  # an entry's first words: enough to find the message, a short query
+SAID_CHARS = 200
+
+
+def key_words(text: str) -> tuple[str, ...]:
+    """An entry's words worth searching for: three letters or more, not common, once each."""
+    words: dict[str, None] = {}
+    for word in _WORD.findall(text.casefold()):
+        if word not in _COMMON and not word.isdigit():
+            words.setdefault(word, None)
+    return tuple(words)[:MAX_WORDS]
+
+
+def where_said(
+    conn: sqlite3.Connection, state: StoreState, session_id: str, before_id: int, text: str
+) -> Said | None:
+    """The user message of ``session_id`` before message ``before_id`` that shares the
+    most of ``text``'s words (:func:`key_words`), the nearest on a tie; None when no
+    earlier user message holds any.
+
+    The session's matches come from the archive's word search (``session_matches``: the
+    word index, then trigram, then a scan), with the entry's words joined by OR.
+    """
+    words = key_words(text)
+    if not words:
+        return None
+    try:
+        parsed = parse_query(" OR ".join(words))
+    except QuerySyntaxError:  # nothing FTS5 reads as a word: nowhere to find it
+        return None
+    ids = [i for i in session_matches(conn, state, session_id, parsed) if i < before_id]
+    if not ids:
+        return None
+    rows = conn.execute(
+        f"SELECT id, timestamp, content FROM messages WHERE role = 'user'"
+        f" AND id IN ({','.join('?' * len(ids))})",
+        ids,
+    ).fetchall()
+    best: tuple[int, int, Said] | None = None
+    for mid, at, content in rows:
+        said = decode_content(content)
+        lowered = set(_WORD.findall(said.casefold()))
+        shared = tuple(w for w in words if w in lowered)
+        if shared and (best is None or (len(shared), mid) > best[:2]):
+            best = (len(shared), mid, Said(mid, at, clip(said, SAID_CHARS), shared))
+    return best[2] if best else None

@@ -22,9 +22,11 @@ from dashboard.memory.files import (
     MemoryConflict,
     MemoryFile,
     MemoryLockTimeout,
+    home_key,
     read_memory_file,
     save_memory_file,
 )
+from dashboard.memory.provenance import REVISIONS_READ
 from dashboard.params import whole_number
 from dashboard.summaries.service import DEFAULT_TOOL_LIMIT, session_search_result
 from dashboard.web.agent_memory import preview_block
@@ -197,6 +199,18 @@ def _memory_json(file: MemoryFile) -> dict[str, object]:
 def memory_file(which: str):
     """Return USER.md or MEMORY.md with its hash, limit, entries and problems."""
     return jsonify(_memory_json(read_memory_file(one_profile_home(), _memory_name(which))))
+
+
+@bp.get("/memory/<which>/provenance")
+def memory_provenance(which: str):
+    """Return where each entry of USER.md or MEMORY.md came from (docs/memory.md)."""
+    home = one_profile_home()
+    file = read_memory_file(home, _memory_name(which))
+    try:
+        revisions = get_recall_data().revisions(home_key(home), file.name, limit=REVISIONS_READ)
+    except NotWritableError:  # Recall's folder: the calls still say where entries came from
+        revisions = []
+    return jsonify(get_reader().memory_provenance(file.name, file.text, revisions).to_json())
 
 
 @bp.put("/memory/<which>")

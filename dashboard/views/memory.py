@@ -161,6 +161,8 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "whole_findings": whole,
         "agent_block": agent_block(file),
         "revisions": _history(file.name, revisions),
+        # Where each entry came from: the archive's memory calls (reader/provenance.py).
+        "provenance": get_reader().memory_provenance(file.name, file.text, revisions),
         "history_error": history_error,
         "over_limit": file.used > file.limit,
         "edit_text": file.text,
