@@ -111,7 +111,7 @@ def read_memory_file(home: HermesHome, name: str) -> MemoryFile:
     ``problem``; text that is not UTF-8 comes back with a ``problem`` too.
     """
     path = memory_path(home, name)
-    found = _read(path)
+    found = read_file_bytes(path)
     limit = home.char_limit(name)
     text, problem = "", found.problem
     if found.data is not None:
@@ -139,7 +139,7 @@ def profile_memory_files(profiles: Sequence[Profile]) -> list[tuple[str, list[Me
 
 
 @dataclass(frozen=True)
-class _Found:
+class FileBytes:
     """What is at a memory file's path: its bytes, or why they cannot be used."""
 
     exists: bool
@@ -165,34 +165,34 @@ def _not_a_file(path: Path, mode: int) -> str:
     )
 
 
-def _read(path: Path) -> _Found:
+def read_file_bytes(path: Path) -> FileBytes:
     """The file's bytes, never blocking: the type is checked before and after opening."""
     try:
         before = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return _Found(exists=False)
+        return FileBytes(exists=False)
     except OSError as exc:
-        return _Found(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
+        return FileBytes(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
     if not stat.S_ISREG(before.st_mode):
-        return _Found(exists=True, problem=_not_a_file(path, before.st_mode))
+        return FileBytes(exists=True, problem=_not_a_file(path, before.st_mode))
     if before.st_size > MAX_EDITABLE_BYTES:
-        return _Found(exists=True, problem=_too_large(path, before.st_size))
+        return FileBytes(exists=True, problem=_too_large(path, before.st_size))
     try:
         # O_NONBLOCK: if a FIFO replaced the file since the stat, open() must not wait
         # for a writer (it would pin a server thread forever).
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return _Found(exists=False)
+        return FileBytes(exists=False)
     except OSError as exc:
-        return _Found(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
+        return FileBytes(exists=True, problem=f"{path} cannot be read ({exc.strerror}).")
     with os.fdopen(fd, "rb") as handle:
         now = os.fstat(handle.fileno())
         if not stat.S_ISREG(now.st_mode):
-            return _Found(exists=True, problem=_not_a_file(path, now.st_mode))
+            return FileBytes(exists=True, problem=_not_a_file(path, now.st_mode))
         data = handle.read(MAX_EDITABLE_BYTES + 1)
     if len(data) > MAX_EDITABLE_BYTES:
-        return _Found(exists=True, problem=_too_large(path, max(now.st_size, len(data))))
-    return _Found(exists=True, data=data, mtime=now.st_mtime)
+        return FileBytes(exists=True, problem=_too_large(path, max(now.st_size, len(data))))
+    return FileBytes(exists=True, data=data, mtime=now.st_mtime)
 
 
 def _too_large(path: Path, size: int) -> str:
@@ -343,8 +343,8 @@ def save_memory_file(
 
     key = home_key(home)
     with _refused_writes_named(name, path), file_lock(path, lock_timeout_s):
-        _remove_stale_temp_files(path)
-        found = _read(path)
+        remove_stale_temp_files(path)
+        found = read_file_bytes(path)
         if found.problem:
             raise ValidationError(f"{found.problem} Nothing was written.")
         current = found.data
@@ -364,8 +364,8 @@ def save_memory_file(
         replaced = None
         if data is not None and current is not None:
             replaced = _remember(data, key, name, current.decode("utf-8", errors="replace"))
-        mode = _mode_of(path)
-        _atomic_write(path, new_bytes, mode)
+        mode = mode_of(path)
+        atomic_write(path, new_bytes, mode)
         revision_id = None
         if data is not None:
             revision_id = data.add_revision(key, name, new_text, note=note)
@@ -487,7 +487,7 @@ def restore_revision(
     )
 
 
-def _mode_of(path: Path) -> int:
+def mode_of(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o7777
     except FileNotFoundError:
@@ -498,7 +498,7 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def _remove_stale_temp_files(path: Path) -> None:
+def remove_stale_temp_files(path: Path) -> None:
     """Delete temp files a killed save left behind (``.<name>.*.tmp``).
 
     Called under the file's lock: no save of ours is writing one at that moment, so
@@ -511,7 +511,7 @@ def _remove_stale_temp_files(path: Path) -> None:
             pass
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int) -> None:
     """Temp file in the same folder, fsync, ``os.replace``, fsync the folder."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:

@@ -46,13 +46,13 @@ from dashboard.hermes.pending import (
 from dashboard.memory.checks import blocking, check
 from dashboard.memory.entries import SEPARATOR
 from dashboard.memory.files import (
-    _atomic_write,
-    _mode_of,
-    _read,
-    _remove_stale_temp_files,
+    atomic_write,
     file_lock,
     home_key,
     memory_path,
+    mode_of,
+    read_file_bytes,
+    remove_stale_temp_files,
 )
 from dashboard.store.recalldb import RecallData
 
@@ -173,8 +173,8 @@ def approve(
     path = memory_path(home, name)
     limit = home.char_limits()[name]
     with file_lock(path):
-        _remove_stale_temp_files(path)  # a killed write's temp file, never the file
-        found = _read(path)
+        remove_stale_temp_files(path)  # a killed write's temp file, never the file
+        found = read_file_bytes(path)
         if found.problem:
             raise ApplyRefused(found.problem)
         before = found.data or b""
@@ -188,7 +188,7 @@ def approve(
         os.replace(write.path, aside)
         _sync(write.path.parent)
         if after != before:
-            _atomic_write(path, after, _mode_of(path))
+            atomic_write(path, after, mode_of(path))
             if data is not None:
                 note = f"approved pending write {write.id} ({write.action})"
                 data.add_revision(home_key(home), name, after.decode("utf-8"), note=note)
