@@ -101,7 +101,8 @@ class DaySums:
             # is linear in the tokens, so the group's sums priced once are its rows'.
             used = Tokens(tokens[0], tokens[1], tokens[2], tokens[3], reasoning)
             when = utc_day * 86_400 + 43_200 if isinstance(utc_day, int) else 0.0
-            again = _group_price(book, STATUSES[at], Route(model, provider, url), used, when)
+            route = Route(model, provider, url)
+            again = reprice(book, route, used, when, included=STATUSES[at] == INCLUDED)
             yield (
                 (bucket, key),
                 [
@@ -121,11 +122,6 @@ class DaySums:
                     *_recomputed(STATUSES[at], has_e, again, n, e, a, calls),
                 ],
             )
-
-
-def _group_price(book: PriceBook, status: str, route: Route, used: Tokens, at: float) -> Repriced:
-    """The recomputation of a group of rows (no row of which can pass a tier)."""
-    return reprice(book, route, used, at, included=status == INCLUDED)
 
 
 def _recomputed(
@@ -151,18 +147,20 @@ def _recomputed(
     return out
 
 
-def _below_tiers_sql(conn: sqlite3.Connection, book: PriceBook) -> str:
+def _below_tiers_sql(
+    conn: sqlite3.Connection, book: PriceBook, where: str, params: Sequence[object]
+) -> str:
     """An SQL test of a usage row ``u``: true when its whole prompt is at or below its
     route's first tier (or the route has none), so no call of it can pass a tier.
 
-    The routes are few (a model, a provider, a base URL); each with a tier is written
+    The routes (a model, a provider, a base URL) are those of the rows ``where`` picks,
+    a few; each with a tier is written
     into the statement as quoted literals (SQLite's quoting: a quote doubled; the
     names are untrusted text)."""
     prompt = f"({TOKEN_SQL[0]} + {TOKEN_SQL[2]} + {TOKEN_SQL[3]})"
     cases = []
-    for route in conn.execute(
-        f"SELECT DISTINCT {', '.join(ROUTE_EXPRS)} FROM session_model_usage u"
-    ):
+    routes = f"SELECT DISTINCT {', '.join(ROUTE_EXPRS)} {_rows_from(where)} WHERE {where}"
+    for route in conn.execute(routes, list(params)):
         start = book.tier_start_of(Route(*(str(v) for v in route)))
         if start is not None:
             same = " AND ".join(
@@ -170,6 +168,11 @@ def _below_tiers_sql(conn: sqlite3.Connection, book: PriceBook) -> str:
             )
             cases.append(f"WHEN {same} THEN {prompt} <= {int(start)}")
     return f"(CASE {' '.join(cases)} ELSE 1 END)" if cases else "1"
+
+
+def _rows_from(sql: str) -> str:
+    """The usage rows ``u``, joined to their session ``s`` only when ``sql`` reads it."""
+    return ROWS_FROM if re.search(r"\bs\.", sql) else "FROM session_model_usage u"
 
 
 def _literal(text: str) -> str:
@@ -215,7 +218,7 @@ def day_sums(
     (``cell_sessions``, ``sessions``, ``shared`` stay empty), for a key that is the session.
     """
     book = book if book is not None else current_book()
-    small = _below_tiers_sql(conn, book)
+    small = _below_tiers_sql(conn, book, where, params)  # the routes of the question's rows
     lo, hi = edges[0] - 86400, edges[-1] + 86400  # a one-day row in range starts here
     stretches = clock.steady(lo, hi)
     for checked in (False, True):
@@ -255,8 +258,7 @@ def _rows_sql(
     that is not a plain number are left to the caller too."""
     tokens = ", ".join(f"{t} AS {name}" for t, name in zip(TOKEN_SQL, _TOKENS, strict=True))
     # The session's row only when the key or the condition reads it.
-    needs_session = re.search(r"\bs\.", f"{key} {where}") is not None
-    source = ROWS_FROM if needs_session else "FROM session_model_usage u"
+    source = _rows_from(f"{key} {where}")
     plain = " AND ".join(
         [
             "typeof(u.estimated_cost_usd) IN ('integer', 'real', 'null')",

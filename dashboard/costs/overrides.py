@@ -30,8 +30,7 @@ refused whole, with the line that is wrong: half a price list would misprice qui
 
 from __future__ import annotations
 
-import os
-import tempfile
+import hashlib
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -39,9 +38,10 @@ from pathlib import Path
 import yaml
 
 from dashboard.costs.prices import Rate, Rates, Route
-from dashboard.errors import ValidationError
+from dashboard.errors import ConflictError, ValidationError
 from dashboard.hermes.conventions import TOKEN_KINDS
 from dashboard.hermes.model_names import model_family
+from dashboard.store.atomic import atomic_write
 
 FILE_NAME = "prices.yaml"
 SOURCE = "prices.yaml"
@@ -103,21 +103,31 @@ def load(data_dir: Path) -> tuple[Override, ...]:
     return parse(text)
 
 
-def save(data_dir: Path, text: str) -> tuple[Override, ...]:
-    """Check ``text`` and replace prices.yaml with it atomically (temp file, fsync,
-    rename); a text that does not parse is refused and the file left as it was."""
-    overrides = parse(text)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".prices-", suffix=".yaml", dir=data_dir)
+NO_FILE = "none"  # the digest of a prices.yaml that does not exist
+
+
+def on_disk(data_dir: Path) -> tuple[str | None, str]:
+    """prices.yaml's text (None: no file) and its digest, which a save names."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, data_dir / FILE_NAME)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        data = (data_dir / FILE_NAME).read_bytes()
+    except FileNotFoundError:
+        return None, NO_FILE
+    except OSError as exc:
+        raise ValidationError(f"prices.yaml cannot be read: {exc.strerror or exc}") from exc
+    return data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
+
+
+def save(data_dir: Path, text: str, base_digest: str | None = None) -> tuple[Override, ...]:
+    """Check ``text`` and replace prices.yaml with it atomically; a text that does not
+    parse is refused, and so is a file that changed since ``base_digest`` (the digest of
+    the file the edit started from, :func:`on_disk`): the file is then left as it was."""
+    overrides = parse(text)
+    if base_digest is not None and on_disk(data_dir)[1] != base_digest:
+        raise ConflictError(
+            "prices.yaml changed on disk since this page was loaded: nothing was saved"
+        )
+    data_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(data_dir / FILE_NAME, text.encode("utf-8"))
     return overrides
 
 

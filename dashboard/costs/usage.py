@@ -112,7 +112,7 @@ class Row:
         r = self.r
         out = [0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0, 0, unsized, 0.0, 0]
         if r is None:
-            out[10] = calls if self.r_status not in (INCLUDED,) else 0
+            out[10] = calls if self.r_status != INCLUDED else 0
             return out
         out[0], out[1] = r * share, 1
         if self.r_own:

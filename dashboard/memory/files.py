@@ -25,7 +25,6 @@ import fcntl
 import hashlib
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,9 +43,9 @@ from dashboard.hermes.profiles import Profile
 from dashboard.memory.checks import WARN, Finding, blocking, check
 from dashboard.memory.entries import SEPARATOR, split_entries
 from dashboard.memory.merge import merge_entries
+from dashboard.store.atomic import NEW_FILE_MODE, atomic_write, mode_of, remove_stale_temp_files
 from dashboard.store.recalldb import RecallData
 
-NEW_FILE_MODE = 0o600
 LOCK_TIMEOUT_S = 30.0
 _LOCK_POLL_S = 0.02
 
@@ -485,53 +484,6 @@ def restore_revision(
         note=f"restored from revision {revision_id}",
         lock_timeout_s=lock_timeout_s,
     )
-
-
-def mode_of(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        return NEW_FILE_MODE
-
-
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}."
-
-
-def remove_stale_temp_files(path: Path) -> None:
-    """Delete temp files a killed save left behind (``.<name>.*.tmp``).
-
-    Called under the file's lock: no save of ours is writing one at that moment, so
-    any such file is a leftover; the file itself was never touched by it.
-    """
-    for stale in path.parent.glob(_temp_prefix(path) + "*.tmp"):
-        try:
-            stale.unlink()
-        except FileNotFoundError:
-            pass
-
-
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Temp file in the same folder, fsync, ``os.replace``, fsync the folder."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 # -- what the agent sees --------------------------------------------------------------

@@ -46,14 +46,13 @@ from dashboard.hermes.pending import (
 from dashboard.memory.checks import blocking, check
 from dashboard.memory.entries import SEPARATOR
 from dashboard.memory.files import (
-    atomic_write,
     file_lock,
     home_key,
     memory_path,
-    mode_of,
     read_file_bytes,
-    remove_stale_temp_files,
+    read_memory_file,
 )
+from dashboard.store.atomic import atomic_write, remove_stale_temp_files, sync_folder
 from dashboard.store.recalldb import RecallData
 
 INTENT_SUFFIX = ".recall-intent"
@@ -153,6 +152,28 @@ def _refuse_drift(text: str, limit: int) -> None:
 # -- decisions ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Preview:
+    """A memory write against its file as it is now: the text after it, or why not."""
+
+    before: str
+    after: str | None  # None: Hermes would refuse it (``refusal`` says why)
+    refusal: str | None
+
+
+def preview(home: HermesHome, write: PendingWrite) -> Preview | None:
+    """What approving ``write`` would do to its file now; None for a write to no
+    memory file (a skill, a target Recall does not know)."""
+    name = write.file_name
+    if name is None:
+        return None
+    before = read_memory_file(home, name).text
+    try:
+        return Preview(before, replay(before, write.payload, home.char_limits()[name]), None)
+    except ApplyRefused as exc:
+        return Preview(before, None, f"Hermes would refuse it: {exc}")
+
+
 def pending_of(home: HermesHome) -> PendingWrites:
     """``home``'s staged writes, after repairing any decision a killed process left."""
     recover(home)
@@ -184,17 +205,19 @@ def approve(
             raise ConflictError("the record changed on disk since the page showed it")
         aside = _aside(write.path)
         intent = _intent(write.path)
-        _write_json(intent, {"file": str(path), "before": _sha(before), "after": _sha(after)})
+        atomic_write(
+            intent, _json({"file": str(path), "before": _sha(before), "after": _sha(after)})
+        )
         os.replace(write.path, aside)
-        _sync(write.path.parent)
+        sync_folder(write.path.parent)
         if after != before:
-            atomic_write(path, after, mode_of(path))
+            atomic_write(path, after)
             if data is not None:
                 note = f"approved pending write {write.id} ({write.action})"
                 data.add_revision(home_key(home), name, after.decode("utf-8"), note=note)
         aside.unlink()
         intent.unlink()
-        _sync(write.path.parent)
+        sync_folder(write.path.parent)
     message = f"Approved: {write.action} in {name}" + ("" if after != before else " (no change)")
     return Decision(write.id, name, after != before, message)
 
@@ -203,7 +226,7 @@ def reject(home: HermesHome, record_id: str, digest: str) -> Decision:
     """Remove the record (Hermes's reject); the file is not touched."""
     write = _the_record(home, record_id, digest)
     write.path.unlink()
-    _sync(write.path.parent)
+    sync_folder(write.path.parent)
     return Decision(write.id, write.file_name, False, f"Rejected: {write.action}")
 
 
@@ -219,7 +242,7 @@ def recover(home: HermesHome) -> list[str]:
         intents = [p for p in folder.iterdir() if p.name.endswith(INTENT_SUFFIX)]
     except OSError:  # no folder, or one that cannot be listed (the inbox says so)
         return []
-    for stale in folder.glob(f".*{INTENT_SUFFIX}.tmp"):  # an intent killed half written
+    for stale in folder.glob(f".*{INTENT_SUFFIX}.*.tmp"):  # an intent killed half written
         stale.unlink(missing_ok=True)
     for intent in intents:
         stem = intent.name[1 : -len(INTENT_SUFFIX)]
@@ -243,7 +266,7 @@ def recover(home: HermesHome) -> list[str]:
             elif aside.exists():
                 os.replace(aside, record)
             intent.unlink(missing_ok=True)
-            _sync(folder)
+            sync_folder(folder)
         repaired.append(stem)
     return repaired
 
@@ -265,22 +288,9 @@ def _intent(record: Path) -> Path:
     return record.with_name(f".{record.name[: -len('.json')]}{INTENT_SUFFIX}")
 
 
-def _write_json(path: Path, value: object) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        json.dump(value, out)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+def _json(value: object) -> bytes:
+    return json.dumps(value).encode("utf-8")
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _sync(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

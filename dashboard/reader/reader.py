@@ -598,13 +598,8 @@ class StateReader:
             return spending.costly_sessions(sort=sort, descending=descending, **options)
 
     def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
-        """Spend by period and dimension (see :func:`costs.plan` for the options).
-
-        With a ``rollup`` (Recall's per-day sums) the answer comes from it once it is
-        built, else from the raw rows. Answers are kept while the file's spend
-        fingerprint is unchanged: the page, its CSV and the JSON ask the same
-        question in a row.
-        """
+        """Spend by period and dimension (options: :func:`costs.plan`), from the
+        ``rollup`` once built, else the raw rows; kept while the spend fingerprint holds."""
         with self.snapshot() as snap, self._spending(snap, rollup) as spending:
             return spending.spend(**options)
 
@@ -623,18 +618,10 @@ class StateReader:
         cards: bool = True,
     ) -> CostsReport:
         """Everything /costs shows for ``asked`` as of ``now`` (its CSV and JSON render
-        the same report), in one snapshot.
-
-        In the one snapshot: the first session (the "all time" shortcut), the sources,
-        the spend of the range, the costliest sessions and this month's headline cards
-        (``cards=False``: the spend alone, what the CSV and the JSON show).
-        Not in it: the cost rollup's sums live in Recall's own file; each answer is
-        brought up to date from this snapshot's state before it is read (a scoped
-        reader's, from one read transaction over the whole archive opened for the
-        report: a sync landing between the two can make the rollup's answers newer than
-        the snapshot). A refresh by another request between two answers can likewise
-        only add what synced after this snapshot began, as before this method existed.
-        """
+        the same report; ``cards=False``: the spend alone), in one snapshot. The rollup's
+        sums live in Recall's own file and are brought up to date from this snapshot's
+        state (a scoped reader's: from one read of the whole archive) before each answer,
+        so a sync landing meanwhile can only make them newer than the snapshot."""
         with self.snapshot() as snap, self._spending(snap, rollup) as spending:
             return costs_report(
                 snap.conn, spending, asked, now=now, card_profiles=card_profiles, cards=cards

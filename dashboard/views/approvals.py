@@ -20,8 +20,7 @@ from flask import Blueprint, abort, redirect, render_template, request, url_for
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
 from dashboard.hermes.pending import PendingWrite, PendingWrites, count_pending
 from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile
-from dashboard.memory.files import read_memory_file
-from dashboard.memory.pending_apply import ApplyRefused, approve, pending_of, reject, replay
+from dashboard.memory.pending_apply import ApplyRefused, approve, pending_of, preview, reject
 from dashboard.web.diff import diff_lines
 from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.summaries import get_recall_data
@@ -56,18 +55,12 @@ def _profiles() -> list[Profile]:
 
 def _shown(profile: Profile, write: PendingWrite, now: float) -> ShownWrite:
     age = None if write.created_at is None else max(now - write.created_at, 0.0)
-    name = write.file_name
-    if name is None:
-        return ShownWrite(write, age, [], "; ".join(write.problems))
-    current = read_memory_file(profile.home, name)
-    limit = profile.home.char_limits()[name]
-    try:
-        after = replay(current.text, write.payload, limit)
-    except ApplyRefused as exc:
-        return ShownWrite(write, age, [], f"Hermes would refuse it: {exc}")
-    diff = diff_lines(current.text, after, name, "now", "after approval")
-    refusal = "; ".join(write.problems) if write.problems else None
-    return ShownWrite(write, age, diff, refusal)
+    seen = preview(profile.home, write)
+    if seen is None or seen.after is None:
+        refusal = seen.refusal if seen is not None else "; ".join(write.problems)
+        return ShownWrite(write, age, [], refusal)
+    diff = diff_lines(seen.before, seen.after, write.file_name or "", "now", "after approval")
+    return ShownWrite(write, age, diff, "; ".join(write.problems) or None)
 
 
 def _page(status: int = 200, message: str | None = None, error: str | None = None):

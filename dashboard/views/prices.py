@@ -9,14 +9,13 @@ loaded (the text typed is kept on the page, nothing is lost).
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
 from dashboard.costs import overrides
 from dashboard.costs.book import current_book
-from dashboard.errors import ValidationError
+from dashboard.errors import ConflictError, ValidationError
 from dashboard.web.reader import get_reader
 
 bp = Blueprint("prices", __name__)
@@ -48,26 +47,15 @@ def _folder() -> Path:
     return Path(current_app.config["DATA_DIR"])
 
 
-def _on_disk() -> tuple[str | None, str]:
-    """prices.yaml's text (None: no file) and the digest a save must match."""
-    try:
-        data = (_folder() / overrides.FILE_NAME).read_bytes()
-    except FileNotFoundError:
-        return None, "none"
-    except OSError as exc:
-        raise ValidationError(f"prices.yaml cannot be read: {exc.strerror or exc}") from exc
-    return data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
-
-
 def _page(
     status: int = 200, *, text: str | None = None, error: str | None = None, conflict: bool = False
 ):
     """The page; ``text`` is what the form shows (the typed text after a refused save)."""
     book = current_book()
     try:
-        on_disk, digest = _on_disk()
+        on_disk, digest = overrides.on_disk(_folder())
     except ValidationError as exc:
-        on_disk, digest, error = None, "none", error or str(exc)
+        on_disk, digest, error = None, overrides.NO_FILE, error or str(exc)
     routes = get_reader().route_prices(book)
     body = render_template(
         "prices.html",
@@ -97,15 +85,11 @@ def save():
     text = request.form.get("text", "").replace("\r\n", "\n")
     if len(text) > MAX_TEXT:
         return _page(400, text=text[:MAX_TEXT], error="prices.yaml is limited to 256 KB")
-    _, digest = _on_disk()
-    if request.form.get("base_sha256", "") != digest:
-        message = (
-            "prices.yaml changed on disk since this page was loaded: nothing was saved. "
-            "Your text is below; the file as it is now is under it."
-        )
-        return _page(409, text=text, error=message, conflict=True)
     try:
-        overrides.save(_folder(), text)
+        overrides.save(_folder(), text, request.form.get("base_sha256", ""))
+    except ConflictError as exc:
+        message = f"{exc}. Your text is below; the file as it is now is under it."
+        return _page(409, text=text, error=message, conflict=True)
     except ValidationError as exc:
         return _page(400, text=text, error=f"Not saved: {exc}")
     except OSError as exc:
