@@ -8,6 +8,8 @@ STAMP    := $(VENV)/.installed
 VENDOR   := static/vendor
 VSTAMP   := $(VENDOR)/.installed
 CHROMIUM ?= /usr/bin/chromium
+HERMES   := .hermes-venv
+HSTAMP   := $(HERMES)/.installed
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test lint bench screenshots clean
@@ -25,6 +27,13 @@ $(VSTAMP): package.json package-lock.json
 	cp node_modules/chart.js/dist/chart.umd.min.js $(VENDOR)/chart.umd.min.js
 	touch $(VSTAMP)
 
+# A real Hermes Agent (its PyPI release, pinned in tests/hermes-agent.txt) in a venv of
+# its own: the approvals tests decide staged writes through its own code.
+$(HSTAMP): tests/hermes-agent.txt
+	test -x $(HERMES)/bin/python || $(PYTHON) -m venv $(HERMES)
+	$(HERMES)/bin/python -m pip install --quiet -r tests/hermes-agent.txt
+	touch $(HSTAMP)
+
 # Browser tests drive Debian's Chromium through Playwright (never a downloaded browser);
 # Chinese text in pages and screenshots needs a CJK font (a bare Debian has none).
 $(CHROMIUM):
@@ -36,7 +45,7 @@ PORT ?= 8750
 run: $(STAMP) $(VSTAMP)
 	$(BIN)/recall serve --port $(PORT)
 
-test: $(STAMP) $(VSTAMP) $(CHROMIUM)
+test: $(STAMP) $(VSTAMP) $(HSTAMP) $(CHROMIUM)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
@@ -53,4 +62,4 @@ screenshots: test
 	cp test-output/screenshots/*.png docs/screenshots/
 
 clean:
-	rm -rf $(VENV) $(VENDOR) node_modules .pytest_cache .ruff_cache test-output
+	rm -rf $(VENV) $(HERMES) $(VENDOR) node_modules .pytest_cache .ruff_cache test-output

@@ -22,6 +22,11 @@ lists ``*.json`` only), the file replaced atomically, then both are removed. A p
 killed anywhere in between is repaired by :func:`recover` (run before every listing and
 decision): the file as it was with the record back, or the new file and no record. A
 record is never applied twice.
+
+When a Hermes installation is found (hermes/installation), approve and reject go
+through Hermes's own approval code instead, for every record shape its version knows;
+Recall still checks the record is the one the page showed, holds one decision at a time
+per home, and compares the files before and after with what Hermes says it did.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes import installation
 from dashboard.hermes.home import HermesHome
+from dashboard.hermes.installation import Installation
 from dashboard.hermes.pending import (
     APPLYING_SUFFIX,
     PendingWrite,
@@ -56,6 +63,7 @@ from dashboard.store.atomic import atomic_write, remove_stale_temp_files, sync_f
 from dashboard.store.recalldb import RecallData
 
 INTENT_SUFFIX = ".recall-intent"
+DECIDING = ".recall-deciding"  # its .lock: one decision through Hermes at a time per home
 
 
 class ApplyRefused(ValidationError):
@@ -70,6 +78,7 @@ class Decision:
     file_name: str | None
     changed: bool  # the file's text changed (an add of an existing entry changes nothing)
     message: str
+    by: str = "Recall"  # who applied it: Recall's writer, or "Hermes <version>"
 
 
 def entries_of(text: str) -> list[str]:
@@ -180,12 +189,21 @@ def pending_of(home: HermesHome) -> PendingWrites:
     return read_pending(home.root)
 
 
+def decider(home: HermesHome) -> installation.Lookup:
+    """Who decides ``home``'s staged writes: a Hermes installation, or Recall's writer
+    (with why a Hermes that was found cannot be used)."""
+    return installation.find(home.root)
+
+
 def approve(
     home: HermesHome, record_id: str, digest: str, data: RecallData | None = None
 ) -> Decision:
     """Apply the record ``record_id`` (whose bytes hash to ``digest``: the one the page
     showed) and remove it, as one step; refuse what Hermes would refuse or what Recall
     does not understand. Nothing changes when it refuses."""
+    hermes = decider(home).installation
+    if hermes is not None:
+        return _by_hermes(hermes, home, record_id, digest, "approve", data)
     write = _the_record(home, record_id, digest)
     if write.problems:
         raise ApplyRefused(f"Recall does not apply this record: {'; '.join(write.problems)}")
@@ -224,10 +242,61 @@ def approve(
 
 def reject(home: HermesHome, record_id: str, digest: str) -> Decision:
     """Remove the record (Hermes's reject); the file is not touched."""
+    hermes = decider(home).installation
+    if hermes is not None:
+        return _by_hermes(hermes, home, record_id, digest, "reject", None)
     write = _the_record(home, record_id, digest)
     write.path.unlink()
     sync_folder(write.path.parent)
     return Decision(write.id, write.file_name, False, f"Rejected: {write.action}")
+
+
+def _by_hermes(
+    hermes: Installation,
+    home: HermesHome,
+    record_id: str,
+    digest: str,
+    verb: str,
+    data: RecallData | None,
+) -> Decision:
+    """Ask Hermes's own code, then check the disk agrees with its reply."""
+    folder = pending_folder(home.root, "memory")
+    with file_lock(folder / DECIDING, timeout_s=installation.DECIDE_TIMEOUT_S):
+        write = _the_record(home, record_id, digest)
+        path = memory_path(home, write.file_name) if write.file_name else None
+        before = _bytes_of(path)
+        answer = installation.decide(hermes, home.root, verb, write.id)
+        after = _bytes_of(path)
+        waiting = write.path.exists()
+    changed = after != before
+    if answer.missing:
+        raise NotFoundError(f"{hermes.label} has no pending memory write {write.id!r}")
+    if not answer.done:
+        moved = f" (yet {write.file_name} changed meanwhile)" if changed else ""
+        raise ApplyRefused(f"{hermes.label} did not apply it: {answer.reason}{moved}")
+    notes = list(answer.notes)
+    if waiting:
+        notes.append("Hermes says it is done, but the record is still waiting")
+    if verb == "reject" and changed:
+        notes.append(f"{write.file_name} changed meanwhile (another writer)")
+    if changed and data is not None and path is not None and after is not None:
+        note = f"approved pending write {write.id} ({write.action}) by {hermes.label}"
+        data.add_revision(home_key(home), path.name, after.decode("utf-8", "replace"), note=note)
+    done = "Approved" if verb == "approve" else "Rejected"
+    where = f" in {write.file_name}" if write.file_name else ""
+    quiet = " (no change)" if verb == "approve" and not changed else ""
+    told = "".join(f"; {n}" for n in notes)
+    message = f"{done} by {hermes.label}: {write.action}{where}{quiet}{told}"
+    return Decision(write.id, write.file_name, changed, message, by=hermes.label)
+
+
+def _bytes_of(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def recover(home: HermesHome) -> list[str]:

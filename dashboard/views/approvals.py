@@ -4,9 +4,10 @@ Each pending write shows what it asks (add, replace, remove, a batch), its file,
 text, where it came from (a conversation, or the background review) and its age, and
 the file as it would be after it (a diff against the file as it is now), or why Hermes
 would refuse it. Approve and Reject are form POSTs (CSRF and same-origin, as every
-write): memory/pending_apply applies the baseline record shape as Hermes does and
-leaves every record it does not understand to Hermes, saying why. Pending skill writes
-are listed, read-only.
+write): through Hermes's own approval code when an installation is found (any record
+shape its version knows), else memory/pending_apply applies the baseline record shape
+as Hermes does and leaves every record it does not understand to Hermes, saying why.
+Pending skill writes are listed, read-only.
 """
 
 from __future__ import annotations
@@ -18,9 +19,17 @@ from typing import Any
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
 from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.hermes.installation import Lookup
 from dashboard.hermes.pending import PendingWrite, PendingWrites, count_pending
 from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile
-from dashboard.memory.pending_apply import ApplyRefused, approve, pending_of, preview, reject
+from dashboard.memory.pending_apply import (
+    ApplyRefused,
+    approve,
+    decider,
+    pending_of,
+    preview,
+    reject,
+)
 from dashboard.web.diff import diff_lines
 from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.summaries import get_recall_data
@@ -38,6 +47,7 @@ class ShownWrite:
     age_s: float | None
     diff: list[Any]  # the file now -> after approval (empty when refused)
     refusal: str | None  # why Hermes (or Recall) would not apply it
+    approvable: bool  # Approve is offered (Hermes's code decides what Recall cannot)
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class ProfileInbox:
     profile: Profile
     writes: list[ShownWrite]
     pending: PendingWrites
+    decider: Lookup  # Hermes's own code, or Recall's writer (and why)
 
 
 def _profiles() -> list[Profile]:
@@ -53,14 +64,19 @@ def _profiles() -> list[Profile]:
     return served if chosen == ALL else [p for p in served if p.name == chosen]
 
 
-def _shown(profile: Profile, write: PendingWrite, now: float) -> ShownWrite:
+def _shown(profile: Profile, write: PendingWrite, now: float, by_hermes: bool) -> ShownWrite:
     age = None if write.created_at is None else max(now - write.created_at, 0.0)
     seen = preview(profile.home, write)
     if seen is None or seen.after is None:
         refusal = seen.refusal if seen is not None else "; ".join(write.problems)
-        return ShownWrite(write, age, [], refusal)
+        if by_hermes and write.problems:
+            refusal = f"Recall cannot preview it ({refusal}); Hermes's own code decides it"
+        return ShownWrite(write, age, [], refusal, by_hermes)
     diff = diff_lines(seen.before, seen.after, write.file_name or "", "now", "after approval")
-    return ShownWrite(write, age, diff, "; ".join(write.problems) or None)
+    caveat = "; ".join(write.problems) or None
+    if by_hermes and caveat:
+        caveat = f"Recall's preview may differ ({caveat}); Hermes's own code decides it"
+    return ShownWrite(write, age, diff, caveat, by_hermes or not caveat)
 
 
 def _page(status: int = 200, message: str | None = None, error: str | None = None):
@@ -68,8 +84,10 @@ def _page(status: int = 200, message: str | None = None, error: str | None = Non
     inboxes = []
     for profile in _profiles():
         pending = pending_of(profile.home)
-        writes = [_shown(profile, w, now) for w in pending.memory]
-        inboxes.append(ProfileInbox(profile, writes, pending))
+        found = decider(profile.home)
+        hermes = found.installation is not None
+        writes = [_shown(profile, w, now, hermes) for w in pending.memory]
+        inboxes.append(ProfileInbox(profile, writes, pending, found))
     body = render_template(
         "approvals.html",
         inboxes=inboxes,

@@ -6,17 +6,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.support import hermes_shapes as shapes
 from tests.support.browser_support import SCREENSHOTS, PageWatch, running_server
-from tests.support.pending_records import T0, hermes_apply, stage, write_memory
+from tests.support.pending_records import T0, USER, hermes_apply, stage, write_memory
+from tests.support.real_hermes import PINNED, install_into
 
-USER = ["Lives in Lisbon", "Prefers Python for scripts", "Works at a bank"]
 
-
-def test_each_kind_approved_or_rejected_through_the_page(tmp_path: Path, page) -> None:
+@pytest.mark.parametrize("hermes_installed", [False, True], ids=["by-recall", "by-hermes"])
+def test_each_kind_approved_or_rejected_through_the_page(
+    tmp_path: Path, page, hermes_installed: bool
+) -> None:
+    """Without Hermes, Recall's writer applies; with a real Hermes installed in the home
+    (as its installer lays it out), the page goes through Hermes's own approval code."""
     home = tmp_path / "hermes"
+    if hermes_installed:
+        install_into(home)
+    by = f" by Hermes {PINNED}" if hermes_installed else ""
     shapes.build_current_views(home / "state.db")
     write_memory(home, "USER.md", USER)
     write_memory(home, "MEMORY.md", ["Prod runs k3s", "The flaky test is test_eta"])
@@ -62,8 +70,9 @@ def test_each_kind_approved_or_rejected_through_the_page(tmp_path: Path, page) -
         watch.attach(page)
         page.goto(f"{server.url}/memory/pending")
         expect(page.locator(".pending-badge")).to_have_text("5 waiting")
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "approvals.png"), full_page=True)
+        if not hermes_installed:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "approvals.png"), full_page=True)
         expected = {
             "USER.md": "\n§\n".join(USER),
             "MEMORY.md": (home / "memories" / "MEMORY.md").read_text(),
@@ -78,7 +87,7 @@ def test_each_kind_approved_or_rejected_through_the_page(tmp_path: Path, page) -
             card.get_by_role("button", name=decision).click()
             page.wait_for_url("**/memory/pending?done=*")
             expect(page.locator("p.notice[role=status]")).to_contain_text(
-                "Approved" if decision == "Approve" else "Rejected"
+                ("Approved" if decision == "Approve" else "Rejected") + by
             )
             if name is not None:
                 expected[name] = hermes_apply(
@@ -89,6 +98,7 @@ def test_each_kind_approved_or_rejected_through_the_page(tmp_path: Path, page) -
             assert not records[record_id].exists()
         guarded = page.locator('article[data-id="guarded"]')
         expect(guarded).to_contain_text("write guard")
-        assert guarded.get_by_role("button", name="Approve").count() == 0
+        # Recall cannot check a guard; a Hermes that is here decides it
+        assert guarded.get_by_role("button", name="Approve").count() == int(hermes_installed)
         expect(page.locator(".pending-badge")).to_have_text("1 waiting")
         assert watch.problems == []

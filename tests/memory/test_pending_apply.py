@@ -29,10 +29,17 @@ from dashboard.memory.pending_apply import (
     replay,
 )
 from dashboard.store.recalldb import RecallData
-from tests.support.pending_records import DELIMITER, hermes_apply, stage, write_memory
+from tests.support.pending_records import (
+    DELIMITER,
+    USER,
+    USER_LIMIT,
+    hermes_apply,
+    record_digest,
+    stage,
+    write_memory,
+)
 
-USER = ["Lives in Lisbon", "Prefers Python for scripts", "Works at a bank"]
-LIMIT = 1375  # Hermes's default USER.md limit (no config.yaml here)
+LIMIT = USER_LIMIT
 
 
 def home_with(tmp_path: Path, entries: list[str] = USER) -> HermesHome:
@@ -42,9 +49,7 @@ def home_with(tmp_path: Path, entries: list[str] = USER) -> HermesHome:
 
 
 def digest_of(home: HermesHome, record_id: str) -> str:
-    found = read_pending(home.root).find(record_id)
-    assert found is not None
-    return found.digest
+    return record_digest(home.root, record_id)
 
 
 @pytest.mark.parametrize(

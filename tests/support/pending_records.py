@@ -20,6 +20,8 @@ from typing import Any
 
 DELIMITER = "\n§\n"
 T0 = 1_790_000_000.0
+USER = ["Lives in Lisbon", "Prefers Python for scripts", "Works at a bank"]  # a USER.md
+USER_LIMIT = 1375  # Hermes's default USER.md limit (no config.yaml)
 
 
 def stage(
@@ -150,3 +152,9 @@ def hermes_apply(text: str, payload: dict[str, Any], limit: int) -> str | None:
     if payload.get("action") == "add" and (payload.get("content") or "").strip() in store.entries:
         return text  # "Entry already exists": Hermes writes nothing
     return store.text() if store.apply(payload) else None
+
+
+def record_digest(home: Path, record_id: str) -> str:
+    """The sha256 of a staged memory record's bytes: the digest a decision names."""
+    path = home / "pending" / "memory" / f"{record_id}.json"
+    return hashlib.sha256(path.read_bytes()).hexdigest()

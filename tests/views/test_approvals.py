@@ -156,3 +156,31 @@ def test_a_pending_folder_that_cannot_be_listed_breaks_no_page(
     assert client.get("/costs").status_code == 200
     page = client.get("/memory/pending").get_data(as_text=True)
     assert "<code>memory</code> cannot be listed" in page
+
+
+def test_with_hermes_installed_the_page_decides_through_its_own_code(
+    home: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from urllib.parse import unquote_plus
+
+    from dashboard.hermes import installation
+    from tests.support.real_hermes import PINNED, install_into
+
+    monkeypatch.delenv(installation.ENV_PYTHON, raising=False)
+    installation.forget()
+    install_into(home)
+    client = make_app(home, tmp_path / "data").test_client()
+    page = client.get("/memory/pending").get_data(as_text=True)
+    assert f"Decisions go through <strong>Hermes {PINNED}</strong>" in page
+    guarded = article(page, "guarded")  # Recall cannot check its guard; Hermes decides
+    assert "Hermes&#39;s own code decides it" in guarded and "Approve</button>" in guarded
+    before = (home / "memories" / "USER.md").read_text()
+    response = post(client, form(page, "rep1", "approve"))
+    assert response.status_code == 303
+    assert f"Approved by Hermes {PINNED}" in unquote_plus(response.headers["Location"])
+    payload = {"action": "replace", "old_text": "Python", "content": "Mostly writes Go now"}
+    assert (home / "memories" / "USER.md").read_text() == hermes_apply(before, payload, 1375)
+    page = client.get("/memory/pending").get_data(as_text=True)
+    refused = post(client, form(page, "add1", "reject"))
+    assert refused.status_code == 303 and not (home / "pending" / "memory" / "add1.json").exists()
+    installation.forget()
