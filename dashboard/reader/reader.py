@@ -30,17 +30,14 @@ from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.meaning.reader import MeaningReader
 from dashboard.reader.activity import recent_activity
 from dashboard.reader.costs_report import CostsReport, costs_report
+from dashboard.reader.memory_reading import MemoryReading
 from dashboard.reader.overview import (
     SourceFigures,
     archive_counts,
     archive_figures,
     archive_overview,
 )
-from dashboard.reader.provenance import (
-    MemoryProvenance,
-    archive_memory_calls,
-    memory_provenance,
-)
+from dashboard.reader.provenance import archive_memory_calls
 from dashboard.reader.screens import (
     ChainPage,
     OverviewPage,
@@ -49,6 +46,7 @@ from dashboard.reader.screens import (
     StitchedScreen,
 )
 from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
+from dashboard.reader.staleness import StalenessCache
 from dashboard.search.cards import fold_copies
 from dashboard.search.facets import session_facets
 from dashboard.search.query import highlight_terms, parse_query, usable_query
@@ -93,7 +91,7 @@ class Snapshot:
         return self._version
 
 
-class StateReader:
+class StateReader(MemoryReading):
     """Opens Recall's archive read-only for each unit of work.
 
     ``path`` is the file the pages read (Recall's archive of ``home``, or the home's
@@ -145,6 +143,7 @@ class StateReader:
         # The memory calls of this reader's scope (the memory page's provenance), parsed,
         # until the archive's next write.
         self._memory_calls = LineageCache(archive_memory_calls)
+        self._staleness = StalenessCache()  # the memory page's newer conversations
         # A read-only connection per thread kept between snapshots (store/kept.py): its
         # page cache and FTS5's index structures outlive one request. Each is scoped once.
         self._kept = KeptConnections(self._path, self._prepare)
@@ -479,19 +478,6 @@ class StateReader:
             epochs = self._epochs.get(snap.conn, [session_id])
         folded, _ = fold_copies([(i, session_id) for i in ids], epochs)
         return [row[0] for row in folded]
-
-    def memory_provenance(
-        self, name: str, text: str, revisions: Sequence[dict[str, Any]]
-    ) -> MemoryProvenance:
-        """Where each entry of the memory file ``name`` (its ``text`` now, its
-        ``revisions`` newest first) came from, from this reader's scope (one profile's
-        calls); an archive that cannot be read gives none, with the reason."""
-        try:
-            with self.snapshot() as snap:
-                calls = self._memory_calls.get(snap.conn, snap.state, snap.version())
-                return memory_provenance(snap.conn, snap.state, name, text, revisions, calls)
-        except StoreUnavailableError as exc:
-            return MemoryProvenance({}, problem=str(exc))
 
     def chain_members(self, session_id: str) -> list[str]:
         """Every session of the compaction chain ``session_id`` belongs to (itself if none)."""

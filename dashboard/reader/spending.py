@@ -4,11 +4,11 @@ rows, and the answers kept while the file's spend fingerprint is unchanged."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dashboard.bounded import BoundedCache
 from dashboard.costs.book import current_book
 from dashboard.costs.costly import (
     TOP_SESSIONS,
@@ -25,24 +25,12 @@ from dashboard.store.readonly import read_snapshot
 SPEND_CACHE_SIZE = 32  # distinct (range, period, dimension, …) answers kept
 
 
-class SpendCache:
+class SpendCache(BoundedCache[Any]):
     """Answers by question and fingerprint, the oldest dropped past ``size`` (per reader:
     the page, its CSV and the JSON ask the same questions in a row)."""
 
     def __init__(self, size: int = SPEND_CACHE_SIZE) -> None:
-        self.size = size
-        self._found: dict[tuple, Any] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> Any:
-        with self._lock:
-            return self._found.get(key)
-
-    def put(self, key: tuple, value: Any) -> None:
-        with self._lock:
-            self._found[key] = value
-            while len(self._found) > self.size:
-                self._found.pop(next(iter(self._found)))
+        super().__init__(size)
 
 
 class SpendReading:

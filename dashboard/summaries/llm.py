@@ -99,6 +99,11 @@ class Summarizer:
 
     def summarize(self, transcript: str, query: str, *, source: str, when: str) -> str:
         """Recap ``transcript`` around ``query``; raise SummaryFailed with a reason."""
+        return self.ask(SYSTEM_PROMPT, user_prompt(transcript, query, source, when))
+
+    def ask(self, system: str, user: str) -> str:
+        """One chat completion (``system`` then ``user``) through the app's client and
+        semaphore; raise SummaryFailed with a reason."""
         if not self.config.enabled:
             raise SummaryFailed("no summarization endpoint is configured")
         body = {
@@ -106,8 +111,8 @@ class Summarizer:
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
             "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": user_prompt(transcript, query, source, when)},
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
             ],
         }
         with self._slots:

@@ -201,16 +201,28 @@ def memory_file(which: str):
     return jsonify(_memory_json(read_memory_file(one_profile_home(), _memory_name(which))))
 
 
-@bp.get("/memory/<which>/provenance")
-def memory_provenance(which: str):
-    """Return where each entry of USER.md or MEMORY.md came from (docs/memory.md)."""
+def _file_and_revisions(which: str) -> tuple[MemoryFile, list[dict]]:
     home = one_profile_home()
     file = read_memory_file(home, _memory_name(which))
     try:
         revisions = get_recall_data().revisions(home_key(home), file.name, limit=REVISIONS_READ)
     except NotWritableError:  # Recall's folder: the calls still say where entries came from
         revisions = []
+    return file, revisions
+
+
+@bp.get("/memory/<which>/provenance")
+def memory_provenance(which: str):
+    """Return where each entry of USER.md or MEMORY.md came from (docs/memory.md)."""
+    file, revisions = _file_and_revisions(which)
     return jsonify(get_reader().memory_provenance(file.name, file.text, revisions).to_json())
+
+
+@bp.get("/memory/<which>/staleness")
+def memory_staleness(which: str):
+    """Return each entry's newer conversations, flagged when they may overturn it."""
+    file, revisions = _file_and_revisions(which)
+    return jsonify(get_reader().memory_staleness(file.name, file.text, revisions).to_json())
 
 
 @bp.put("/memory/<which>")

@@ -37,11 +37,14 @@ from dashboard.memory.files import (
 )
 from dashboard.memory.prompt import agent_block
 from dashboard.params import whole_number
+from dashboard.reader.staleness import MemoryStaleness
 from dashboard.store.recalldb import RecallData
+from dashboard.summaries.judge import judge_all, kept_judgements
 from dashboard.web.diff import diff_lines
+from dashboard.web.htmx import render_page, wants_partial
 from dashboard.web.profiles import current_profile, served_profiles
 from dashboard.web.reader import get_reader, one_profile_home, profile_home
-from dashboard.web.summaries import get_recall_data
+from dashboard.web.summaries import get_judgements, get_recall_data, get_summaries
 
 bp = Blueprint("memory", __name__)
 
@@ -168,6 +171,8 @@ def _context(file: MemoryFile, **extra: Any) -> dict[str, Any]:
         "edit_text": file.text,
         "edit_base": file.sha256,
         "saved": request.args.get("saved") == "1",
+        # "Edit entry N" from the newer conversations opens that entry's editor.
+        "edit_entry": whole_number(request.args.get("edit"), "edit", 1, MAX_ENTRY_INDEX),
         "blocked": None,
         "conflict": None,
         "last_change": None,
@@ -358,3 +363,49 @@ def restore(name: str, revision_id: int):
         name,
         lambda home: restore_revision(home, name, revision_id, base_sha256=base, data=_data()),
     )
+
+
+def _staleness_of(name: str) -> MemoryStaleness:
+    home = _home()
+    file = read_memory_file(home, name)
+    try:
+        revisions = _data().revisions(home_key(home), name, limit=HISTORY_LIMIT)
+    except NotWritableError:  # Recall's folder: dates from revisions are unknown then
+        revisions = []
+    return get_reader().memory_staleness(name, file.text, revisions)
+
+
+def _staleness_page(name: str, found: MemoryStaleness, judged: dict, **extra: Any):
+    """The newer conversations of each entry: the memory page's partial, or a page."""
+    return render_page(
+        "memory_staleness.html",
+        "_memory_staleness.html",
+        "memory-staleness",
+        file_name=name,
+        staleness=found,
+        judge_enabled=get_summaries().enabled,
+        judged=judged,
+        oob=wants_partial("memory-staleness"),
+        **{"judge_failed": {}, "judge_error": None, **extra},
+    )
+
+
+@bp.get("/memory/<name>/staleness")
+def staleness(name: str):
+    """Each entry's newer conversations, flagged when they may overturn it, with the
+    model's judgements already made."""
+    found = _staleness_of(_checked_name(name))
+    model = get_summaries().summarizer.config.model
+    return _staleness_page(name, found, kept_judgements(get_judgements(), model, found))
+
+
+@bp.post("/memory/<name>/staleness/judge")
+def judge_staleness(name: str):
+    """Ask the summary model to judge each entry's newer conversations (a model call:
+    a POST, with the CSRF token and the same-origin check)."""
+    found = _staleness_of(_checked_name(name))
+    summaries = get_summaries()
+    if not summaries.enabled:
+        return _staleness_page(name, found, {}, judge_error="No summary endpoint is configured.")
+    judged, failed = judge_all(summaries.summarizer, get_judgements(), found, name)
+    return _staleness_page(name, found, judged, judge_failed=failed)

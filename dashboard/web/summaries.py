@@ -7,6 +7,7 @@ from pathlib import Path
 from flask import Flask, current_app
 
 from dashboard.store.recalldb import RecallData
+from dashboard.summaries.judge import JudgementCache
 from dashboard.summaries.llm import LLMConfig, Summarizer
 from dashboard.summaries.service import SummaryService
 from dashboard.web.reader import base_reader
@@ -47,6 +48,11 @@ def get_summaries() -> SummaryService:
         return SummaryService(base_reader(), get_recall_data(), summarizer)
 
     return app_resource("recall.summaries", build, SummaryService.close)
+
+
+def get_judgements() -> JudgementCache:
+    """The app's kept judgements of memory entries (summaries/judge.py)."""
+    return app_resource("recall.judgements", lambda app: JudgementCache())
 
 
 def summaries_mode(requested: str | None) -> str:

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -29,9 +30,16 @@ def bag_of_words(text: str) -> list[float]:
 class StubLLM:
     """A real HTTP server in a background thread; ``url`` is its ``/v1`` base URL."""
 
-    def __init__(self, *, delay: float = 0.0, mode: str = "ok") -> None:
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        mode: str = "ok",
+        reply: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
         self.delay = delay
         self.mode = mode  # ok | error500 | malformed | empty
+        self.reply = reply  # the chat reply's text for a request body (else a recap)
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -98,6 +106,8 @@ class StubLLM:
         prompt = body["messages"][-1]["content"]
         topic = prompt.split("\n", 1)[0].removeprefix("Search topic: ")
         text = f"The user worked on **{topic}**. They fixed it and wrote down the commands."
+        if self.reply is not None:
+            text = self.reply(body)
         return 200, {
             "id": "stub",
             "object": "chat.completion",

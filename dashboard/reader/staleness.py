@@ -1,0 +1,270 @@
+"""The memory page's staleness: for each entry, the user's newer conversations on its
+subject, and the ones that may overturn it (memory/staleness.py holds the rules).
+
+*Newer* is after the entry was last written: its newest write by the agent (provenance),
+else the revision before it appeared; an entry with no date is compared with every
+conversation, and the page says so. The conversations come from the archive's own
+search, the user's messages only, in the page's profile, three questions an entry:
+
+* its words (``search/said.key_words``, joined by OR);
+* the other things of the kinds it names (the entry names *Python*: Go, Rust, Java …),
+  where "I'm mostly writing Go now" is found though it never says *Python*;
+* its meaning, when the archive's meaning index is ready (hybrid, as search is).
+
+Each message found is read against the entry (``memory/staleness.read_message``); the
+conversations are listed flagged first, then newest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.bounded import BoundedCache
+from dashboard.errors import ValidationError
+from dashboard.hermes.content import decode_content
+from dashboard.hermes.conventions import is_summary
+from dashboard.memory.provenance import EntryProvenance
+from dashboard.memory.staleness import KINDS, Reading, read_message, shared_words, things
+from dashboard.search.request import Hit, SearchRequest, SearchResult
+from dashboard.search.said import key_words
+from dashboard.text import clip
+
+SearchFn = Callable[[SearchRequest], SearchResult]
+
+SHOWN = 3  # conversations listed an entry (flagged first)
+PER_QUESTION = 12  # conversations each question brings
+TEXT_CHARS = 400
+_PLAIN_NAME = re.compile(r"^[a-z0-9]+(?: [a-z0-9]+)*$")  # FTS5 reads it as words
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A newer conversation's user message on an entry's subject, read against it."""
+
+    session_id: str
+    session_name: str
+    message_id: int
+    at: float | None
+    text: str  # the user's words, clipped
+    reading: Reading
+    found_by: tuple[str, ...]  # "words", "alternatives", "meaning"
+    shared: tuple[str, ...]  # the entry's words it holds
+
+    @property
+    def flagged(self) -> bool:
+        return self.reading.may_supersede
+
+
+@dataclass(frozen=True)
+class EntryStaleness:
+    """One entry's newer conversations (``number`` from 1, as the page numbers them)."""
+
+    number: int
+    text: str
+    since: float | None  # after this the conversations count; None: every conversation
+    since_how: str  # "written" (the agent's newest write), "appeared" (between revisions)
+    mentions: tuple[Mention, ...]  # flagged first, then newest first; at most SHOWN
+    more: int  # conversations found beyond those listed
+
+    @property
+    def flagged(self) -> Mention | None:
+        return next((m for m in self.mentions if m.flagged), None)
+
+
+@dataclass(frozen=True)
+class MemoryStaleness:
+    """Each entry's staleness by its number; ``problem`` says why none could be read."""
+
+    entries: dict[int, EntryStaleness]
+    by_meaning: bool = False  # the meaning index answered too
+    problem: str | None = None
+
+    @property
+    def flagged(self) -> list[EntryStaleness]:
+        return [e for _, e in sorted(self.entries.items()) if e.flagged is not None]
+
+    @property
+    def listed(self) -> list[EntryStaleness]:
+        """The entries with newer conversations: flagged first, then in file order."""
+        spoken = [e for _, e in sorted(self.entries.items()) if e.mentions]
+        return sorted(spoken, key=lambda e: e.flagged is None)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``GET /api/memory/<which>/staleness`` answers (docs/memory.md)."""
+        return {
+            "problem": self.problem,
+            "by_meaning": self.by_meaning,
+            "entries": [_entry_json(self.entries[n]) for n in sorted(self.entries)],
+        }
+
+
+def _entry_json(entry: EntryStaleness) -> dict[str, Any]:
+    return {
+        "number": entry.number,
+        "text": entry.text,
+        "since": entry.since,
+        "since_how": entry.since_how,
+        "flagged": entry.flagged is not None,
+        "more": entry.more,
+        "mentions": [
+            {
+                "session_id": m.session_id,
+                "session_name": m.session_name,
+                "message_id": m.message_id,
+                "at": m.at,
+                "text": m.text,
+                "quote": m.reading.quote,
+                "may_supersede": m.flagged,
+                "reasons": list(m.reading.reasons),
+                "found_by": list(m.found_by),
+            }
+            for m in entry.mentions
+        ],
+    }
+
+
+def since_of(entry: EntryProvenance) -> tuple[float | None, str]:
+    """When ``entry`` was last written, as well as the archive knows, and how it knows."""
+    writes = [e.call.at for e in entry.writes if e.call.at is not None]
+    if writes:
+        return max(writes), "written"
+    if entry.appeared is not None and entry.appeared.before is not None:
+        return float(entry.appeared.before["saved_at"]), "appeared"
+    return None, ""
+
+
+def alternatives_query(text: str) -> str:
+    """Every other member of the kinds ``text`` names, as one OR query ("" for none)."""
+    named = things(text)
+    names: dict[str, None] = {}
+    for kind, members in named.items():
+        for spelling, name in KINDS[kind].items():
+            if name not in members and _PLAIN_NAME.match(spelling):
+                names.setdefault(f'"{spelling}"' if " " in spelling else spelling, None)
+    return " OR ".join(names)
+
+
+def entry_staleness(
+    conn: sqlite3.Connection,
+    search: SearchFn,
+    entries: Sequence[EntryProvenance],
+    *,
+    by_meaning: bool,
+) -> MemoryStaleness:
+    """Each of ``entries``' newer conversations (see the module); ``search`` runs one
+    search in the caller's snapshot and scope."""
+    found: dict[int, EntryStaleness] = {}
+    for entry in entries:
+        since, how = since_of(entry)
+        own = set(entry.write_sessions)
+        questions = [("words", " OR ".join(key_words(entry.text)), "words")]
+        questions.append(("alternatives", alternatives_query(entry.text), "words"))
+        if by_meaning:
+            questions.append(("meaning", entry.text, "meaning"))
+        hits: dict[int, tuple[Hit, str, set[str]]] = {}
+        for label, query, mode in questions:
+            for hit, name in _user_hits(search, query, mode, since):
+                if hit.session_id in own:
+                    continue  # where it was written: the user's words agree by nature
+                kept = hits.setdefault(hit.message_id, (hit, name, set()))
+                kept[2].add(label)
+        texts = _texts(conn, list(hits))
+        words = key_words(entry.text)
+        mentions = []
+        for message_id, (hit, name, labels) in hits.items():
+            said = texts.get(message_id, "")
+            if not said.strip() or is_summary(said):  # a compaction summary: not the user
+                continue
+            reading = read_message(entry.text, said, words)
+            shared = shared_words(words, said)
+            if not (reading.alternatives or reading.retracted or _on_subject(shared, labels)):
+                continue
+            mentions.append(
+                Mention(
+                    hit.session_id,
+                    name,
+                    message_id,
+                    hit.timestamp,
+                    clip(said, TEXT_CHARS),
+                    reading,
+                    tuple(sorted(labels)),
+                    shared,
+                )
+            )
+        listed = _one_a_conversation(mentions)
+        found[entry.number] = EntryStaleness(
+            entry.number, entry.text, since, how, tuple(listed[:SHOWN]), max(0, len(listed) - SHOWN)
+        )
+    return MemoryStaleness(found, by_meaning)
+
+
+def _on_subject(shared: tuple[str, ...], labels: set[str]) -> bool:
+    """Speaks to the entry's subject: found by meaning, two of its words, or one of the
+    things it names (one common word, "alert" or "test", is not a subject)."""
+    return "meaning" in labels or len(shared) >= 2 or bool(things(" ".join(shared)))
+
+
+def _user_hits(
+    search: SearchFn, query: str, mode: str, since: float | None
+) -> list[tuple[Hit, str]]:
+    if not query.strip():
+        return []
+    request = SearchRequest(
+        query=query,
+        roles=("user",),
+        after=since,
+        group="session",
+        per_page=PER_QUESTION,
+        mode=mode,
+    )
+    try:
+        result = search(request)
+    except ValidationError:  # nothing the search can read as words: no question to ask
+        return []
+    return [
+        (hit, card.label)
+        for card in result.results
+        for hit in card.hits
+        if hit.role == "user" and (since is None or (hit.timestamp or 0) > since)
+    ]
+
+
+def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
+    )
+    return {mid: decode_content(content) for mid, content in rows}
+
+
+def _one_a_conversation(mentions: list[Mention]) -> list[Mention]:
+    """The best message of each conversation (flagged, then newest), flagged
+    conversations first, then newest first."""
+
+    def rank(m: Mention) -> tuple[bool, float]:
+        return (m.flagged, m.at or 0.0)
+
+    best: dict[str, Mention] = {}
+    for m in mentions:
+        if m.session_id not in best or rank(m) > rank(best[m.session_id]):
+            best[m.session_id] = m
+    return sorted(best.values(), key=rank, reverse=True)
+
+
+class StalenessCache(BoundedCache[MemoryStaleness]):
+    """The last few answers, per file text and archive version (a page and its partial
+    ask the same twice; the next write to the archive asks again)."""
+
+    def __init__(self, size: int = 8) -> None:
+        super().__init__(size)
+
+    @staticmethod
+    def key(name: str, text: str, version: tuple[object, ...], by_meaning: bool) -> tuple:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return (name, digest, version, by_meaning)
