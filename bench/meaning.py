@@ -152,7 +152,8 @@ def planned_topics(
     anchor_day: str = ANCHOR_DAY,
 ) -> dict[str, str | None]:
     """Each session id of the demo home these arguments build, with the topic key the
-    demo's planner wrote it on (None for scheduled-job sessions, which have none).
+    demo's planner wrote it on (None for scheduled-job sessions and the scripted story's
+    conversations, demo/story.py, which have none).
 
     The planner picks a topic once per conversation and writes every session of it
     (segments, branches, resets, subagents) on that topic; a cron session belongs to none.
@@ -169,7 +170,8 @@ def planned_topics(
 
     planner.corpus.pick_topic = noting  # type: ignore[method-assign]
     return {
-        p.record.id: None if p.record.source == "cron" else picked[-1] for p in planner.sessions()
+        p.record.id: None if p.story or p.record.source == "cron" else picked[-1]
+        for p in planner.sessions()
     }
 
 

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from dashboard.demo.build import build_demo_home
+from dashboard.demo.plan import anchor_for
+from dashboard.demo.story import scenes
 from tests.support import hermes_shapes as shapes
 
 
@@ -85,7 +87,8 @@ def test_demo_refuses_to_overwrite(tmp_path: Path) -> None:
         "--anchor",
         "2026-11-30",
     )
-    assert first.returncode == 0 and "6 sessions" in first.stdout
+    story = len(scenes(anchor_for("2026-11-30")))  # the demo's scripted conversations too
+    assert first.returncode == 0 and f"{6 + story} sessions" in first.stdout
     again = recall("demo", "--home", str(tmp_path / "d"), "--sessions", "6")
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
     kept = recall("demo", "--home", str(tmp_path / "d"), "--if-missing")
@@ -167,13 +170,13 @@ def _fresh_machine(tmp_path: Path) -> dict[str, str]:
 def test_search_info_and_preview_on_a_fresh_machine_use_the_demo_home(tmp_path: Path) -> None:
     env = _fresh_machine(tmp_path)
     demo = tmp_path / "xdg" / "recall" / "demo-home"
-    build_demo_home(demo, sessions=30, messages=600, anchor_day="2026-11-30")
+    built = build_demo_home(demo, sessions=30, messages=600, anchor_day="2026-11-30")
     for args in (("search", "redis"), ("info",), ("preview", "how is the redis cache set up?")):
         done = recall(*args, env=env)
         assert done.returncode == 0, (args, done.stderr)
         assert f"using the demo home in {demo}" in done.stderr, (args, done.stderr)
     info = json.loads(recall("info", "--json", env=env).stdout)
-    assert info["home"] == str(demo) and info["sessions"] == 30
+    assert info["home"] == str(demo) and info["sessions"] == built.sessions
     assert not (tmp_path / "user" / ".hermes").exists()
 
 
@@ -193,7 +196,8 @@ def test_info_on_a_fresh_machine_builds_the_demo_home_once_and_says_so(tmp_path:
     assert first.returncode == 0, first.stderr
     assert f"building a demo home in {demo}" in first.stderr
     assert (demo / "state.db").is_file() and str(demo) in first.stdout
-    assert "\n  30 sessions," in first.stderr  # the smaller demo: what was built is said
+    story = len(scenes(anchor_for(None)))  # the demo's scripted conversations too
+    assert f"\n  {30 + story} sessions," in first.stderr  # the smaller demo: what was built
     again = recall("info", env=env)
     assert "building" not in again.stderr and "using the demo home" in again.stderr
 

@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="build a realistic demo Hermes home")
     demo.add_argument("--home", required=True, help="folder to create the demo home in")
-    demo.add_argument("--sessions", type=int, default=600)
+    demo.add_argument(
+        "--sessions",
+        type=int,
+        default=600,
+        help="planned sessions (the demo's three scripted conversations come on top)",
+    )
     demo.add_argument("--messages", type=int, help="total messages (default: 60 per session)")
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--anchor", help="the demo's 'today' as YYYY-MM-DD (default: today)")

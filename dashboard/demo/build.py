@@ -16,6 +16,7 @@ import yaml
 
 from dashboard.demo.pending import write_pending
 from dashboard.demo.plan import IN_PLACE_KEEP, DemoPlanner, PlannedSession, anchor_for
+from dashboard.demo.story import STACK_ENTRY
 from dashboard.errors import ConflictError
 from dashboard.hermes.conventions import MEMORY_FILE, USER_FILE
 from dashboard.store.schema import DEMO_KEY
@@ -30,8 +31,7 @@ USER_ENTRIES = (
     "Timezone Europe/Stockholm (UTC+1, UTC+2 in summer). Prefers answers before 09:00 "
     "and after 17:00 to be short.",
     "Prefers concise answers with the command first, explanation after. Dislikes emoji.",
-    "Stack: Python 3.12, FastAPI, Postgres 16, Redis 7, Docker Compose locally, "
-    "Kubernetes (k3s) in production, Terraform for infra.",
+    STACK_ENTRY,  # written by the story's first conversation (demo/story.py)
     "Editor: neovim. Shell: fish. Uses `uv` instead of pip.",
     "正在学习中文；技术术语保持英文即可。",
     "Never run `terraform apply` or `kubectl delete` without asking first.",
@@ -99,7 +99,7 @@ def build_demo_home(
     _write_config(root)
     return DemoReport(
         home=root,
-        sessions=planner.made,
+        sessions=tally.sessions,
         messages=tally.messages,
         seconds=time.perf_counter() - began,
         bulk=use_bulk,
@@ -109,14 +109,16 @@ def build_demo_home(
 
 
 class _Tally:
-    """Counts messages and text bytes of the plans that pass through it."""
+    """Counts sessions, messages and text bytes of the plans that pass through it."""
 
     def __init__(self) -> None:
+        self.sessions = 0
         self.messages = 0
         self.text_bytes = 0
 
     def add(self, plan: PlannedSession) -> PlannedSession:
         msgs = plan.record.messages
+        self.sessions += 1
         self.messages += len(msgs)
         self.text_bytes += sum(
             len((m.content or "").encode())

@@ -3,8 +3,8 @@
 Written as Hermes's write-approval module writes them (one JSON record a file in
 ``pending/memory`` or ``pending/skills``, a temp file renamed into place), so a new user
 sees the approvals inbox at work: a foreground add, the background review's replace of a
-preference later conversations overturned (Python, then Go) in the newer record shape,
-its removal of a note that no longer holds, and a skill write.
+preference later conversations overturned (Python, then Go: demo/story.py's conversations)
+in the newer record shape, its removal of a note that no longer holds, and a skill write.
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dashboard.demo.story import STACK_OLD_TEXT, stack_now
+
 DAY = 86_400.0
 
 
 def _records(anchor: float) -> list[tuple[str, dict[str, Any]]]:
-    stack_now = (
-        "Stack: mostly Go 1.23 now (the services left FastAPI in October); Python 3.12 for "
-        "scripts. Postgres 16, Redis 7, Docker Compose locally, k3s in production, Terraform."
-    )
     return [
         (
             "memory",
@@ -51,8 +49,8 @@ def _records(anchor: float) -> list[tuple[str, dict[str, Any]]]:
                 {
                     "action": "replace",
                     "target": "user",
-                    "content": stack_now,
-                    "old_text": "Stack: Python 3.12",
+                    "content": stack_now(anchor),
+                    "old_text": STACK_OLD_TEXT,
                 },
                 newer=True,
             ),

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from dashboard.demo.corpus import Corpus, Msg, Topic
 from dashboard.demo.pricing import AUX_MODEL, MODELS, Model, usage_rows
+from dashboard.demo.story import Scene, scenes
 from dashboard.hermes.conventions import BRANCHED_FROM, DELEGATE_FROM, RESET_FROM
 from dashboard.store.records import ImportSession, NewMessage, carrier_text
 
@@ -39,6 +40,7 @@ class PlannedSession:
     summary: str | None = None  # compaction summary, when this continues a parent
     #: In-place compactions: (index of the turn they come before, summary, time).
     compactions: list[tuple[int, str, float]] = field(default_factory=list)
+    story: bool = False  # a scripted conversation of demo/story.py, on no planned topic
 
 
 def anchor_for(day: str | None) -> float:
@@ -53,8 +55,14 @@ def anchor_for(day: str | None) -> float:
 class DemoPlanner:
     """Yields the sessions of a demo home, parents always before their children."""
 
-    def __init__(self, seed: int, anchor: float, sessions: int, messages: int) -> None:
+    def __init__(
+        self, seed: int, anchor: float, sessions: int, messages: int, *, story: bool = True
+    ) -> None:
         self.rng = random.Random(seed)
+        # The story draws from a stream of its own: with it or without, every other
+        # session of a seed is the same.
+        self.story_rng = random.Random(f"demo-story:{seed}")
+        self.story = story
         self.corpus = Corpus(random.Random(seed + 1))
         self.anchor = anchor
         self.target_sessions = sessions
@@ -70,9 +78,52 @@ class DemoPlanner:
     # -- the stream -------------------------------------------------------------------
 
     def sessions(self) -> Iterator[PlannedSession]:
-        """All sessions of the home, in an order that satisfies parent links."""
+        """All sessions of the home, in an order that satisfies parent links; the
+        story's conversations come before the first conversation that begins later
+        (``target_sessions`` counts the planned ones only)."""
+        story = [self._scripted(scene) for scene in scenes(self.anchor)] if self.story else []
         while self.made < self.target_sessions:
-            yield from self._conversation()
+            conversation = list(self._conversation())
+            begins = conversation[0].record.started_at
+            while story and story[0].record.started_at <= begins:
+                yield story.pop(0)
+            yield from conversation
+        yield from story
+
+    def _scripted(self, scene: Scene) -> PlannedSession:
+        """One conversation of the story, timed and billed with :attr:`story_rng`."""
+        rng = self.story_rng
+        model = next(m for m in MODELS if m.name == scene.model)
+        day = self.anchor - DAY * scene.days_before
+        start = day + scene.hour * 3600 + rng.uniform(0, 3500)
+        sid = self._new_id(start, rng)
+        turns: list[list[NewMessage]] = []
+        clock = start
+        for index, said in enumerate(scene.turns):
+            turn = []
+            clock += rng.uniform(40, 400) if index else rng.uniform(1, 5)
+            for msg in said:
+                clock += rng.uniform(2.0, 25.0)
+                turn.append(_message(msg, clock))
+            turns.append(turn)
+        messages = [m for t in turns for m in t]
+        record = ImportSession(
+            id=sid,
+            source=scene.source,
+            started_at=start,
+            model=model.name,
+            title=scene.title,
+            ended_at=clock + rng.uniform(30, 900),
+            end_reason="user_exit",
+            messages=messages,
+            user_id=_user_id(scene.source),
+            model_config=json.dumps({"temperature": 0.7, "max_tokens": 8192}),
+            system_prompt="You are Hermes, a helpful agent.",
+            billing_provider=model.provider,
+        )
+        record.usage = usage_rows(rng, model, messages, start, clock, compressed=False)
+        self._titles.add(scene.title)
+        return PlannedSession(record, turns, story=True)
 
     def _conversation(self) -> Iterator[PlannedSession]:
         rng = self.rng
@@ -380,10 +431,11 @@ class DemoPlanner:
         """Before this moment compaction summaries used the older marker."""
         return self.anchor - DAY * 200
 
-    def _new_id(self, at: float) -> str:
+    def _new_id(self, at: float, rng: random.Random | None = None) -> str:
         stamp = datetime.fromtimestamp(at, UTC).strftime("%Y%m%d_%H%M%S")
+        draw = (rng or self.rng).getrandbits
         while True:
-            sid = f"{stamp}_{self.rng.getrandbits(24):06x}"
+            sid = f"{stamp}_{draw(24):06x}"
             if sid not in self._ids:
                 self._ids.add(sid)
                 return sid
