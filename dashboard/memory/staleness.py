@@ -84,12 +84,18 @@ COMMON_WORDS = frozenset(
 )
 
 # Words that say something is different now (English and Chinese; matched as words).
+CHANGE_WORDS = (
+    *"now nowadays lately anymore switched switching migrated migrating changed".split(),
+    *"instead stopped left dropped replaced ported rewrote rewriting".split(),
+    *("these days", "any more", "no longer", "moved to", "moved from", "moved away"),
+    *("moved off", "from now on", "used to", "gave up"),
+    *"现在 如今 最近 不再 改用 换成 换到 已经不 转向 迁移到".split(),
+)
 _CHANGE = re.compile(
-    r"\b(?:now|nowadays|these days|lately|any ?more|no longer|not anymore|switched|"
-    r"switching|moved (?:to|from|away|off)|migrated|migrating|changed|instead|"
-    r"from now on|used to|stopped|gave up|left|dropped|replaced|"
-    r"ported|rewrote|rewriting)\b"
-    r"|现在|如今|最近|不再|改用|换成|换到|已经不|转向|迁移到",
+    r"\b(?:"
+    + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in CHANGE_WORDS if w.isascii())
+    + r")\b|"
+    + "|".join(w for w in CHANGE_WORDS if not w.isascii()),
     re.IGNORECASE,
 )
 # Words that retract a thing when they stand right before it ("left FastAPI").

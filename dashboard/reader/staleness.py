@@ -4,12 +4,14 @@ subject, and the ones that may overturn it (memory/staleness.py holds the rules)
 *Newer* is after the entry was last written: its newest write by the agent (provenance),
 else the revision before it appeared; an entry with no date is compared with every
 conversation, and the page says so. The conversations come from the archive's own
-search, the user's messages only, in the page's profile, three questions an entry:
+search, the user's messages only, in the page's profile, four questions an entry:
 
-* its words (``search/said.key_words``, joined by OR);
-* the other things of the kinds it names (the entry names *Python*: Go, Rust, Java …),
-  where "I'm mostly writing Go now" is found though it never says *Python*;
-* its meaning, when the archive's meaning index is ready (hybrid, as search is).
+* its words (``search/said.key_words``, joined by OR), and the same with a word of
+  change ("now", "no longer" …): a message that changes it is found among many that
+  only mention it;
+* the other things of the kinds it names (the entry names *Python*: Go, Rust, Java …)
+  with a word of change: "I'm mostly writing Go now" never says *Python*;
+* its meaning, when the archive's meaning index is ready.
 
 Each message found is read against the entry (``memory/staleness.read_message``); the
 conversations are listed flagged first, then newest first.
@@ -29,7 +31,14 @@ from dashboard.errors import ValidationError
 from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import is_summary
 from dashboard.memory.provenance import EntryProvenance
-from dashboard.memory.staleness import KINDS, Reading, read_message, shared_words, things
+from dashboard.memory.staleness import (
+    CHANGE_WORDS,
+    KINDS,
+    Reading,
+    read_message,
+    shared_words,
+    things,
+)
 from dashboard.search.request import Hit, SearchRequest, SearchResult
 from dashboard.search.said import key_words
 from dashboard.text import clip
@@ -162,8 +171,12 @@ def entry_staleness(
     for entry in entries:
         since, how = since_of(entry)
         own = set(entry.write_sessions)
-        questions = [("words", " OR ".join(key_words(entry.text)), "words")]
-        questions.append(("alternatives", alternatives_query(entry.text), "words"))
+        words = key_words(entry.text)
+        questions = [
+            ("words", " OR ".join(words), "words"),
+            ("change", _with_a_change(" OR ".join(words)), "words"),
+            ("alternatives", _with_a_change(alternatives_query(entry.text)), "words"),
+        ]
         if by_meaning:
             questions.append(("meaning", entry.text, "meaning"))
         hits: dict[int, tuple[Hit, str, set[str]]] = {}
@@ -174,7 +187,6 @@ def entry_staleness(
                 kept = hits.setdefault(hit.message_id, (hit, name, set()))
                 kept[2].add(label)
         texts = _texts(conn, list(hits))
-        words = key_words(entry.text)
         mentions = []
         for message_id, (hit, name, labels) in hits.items():
             said = texts.get(message_id, "")
@@ -203,10 +215,22 @@ def entry_staleness(
     return MemoryStaleness(found, by_meaning)
 
 
+def _with_a_change(query: str) -> str:
+    """``query``'s messages that also say something changed (the change words FTS5 reads
+    as words: the Chinese ones are left to the meaning index and to the reading)."""
+    if not query:
+        return ""
+    cues = " OR ".join(f'"{w}"' if " " in w else w for w in CHANGE_WORDS if w.isascii())
+    return f"({query}) AND ({cues})"
+
+
 def _on_subject(shared: tuple[str, ...], labels: set[str]) -> bool:
-    """Speaks to the entry's subject: found by meaning, two of its words, or one of the
-    things it names (one common word, "alert" or "test", is not a subject)."""
-    return "meaning" in labels or len(shared) >= 2 or bool(things(" ".join(shared)))
+    """Speaks to the entry's subject: two of its words, one of the things it names, or
+    one word and close in meaning (one common word, "alert" or "test", is not a subject;
+    and the nearest messages by meaning always exist, near or not)."""
+    return (
+        len(shared) >= 2 or bool(things(" ".join(shared))) or bool(shared and "meaning" in labels)
+    )
 
 
 def _user_hits(

@@ -165,3 +165,30 @@ def test_the_built_home_holds_the_story_and_provenance_links_the_write(
     entry = api["entries"][number - 1]
     assert entry["text"] == STACK_ENTRY and entry["written_in"] == [write[0]]
     assert entry["events"][0]["said"] is not None  # where the user said it, linked too
+
+
+def test_the_python_then_go_pair_is_flagged_and_an_entry_without_newer_words_is_not(
+    demo: Path, tmp_path: Path
+) -> None:
+    """Issue 29's must-show, on the demo home a new user opens first."""
+    app = make_app(demo, tmp_path / "data")
+    client = app.test_client()
+    body = client.get("/api/memory/user/staleness?profile=default").get_json()
+    assert body["problem"] is None
+    entries = {e["text"]: e for e in body["entries"]}
+    stack = entries[STACK_ENTRY]
+    assert stack["flagged"] and stack["since_how"] == "written"
+    flagged = [m for m in stack["mentions"] if m["may_supersede"]]
+    said = " ".join(m["quote"] for m in flagged)
+    assert "Go" in said and any(
+        "names go where the entry names python" in m["reasons"] for m in flagged
+    )
+    news = go_news(anchor_for(ANCHOR))
+    assert any(news.startswith(m["quote"]) for m in flagged)  # "I'm mostly writing Go now."
+    # Every other entry of the demo's USER.md: no newer words overturn it; the
+    # timezone entry has no newer mention at all.
+    assert [e["text"] for e in body["entries"] if e["flagged"]] == [STACK_ENTRY]
+    timezone = next(e for e in body["entries"] if e["text"].startswith("Timezone"))
+    assert timezone["mentions"] == [] and not timezone["flagged"]
+    page = client.get("/memory/USER.md/staleness?profile=default").get_data(as_text=True)
+    assert "1 entry of USER.md may be out of date" in page
