@@ -23,6 +23,7 @@ decides (one click opens the entry's editor).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ _RETRACT = (
 # A name stands alone among Latin letters, digits and its own punctuation ("k8s-node-7"
 # is a host, not k8s); next to Chinese it stands alone ("改用Go").
 _ASCII_WORD = "[A-Za-z0-9_.+#-]"
+_VERSION = re.compile(r"\s*v?\d")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 _WORDS = re.compile(r"[^\W_]{3,}")
 _HABIT = (
@@ -144,17 +146,36 @@ class Reading:
 def things(text: str, *, strict: bool = False) -> dict[str, set[str]]:
     """The things of each kind ``text`` names (as shown: ``golang`` is ``go``);
     ``strict``: the :data:`COMMON_WORDS` only written as names (a message)."""
-    lowered = text.casefold()
+    pattern, table = _all_names()
     found: dict[str, set[str]] = {}
+    for hit in pattern.finditer(text):
+        written = hit.group(0)
+        spelling = " ".join(written.casefold().split())
+        if strict and spelling in COMMON_WORDS and not _as_name(written, text, hit.end()):
+            continue
+        for kind, name in table[spelling]:
+            found.setdefault(kind, set()).add(name)
+    return found
+
+
+@functools.cache
+def _all_names() -> tuple[re.Pattern[str], dict[str, list[tuple[str, str]]]]:
+    """One pattern for every spelling of :data:`KINDS` (the longest first: ``golang``
+    before ``go``), and each spelling's (kind, name)s."""
+    table: dict[str, list[tuple[str, str]]] = {}
     for kind, members in KINDS.items():
         for spelling, name in members.items():
-            if strict and spelling in COMMON_WORDS:
-                hit = _as_name(spelling).search(text)
-            else:
-                hit = _word(spelling).search(lowered)
-            if hit:
-                found.setdefault(kind, set()).add(name)
-    return found
+            table.setdefault(spelling, []).append((kind, name))
+    alternatives = "|".join(_escaped(s) for s in sorted(table, key=len, reverse=True))
+    return (
+        re.compile(rf"(?<!{_ASCII_WORD})(?:{alternatives})(?![A-Za-z0-9_+#-])", re.IGNORECASE),
+        table,
+    )
+
+
+def _as_name(written: str, text: str, end: int) -> bool:
+    """``Go``, ``GO`` or ``go 1.23``: an everyday word written as a name."""
+    return written[:1].isupper() or _VERSION.match(text, end) is not None
 
 
 def read_message(entry: str, message: str, words: Iterable[str] = ()) -> Reading:
@@ -218,20 +239,17 @@ def _spellings(kind: str, name: str) -> Iterable[str]:
     return (s for s, n in KINDS[kind].items() if n == name)
 
 
-def _as_name(spelling: str) -> re.Pattern[str]:
-    """``Go``, ``GO`` or ``go 1.23``: the word written as a name."""
-    plain = re.escape(spelling)
-    return re.compile(
-        rf"(?<!{_ASCII_WORD})(?:{plain.capitalize()}|{plain.upper()}|(?i:{plain})(?=\s*v?\d))"
-        rf"(?![A-Za-z0-9_+#-])"
-    )
-
-
 def _retracts(spelling: str, message: str) -> bool:
-    pattern = rf"\b{_RETRACT}\s+(?:the\s+|using\s+|writing\s+)?{_escaped(spelling)}(?![\w+#])"
-    return re.search(pattern, message, re.IGNORECASE) is not None
+    return _retraction(spelling).search(message) is not None
 
 
+@functools.lru_cache(maxsize=1024)
+def _retraction(spelling: str) -> re.Pattern[str]:
+    after = rf"\s+(?:the\s+|using\s+|writing\s+)?{_escaped(spelling)}(?![\w+#])"
+    return re.compile(rf"\b{_RETRACT}{after}", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
 def _word(spelling: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!{_ASCII_WORD}){_escaped(spelling)}(?![A-Za-z0-9_+#-])")
 

@@ -46,7 +46,7 @@ from dashboard.text import clip
 SearchFn = Callable[[SearchRequest], SearchResult]
 
 SHOWN = 3  # conversations listed an entry (flagged first)
-PER_QUESTION = 12  # conversations each question brings
+PER_QUESTION = 12  # conversations each question brings (words: the newest that match)
 TEXT_CHARS = 400
 _PLAIN_NAME = re.compile(r"^[a-z0-9]+(?: [a-z0-9]+)*$")  # FTS5 reads it as words
 
@@ -245,6 +245,7 @@ def _user_hits(
         group="session",
         per_page=PER_QUESTION,
         mode=mode,
+        sort="newest" if mode == "words" else "relevance",
     )
     try:
         result = search(request)

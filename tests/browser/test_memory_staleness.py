@@ -30,6 +30,9 @@ def test_the_flagged_entry_links_your_newer_words_and_opens_its_editor(
         expect(section).to_contain_text("1 entry of USER.md may be out of date")
         mark = page.locator("#stale-mark-2 a")  # swapped in beside entry 2, out of band
         expect(mark).to_have_text("may be out of date")
+        # the mark sits under the entry's text: never squeezing it into the number's column
+        text = page.locator("#entry-2 pre.memory-text").bounding_box()
+        assert text is not None and text["width"] > 300 and text["height"] < 80
         flagged = section.locator("#stale-2")
         expect(flagged.locator(".stale-says")).to_contain_text("Writes mostly Python")
         expect(flagged.locator(".stale-flag q")).to_have_text(GO_QUOTE)
