@@ -108,6 +108,7 @@ _RETRACT = (
 # A name stands alone among Latin letters, digits and its own punctuation ("k8s-node-7"
 # is a host, not k8s); next to Chinese it stands alone ("改用Go").
 _ASCII_WORD = "[A-Za-z0-9_.+#-]"
+_SENTENCE_ENDS = ".!?:;。！？…\"'“(["
 _VERSION = re.compile(r"\s*v?\d")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 _WORDS = re.compile(r"[^\W_]{3,}")
@@ -151,7 +152,7 @@ def things(text: str, *, strict: bool = False) -> dict[str, set[str]]:
     for hit in pattern.finditer(text):
         written = hit.group(0)
         spelling = " ".join(written.casefold().split())
-        if strict and spelling in COMMON_WORDS and not _as_name(written, text, hit.end()):
+        if strict and spelling in COMMON_WORDS and not _as_name(written, text, *hit.span()):
             continue
         for kind, name in table[spelling]:
             found.setdefault(kind, set()).add(name)
@@ -173,9 +174,13 @@ def _all_names() -> tuple[re.Pattern[str], dict[str, list[tuple[str, str]]]]:
     )
 
 
-def _as_name(written: str, text: str, end: int) -> bool:
-    """``Go``, ``GO`` or ``go 1.23``: an everyday word written as a name."""
-    return written[:1].isupper() or _VERSION.match(text, end) is not None
+def _as_name(written: str, text: str, start: int, end: int) -> bool:
+    """``writing Go``, ``GO``, ``go 1.23``: an everyday word written as a name; not a
+    capital a sentence starts with ("Go ahead and restart it now")."""
+    if _VERSION.match(text, end) or (len(written) > 1 and written.isupper()):
+        return True
+    before = text[:start].rstrip()
+    return written[:1].isupper() and bool(before) and before[-1] not in _SENTENCE_ENDS
 
 
 def read_message(entry: str, message: str, words: Iterable[str] = ()) -> Reading:
@@ -211,6 +216,13 @@ def _read(mine: dict[str, set[str]], text: str, quote: str, words: Iterable[str]
         tuple(sorted(_retracted(mine, text) | _habits_dropped(words, text))),
         clip(quote, QUOTE_CHARS),
     )
+
+
+def could_supersede(message: str) -> bool:
+    """A cheap first look: the message's prose says something changed and names some
+    thing of a kind (what a message must hold to be flagged for naming an alternative)."""
+    prose = _CODE.sub(" ", message)
+    return _CHANGE.search(prose) is not None and bool(things(prose, strict=True))
 
 
 def shared_words(words: Iterable[str], message: str) -> tuple[str, ...]:

@@ -52,6 +52,7 @@ class MemoryReading:
                 )
                 found = entry_staleness(
                     snap.conn,
+                    snap.state,
                     lambda request: self._search(snap, request),
                     entries,
                     by_meaning=by_meaning,

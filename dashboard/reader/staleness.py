@@ -23,7 +23,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dashboard.bounded import BoundedCache
@@ -35,18 +35,28 @@ from dashboard.memory.staleness import (
     CHANGE_WORDS,
     KINDS,
     Reading,
+    could_supersede,
     read_message,
     shared_words,
     things,
 )
-from dashboard.search.request import Hit, SearchRequest, SearchResult
+from dashboard.search.newer import UserMatch, newest_user_matches
+from dashboard.search.request import SearchRequest, SearchResult
 from dashboard.search.said import key_words
+from dashboard.store.names import names_of
+from dashboard.store.state import StoreState
 from dashboard.text import clip
 
 SearchFn = Callable[[SearchRequest], SearchResult]
 
 SHOWN = 3  # conversations listed an entry (flagged first)
-PER_QUESTION = 12  # conversations each question brings (words: the newest that match)
+WORDS_ROWS = 40  # the user's newest messages holding the entry's words
+CHANGE_ROWS = 200  # … holding its words and a word of change
+# … holding another thing of its kinds and a word of change: a big archive's user rows
+# name languages and tools all day long, pasted logs above all (at 1M messages, 1,330
+# since the demo's "I'm mostly writing Go now" 40 days back), and most fail a first look.
+ALTERNATIVE_ROWS = 2000
+PER_QUESTION = 12  # the closest conversations by meaning
 TEXT_CHARS = 400
 _PLAIN_NAME = re.compile(r"^[a-z0-9]+(?: [a-z0-9]+)*$")  # FTS5 reads it as words
 
@@ -160,48 +170,49 @@ def alternatives_query(text: str) -> str:
 
 def entry_staleness(
     conn: sqlite3.Connection,
+    state: StoreState,
     search: SearchFn,
     entries: Sequence[EntryProvenance],
     *,
     by_meaning: bool,
 ) -> MemoryStaleness:
     """Each of ``entries``' newer conversations (see the module); ``search`` runs one
-    search in the caller's snapshot and scope."""
+    search in the caller's snapshot and scope (the meaning question)."""
     found: dict[int, EntryStaleness] = {}
     for entry in entries:
         since, how = since_of(entry)
         own = set(entry.write_sessions)
         words = key_words(entry.text)
+        matches: dict[int, tuple[UserMatch, set[str]]] = {}
         questions = [
-            ("words", " OR ".join(words), "words"),
-            ("change", _with_a_change(" OR ".join(words)), "words"),
-            ("alternatives", _with_a_change(alternatives_query(entry.text)), "words"),
+            ("words", " OR ".join(words), WORDS_ROWS),
+            ("change", _with_a_change(" OR ".join(words)), CHANGE_ROWS),
+            ("alternatives", _with_a_change(alternatives_query(entry.text)), ALTERNATIVE_ROWS),
         ]
+        for label, query, limit in questions:
+            for match in newest_user_matches(conn, state, query, since, limit):
+                matches.setdefault(match[0], (match, set()))[1].add(label)
         if by_meaning:
-            questions.append(("meaning", entry.text, "meaning"))
-        hits: dict[int, tuple[Hit, str, set[str]]] = {}
-        for label, query, mode in questions:
-            for hit, name in _user_hits(search, query, mode, since):
-                if hit.session_id in own:
-                    continue  # where it was written: the user's words agree by nature
-                kept = hits.setdefault(hit.message_id, (hit, name, set()))
-                kept[2].add(label)
-        texts = _texts(conn, list(hits))
+            for match in _by_meaning(search, entry.text, since):
+                matches.setdefault(match[0], (match, set()))[1].add("meaning")
+        texts = _texts(conn, [mid for mid, (m, _) in matches.items() if m[1] not in own])
         mentions = []
-        for message_id, (hit, name, labels) in hits.items():
-            said = texts.get(message_id, "")
+        for message_id, said in texts.items():
+            (_, session_id, at), labels = matches[message_id]
             if not said.strip() or is_summary(said):  # a compaction summary: not the user
                 continue
+            if labels == {"alternatives"} and not could_supersede(said):
+                continue  # many: a first look spares them the whole reading
             reading = read_message(entry.text, said, words)
             shared = shared_words(words, said)
             if not (reading.alternatives or reading.retracted or _on_subject(shared, labels)):
                 continue
             mentions.append(
                 Mention(
-                    hit.session_id,
-                    name,
+                    session_id,
+                    "",
                     message_id,
-                    hit.timestamp,
+                    at,
                     clip(said, TEXT_CHARS),
                     reading,
                     tuple(sorted(labels)),
@@ -209,10 +220,39 @@ def entry_staleness(
                 )
             )
         listed = _one_a_conversation(mentions)
+        shown = _named(conn, listed[:SHOWN])
         found[entry.number] = EntryStaleness(
-            entry.number, entry.text, since, how, tuple(listed[:SHOWN]), max(0, len(listed) - SHOWN)
+            entry.number, entry.text, since, how, shown, len(listed[SHOWN:])
         )
     return MemoryStaleness(found, by_meaning)
+
+
+def _named(conn: sqlite3.Connection, mentions: list[Mention]) -> tuple[Mention, ...]:
+    """``mentions`` with their conversations' names (store/names: every page's one name)."""
+    names = names_of(conn, [m.session_id for m in mentions])
+    return tuple(replace(m, session_name=names.get(m.session_id, m.session_id)) for m in mentions)
+
+
+def _by_meaning(search: SearchFn, text: str, since: float | None) -> list[UserMatch]:
+    """The user's messages closest in meaning to ``text``, after ``since``."""
+    request = SearchRequest(
+        query=text,
+        roles=("user",),
+        after=since,
+        group="session",
+        per_page=PER_QUESTION,
+        mode="meaning",
+    )
+    try:
+        result = search(request)
+    except ValidationError:  # nothing the search can read: no question to ask
+        return []
+    return [
+        (hit.message_id, hit.session_id, hit.timestamp)
+        for card in result.results
+        for hit in card.hits
+        if hit.role == "user" and (since is None or (hit.timestamp or 0) > since)
+    ]
 
 
 def _with_a_change(query: str) -> str:
@@ -231,32 +271,6 @@ def _on_subject(shared: tuple[str, ...], labels: set[str]) -> bool:
     return (
         len(shared) >= 2 or bool(things(" ".join(shared))) or bool(shared and "meaning" in labels)
     )
-
-
-def _user_hits(
-    search: SearchFn, query: str, mode: str, since: float | None
-) -> list[tuple[Hit, str]]:
-    if not query.strip():
-        return []
-    request = SearchRequest(
-        query=query,
-        roles=("user",),
-        after=since,
-        group="session",
-        per_page=PER_QUESTION,
-        mode=mode,
-        sort="newest" if mode == "words" else "relevance",
-    )
-    try:
-        result = search(request)
-    except ValidationError:  # nothing the search can read as words: no question to ask
-        return []
-    return [
-        (hit, card.label)
-        for card in result.results
-        for hit in card.hits
-        if hit.role == "user" and (since is None or (hit.timestamp or 0) > since)
-    ]
 
 
 def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, str]:

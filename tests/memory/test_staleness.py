@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.memory.staleness import KINDS, read_message, shared_words, things
+from dashboard.memory.staleness import KINDS, could_supersede, read_message, shared_words, things
 
 STACK = "Stack: Python 3.12, FastAPI, Postgres 16, Redis 7, Docker Compose locally."
 
@@ -106,3 +106,24 @@ def test_things_are_read_by_kind_with_aliases_and_names_written_as_names() -> No
 def test_shared_words_leave_code_out() -> None:
     words = ("python", "fastapi", "postgres")
     assert shared_words(words, "Python and `postgres` and FastAPI") == ("python", "fastapi")
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ("Go ahead and restart it now.", False),  # a sentence's first word
+        ("Done. Go ahead now.", False),
+        ("I write Go now.", True),
+        ("We moved to GO last year.", True),
+        ("go 1.23 is out now", True),
+        ("let's go now", False),
+    ],
+)
+def test_an_everyday_word_counts_as_a_name_only_written_as_one(message: str, named: bool) -> None:
+    assert bool(things(message, strict=True)) is named
+
+
+def test_the_first_look_keeps_what_may_supersede_and_drops_logs() -> None:
+    assert could_supersede("Heads-up: I'm mostly writing Go now.")
+    assert not could_supersede("here:\n```\nGo runtime now panics: MySQL gone\n```")
+    assert not could_supersede("I write Go.")  # no change said
