@@ -8,17 +8,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from dashboard.archive.listing import ArchivePage, archive_page
-from dashboard.costs.costly import CostlySessions
-from dashboard.costs.prices import PriceBook
-from dashboard.costs.request import CostsRequest
 from dashboard.costs.rollup import CostRollup
-from dashboard.costs.routes import RoutePrice, route_prices
-from dashboard.costs.spend import Spend
 from dashboard.errors import NotFoundError, StoreUnavailableError, ValidationError
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.profiles import Profile, Scope, by_name
@@ -29,7 +24,7 @@ from dashboard.lineage.graph import LineageCache, archive_version
 from dashboard.lineage.index import INDEX_LIMIT, ChainIndex, chain_index
 from dashboard.meaning.reader import MeaningReader
 from dashboard.reader.activity import recent_activity
-from dashboard.reader.costs_report import CostsReport, costs_report
+from dashboard.reader.costs_reading import CostsReading
 from dashboard.reader.memory_reading import MemoryReading
 from dashboard.reader.overview import (
     SourceFigures,
@@ -45,7 +40,7 @@ from dashboard.reader.screens import (
     SessionPage,
     StitchedScreen,
 )
-from dashboard.reader.spending import SpendCache, SpendReading, spend_reading
+from dashboard.reader.spending import SpendCache
 from dashboard.reader.staleness import StalenessCache
 from dashboard.search.cards import fold_copies
 from dashboard.search.facets import session_facets
@@ -91,7 +86,7 @@ class Snapshot:
         return self._version
 
 
-class StateReader(MemoryReading):
+class StateReader(MemoryReading, CostsReading):
     """Opens Recall's archive read-only for each unit of work.
 
     ``path`` is the file the pages read (Recall's archive of ``home``, or the home's
@@ -568,67 +563,3 @@ class StateReader(MemoryReading):
                 view=request.view,
             )
             return StitchedScreen(chain, page, terms)
-
-    def costly_sessions(
-        self,
-        rollup: CostRollup | None = None,
-        *,
-        sort: str = "cost",
-        descending: bool = True,
-        **options: Any,
-    ) -> CostlySessions:
-        """The sessions that cost the most in a spend question's range (options as
-        :meth:`spend`), from the rollup's rows once built, else the raw rows; kept while
-        the spend fingerprint is unchanged."""
-        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
-            return spending.costly_sessions(sort=sort, descending=descending, **options)
-
-    def spend(self, rollup: CostRollup | None = None, **options: Any) -> Spend:
-        """Spend by period and dimension (options: :func:`costs.plan`), from the
-        ``rollup`` once built, else the raw rows; kept while the spend fingerprint holds."""
-        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
-            return spending.spend(**options)
-
-    def route_prices(self, book: PriceBook) -> list[RoutePrice]:
-        """Every route the calls took and what prices it (the prices page), one snapshot."""
-        with self.snapshot() as snap:
-            return route_prices(snap.conn, book)
-
-    def costs_report(
-        self,
-        asked: CostsRequest | None,
-        *,
-        now: datetime,
-        rollup: CostRollup | None = None,
-        card_profiles: Sequence[str] = (),
-        cards: bool = True,
-    ) -> CostsReport:
-        """Everything /costs shows for ``asked`` as of ``now`` (its CSV and JSON render
-        the same report; ``cards=False``: the spend alone), in one snapshot. The rollup's
-        sums live in Recall's own file and are brought up to date from this snapshot's
-        state (a scoped reader's: from one read of the whole archive) before each answer,
-        so a sync landing meanwhile can only make them newer than the snapshot."""
-        with self.snapshot() as snap, self._spending(snap, rollup) as spending:
-            return costs_report(
-                snap.conn, spending, asked, now=now, card_profiles=card_profiles, cards=cards
-            )
-
-    @contextmanager
-    def _spending(self, snap: Snapshot, rollup: CostRollup | None) -> Iterator[SpendReading]:
-        """Spend questions about ``snap`` (see :class:`SpendReading`).
-
-        The rollup sums every profile and must be brought up to date from all of them,
-        so a scoped reader, whose own connection sees one profile's rows, asks it through
-        a connection to the whole archive and filters the answer to its profiles; a
-        reader of every profile asks through its own.
-        """
-        scoped = not self.scope.everything
-        with spend_reading(
-            snap.conn,
-            rollup,
-            self._spend_cache,
-            lambda: self._lineage.get(snap.conn, snap.state, snap.version()),
-            profiles=tuple(sorted(self.scope.names)) if scoped else None,
-            open_whole=self._open_whole if scoped else None,
-        ) as spending:
-            yield spending

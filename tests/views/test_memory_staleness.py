@@ -142,6 +142,8 @@ def test_under_all_profiles_one_must_be_chosen(client: FlaskClient) -> None:
     assert client.get("/memory/USER.md/staleness?profile=all").status_code == 400
     assert client.get("/api/memory/user/staleness?profile=all").status_code == 400
     assert client.get("/memory/NOTES.md/staleness?profile=default").status_code == 404
+    odd = client.get("/memory/USER.md?profile=default&edit=twelve")
+    assert odd.status_code == 400 and "edit" in odd.get_data(as_text=True)
 
 
 def test_without_an_archive_the_list_says_why(tmp_path: Path) -> None:
