@@ -60,6 +60,12 @@ class MeaningStatus:
     def percent(self) -> int:
         return 100 if not self.total else min(100, self.covered * 100 // self.total)
 
+    @property
+    def built(self) -> bool:
+        """Built here, and behind by at most the newest 1% of messages (a busy home's
+        index is a second behind each new message: not a reason to answer otherwise)."""
+        return self.ready or (self.model is not None and self.percent >= 99)
+
 
 @dataclass
 class _Work:

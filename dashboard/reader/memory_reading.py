@@ -15,7 +15,7 @@ from dashboard.reader.staleness import MemoryStaleness, StalenessCache, entry_st
 
 
 class MemoryReading:
-    """StateReader's memory methods (it provides ``snapshot``, ``_search``, ``meaning``,
+    """StateReader's memory methods (it provides ``snapshot``, ``meaning``,
     ``_memory_calls`` and ``_staleness``)."""
 
     def memory_provenance(
@@ -36,12 +36,16 @@ class MemoryReading:
     ) -> MemoryStaleness:
         """The user's newer conversations on each entry's subject, flagged when they may
         overturn it (reader/staleness.py), in this reader's scope; kept until the
-        archive's next write or the file's next change."""
+        archive's next message or the file's next change."""
         cache: StalenessCache = self._staleness
         try:
             with self.snapshot() as snap:
-                by_meaning = self.meaning.status(snap.conn).ready
-                key = cache.key(name, text, snap.version(), by_meaning)
+                by_meaning = self.meaning.status(snap.conn).built
+                # What the answer reads moves with a new message (the user's words, a
+                # memory call, a compaction's summary): the archive's newest id, not its
+                # write counter, which the meaning index's writes move all day long.
+                newest = snap.conn.execute("SELECT max(id) FROM main.messages").fetchone()[0]
+                key = cache.key(name, text, (snap.state.path, newest), by_meaning)
                 kept = cache.get(key)
                 if kept is not None:
                     return kept
@@ -51,11 +55,7 @@ class MemoryReading:
                     text, target, [c for c in calls if c.op.target == target], revisions
                 )
                 found = entry_staleness(
-                    snap.conn,
-                    snap.state,
-                    lambda request: self._search(snap, request),
-                    entries,
-                    by_meaning=by_meaning,
+                    snap.conn, snap.state, self.meaning if by_meaning else None, entries
                 )
         except StoreUnavailableError as exc:
             return MemoryStaleness({}, problem=str(exc))

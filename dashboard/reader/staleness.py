@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from dashboard.bounded import BoundedCache
-from dashboard.errors import ValidationError
 from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import is_summary
+from dashboard.meaning.reader import MeaningReader
 from dashboard.memory.provenance import EntryProvenance
 from dashboard.memory.staleness import (
     CHANGE_WORDS,
@@ -40,14 +40,11 @@ from dashboard.memory.staleness import (
     shared_words,
     things,
 )
-from dashboard.search.newer import UserMatch, newest_user_matches
-from dashboard.search.request import SearchRequest, SearchResult
+from dashboard.search.newer import UserMatch, nearest_user_messages, newest_user_matches
 from dashboard.search.said import key_words
 from dashboard.store.names import names_of
 from dashboard.store.state import StoreState
 from dashboard.text import clip
-
-SearchFn = Callable[[SearchRequest], SearchResult]
 
 SHOWN = 3  # conversations listed an entry (flagged first)
 WORDS_ROWS = 40  # the user's newest messages holding the entry's words
@@ -56,7 +53,7 @@ CHANGE_ROWS = 200  # … holding its words and a word of change
 # name languages and tools all day long, pasted logs above all (at 1M messages, 1,330
 # since the demo's "I'm mostly writing Go now" 40 days back), and most fail a first look.
 ALTERNATIVE_ROWS = 2000
-PER_QUESTION = 12  # the closest conversations by meaning
+PER_QUESTION = 12  # the user's messages closest in meaning
 TEXT_CHARS = 400
 _PLAIN_NAME = re.compile(r"^[a-z0-9]+(?: [a-z0-9]+)*$")  # FTS5 reads it as words
 
@@ -171,13 +168,11 @@ def alternatives_query(text: str) -> str:
 def entry_staleness(
     conn: sqlite3.Connection,
     state: StoreState,
-    search: SearchFn,
+    meaning: MeaningReader | None,
     entries: Sequence[EntryProvenance],
-    *,
-    by_meaning: bool,
 ) -> MemoryStaleness:
-    """Each of ``entries``' newer conversations (see the module); ``search`` runs one
-    search in the caller's snapshot and scope (the meaning question)."""
+    """Each of ``entries``' newer conversations (see the module), in ``conn``'s snapshot
+    and scope; ``meaning``: the archive's meaning index when it is built (else None)."""
     found: dict[int, EntryStaleness] = {}
     for entry in entries:
         since, how = since_of(entry)
@@ -192,8 +187,8 @@ def entry_staleness(
         for label, query, limit in questions:
             for match in newest_user_matches(conn, state, query, since, limit):
                 matches.setdefault(match[0], (match, set()))[1].add(label)
-        if by_meaning:
-            for match in _by_meaning(search, entry.text, since):
+        if meaning is not None:
+            for match in nearest_user_messages(conn, meaning, entry.text, since, PER_QUESTION):
                 matches.setdefault(match[0], (match, set()))[1].add("meaning")
         texts = _texts(conn, [mid for mid, (m, _) in matches.items() if m[1] not in own])
         mentions = []
@@ -224,35 +219,13 @@ def entry_staleness(
         found[entry.number] = EntryStaleness(
             entry.number, entry.text, since, how, shown, len(listed[SHOWN:])
         )
-    return MemoryStaleness(found, by_meaning)
+    return MemoryStaleness(found, meaning is not None)
 
 
 def _named(conn: sqlite3.Connection, mentions: list[Mention]) -> tuple[Mention, ...]:
     """``mentions`` with their conversations' names (store/names: every page's one name)."""
     names = names_of(conn, [m.session_id for m in mentions])
     return tuple(replace(m, session_name=names.get(m.session_id, m.session_id)) for m in mentions)
-
-
-def _by_meaning(search: SearchFn, text: str, since: float | None) -> list[UserMatch]:
-    """The user's messages closest in meaning to ``text``, after ``since``."""
-    request = SearchRequest(
-        query=text,
-        roles=("user",),
-        after=since,
-        group="session",
-        per_page=PER_QUESTION,
-        mode="meaning",
-    )
-    try:
-        result = search(request)
-    except ValidationError:  # nothing the search can read: no question to ask
-        return []
-    return [
-        (hit.message_id, hit.session_id, hit.timestamp)
-        for card in result.results
-        for hit in card.hits
-        if hit.role == "user" and (since is None or (hit.timestamp or 0) > since)
-    ]
 
 
 def _with_a_change(query: str) -> str:
@@ -297,13 +270,13 @@ def _one_a_conversation(mentions: list[Mention]) -> list[Mention]:
 
 
 class StalenessCache(BoundedCache[MemoryStaleness]):
-    """The last few answers, per file text and archive version (a page and its partial
-    ask the same twice; the next write to the archive asks again)."""
+    """The last few answers, per file text and the archive's newest message (a page and
+    its partial ask the same twice; the next message asks again)."""
 
     def __init__(self, size: int = 8) -> None:
         super().__init__(size)
 
     @staticmethod
-    def key(name: str, text: str, version: tuple[object, ...], by_meaning: bool) -> tuple:
+    def key(name: str, text: str, newest: tuple[object, ...], by_meaning: bool) -> tuple:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        return (name, digest, version, by_meaning)
+        return (name, digest, newest, by_meaning)

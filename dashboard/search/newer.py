@@ -1,5 +1,6 @@
-"""The user's newest messages a query matches, after a moment: what the memory page asks
-of the archive for each entry (reader/staleness.py).
+"""The user's newest messages a query matches, and the closest in meaning to a text,
+after a moment: what the memory page asks of the archive for each entry
+(reader/staleness.py).
 
 Stage-1 search ranks a window of the newest matches of every role and leaves older ones
 to "search older": a common word's window at 1M messages holds a few days of the
@@ -15,7 +16,10 @@ from __future__ import annotations
 import sqlite3
 
 from dashboard.errors import QuerySyntaxError
+from dashboard.meaning.embedder import EmbedderUnavailable
+from dashboard.meaning.reader import MeaningReader
 from dashboard.search.filters import request_filters
+from dashboard.search.hybrid import meaning_rows
 from dashboard.search.query import parse_query
 from dashboard.search.request import SearchRequest
 from dashboard.search.routes import literal_sql, plan_routes
@@ -51,3 +55,16 @@ def newest_user_matches(
         if rows:
             return [(r[0], r[1], r[2]) for r in rows]
     return []
+
+
+def nearest_user_messages(
+    conn: sqlite3.Connection, meaning: MeaningReader, text: str, since: float | None, limit: int
+) -> list[UserMatch]:
+    """The user's visible messages after ``since`` closest in meaning to ``text``, closest
+    first, at most ``limit`` (search's own closeness, filters and scope, no cards)."""
+    request = SearchRequest(roles=("user",), after=since)
+    try:
+        rows = meaning_rows(conn, meaning, text, request, request_filters(request), None)
+    except EmbedderUnavailable:
+        return []
+    return [(r[0], r[1], r[3] or None) for r in rows[:limit]]

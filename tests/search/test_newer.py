@@ -7,8 +7,12 @@ import json
 import pytest
 from flask import Flask
 
-from dashboard.search.newer import newest_user_matches
+from dashboard.hermes.home import HermesHome
+from dashboard.meaning.builder import MeaningBuilder
+from dashboard.reader.reader import StateReader
+from dashboard.search.newer import nearest_user_messages, newest_user_matches
 from tests.support.app import make_app
+from tests.support.archived import archive_home
 from tests.support.hermes_shapes import _epoch
 from tests.support.memory_homes import S_FIRST
 from tests.support.stale_homes import (
@@ -67,3 +71,43 @@ def test_a_profiles_reader_never_sees_another_profiles_rows(app: Flask) -> None:
 @pytest.mark.parametrize("query", ["", "   ", "AND OR NOT", "((("])
 def test_a_query_with_nothing_to_search_finds_nothing(app: Flask, query: str) -> None:
     assert matches(app, query)[0] == []
+
+
+@pytest.fixture(scope="module")
+def with_meaning(tmp_path_factory: pytest.TempPathFactory) -> StateReader:
+    """The default profile's archive with its meaning index built by the real embedder."""
+    root = tmp_path_factory.mktemp("newer-meaning")
+    facts = build_stale_home(root / "hermes")
+    path = archive_home(facts.root, root / "archive.db")
+    assert MeaningBuilder(path).build().ready
+    return StateReader(HermesHome(facts.root), path=path)
+
+
+def test_the_closest_in_meaning_are_the_users_rows_after_the_moment(
+    with_meaning: StateReader,
+) -> None:
+    asked = "which programming language do I write my services in nowadays"
+    with with_meaning.snapshot() as snap:
+        found = nearest_user_messages(snap.conn, with_meaning.meaning, asked, None, 8)
+        later = nearest_user_messages(
+            snap.conn, with_meaning.meaning, asked, _epoch(S_GO) + 3600, 8
+        )
+        roles = {
+            role
+            for (role,) in snap.conn.execute(
+                "SELECT m.role FROM messages m JOIN json_each(?) j ON m.id = j.value",
+                (json.dumps([m[0] for m in found]),),
+            )
+        }
+    assert found and roles == {"user"}
+    assert S_GO in [session for _, session, _ in found]
+    assert later and S_GO not in [session for _, session, _ in later]
+    assert all(at is not None and at > _epoch(S_GO) + 3600 for _, _, at in later)
+
+
+def test_staleness_asks_meaning_once_the_index_is_built(with_meaning: StateReader) -> None:
+    text = (with_meaning.home.root / "memories" / "USER.md").read_text(encoding="utf-8")
+    found = with_meaning.memory_staleness("USER.md", text, [])
+    assert found.by_meaning and found.problem is None
+    python = next(e for e in found.entries.values() if e.text == "Writes mostly Python")
+    assert python.flagged is not None and python.flagged.session_id == S_GO
