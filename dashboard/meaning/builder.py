@@ -43,6 +43,9 @@ IDLE_S = 5.0  # a look for new rows when nothing woke the worker (__main__.py)
 ERROR_WAIT_S = 30.0  # after a step failed (a locked or replaced file): try again later
 
 
+BEHIND_FLOOR = 200  # messages a built index may lag (MeaningStatus.built)
+
+
 @dataclass(frozen=True)
 class MeaningStatus:
     """How complete the index is: ``covered`` of ``total`` messages considered (a
@@ -52,6 +55,7 @@ class MeaningStatus:
     covered: int
     total: int
     model: str | None = None
+    newer: int = 0  # of the messages left, those newer than the last pass (a sync's)
 
     def to_json(self) -> dict[str, object]:
         return {"ready": self.ready, "covered": self.covered, "total": self.total}
@@ -62,9 +66,15 @@ class MeaningStatus:
 
     @property
     def built(self) -> bool:
-        """Built here, and behind by at most the newest 1% of messages (a busy home's
-        index is a second behind each new message: not a reason to answer otherwise)."""
-        return self.ready or (self.model is not None and self.percent >= 99)
+        """Built here and behind only by messages newer than its last pass, no more than
+        a sync's worth (the larger of 200 and 1% of them): a busy home's index is a
+        second behind each new message, not one being built."""
+        behind = self.total - self.covered
+        return self.ready or (
+            self.model is not None
+            and behind == self.newer
+            and behind <= max(BEHIND_FLOOR, self.total // 100)
+        )
 
 
 @dataclass
@@ -310,9 +320,10 @@ def read_status(conn: sqlite3.Connection) -> MeaningStatus:
         return MeaningStatus(False, 0, newest - oldest + 1 if newest else 0)
     top, floor = int(meta[MEANING_TOP_KEY]), int(meta[MEANING_FLOOR_KEY])
     redo = conn.execute(f"SELECT count(*) FROM {MEANING_REDO}").fetchone()[0]
-    left = max(0, floor - oldest) + max(0, newest - top) + redo if newest else 0
+    newer = max(0, newest - top) if newest else 0
+    left = max(0, floor - oldest) + newer + redo if newest else 0
     covered = int(meta.get(MEANING_DONE_KEY, 0))
-    return MeaningStatus(left == 0, covered, covered + left, meta.get(MEANING_MODEL_KEY))
+    return MeaningStatus(left == 0, covered, covered + left, meta.get(MEANING_MODEL_KEY), newer)
 
 
 def _oldest(conn: sqlite3.Connection) -> int:

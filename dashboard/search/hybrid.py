@@ -153,9 +153,10 @@ def blend(
     card_of: Callable[[str], str] = str,
 ) -> Blend:
     """The rows of ``request``'s mode: words alone, meaning alone, or both fused (best
-    match), or both in the requested time order. Meaning needs its index complete and a
-    first page (a "search older" page carries on the words' window). Chinese, Japanese
-    and Korean queries keep their word routes (trigram, pairs, scan) and get meaning
+    match), or both in the requested time order. Meaning needs its index built
+    (``MeaningStatus.built``: at most a sync's worth of new messages behind) and a first
+    page (a "search older" page carries on the words' window). Chinese, Japanese and
+    Korean queries keep their word routes (trigram, pairs, scan) and get meaning
     too: on the labelled set's 5 Chinese paraphrases plain WordLlama found 4 in the
     first five (bench/meaning.py --reference)."""
     if meaning is None or request.mode == "words":
@@ -163,7 +164,7 @@ def blend(
     status = meaning.status(conn)
     if not status.ready and status.model is None:
         return Blend(words, frozenset(), status)  # never built here (no `recall serve`)
-    if not status.ready:
+    if not status.built:  # a second behind each new message is not "being built"
         note = (
             f"The meaning index is being built ({status.percent}% of messages): searched "
             "by words only until it is ready."

@@ -171,3 +171,22 @@ def test_similar_conversations_are_the_nearest_other_ones(reader: StateReader) -
     assert all(f.messages >= 1 and f.name for f in found)
     with pytest.raises(NotFoundError):
         reader.similar_sessions("no-such-session")
+
+
+def test_a_new_message_not_yet_embedded_leaves_search_by_meaning_on(tmp_path: Path) -> None:
+    """On a busy home the index is a moment behind each new message: hybrid still asks
+    meaning then (words only is for an index being built, not one a row behind)."""
+    home = tmp_path / "home"
+    shapes.build_current_views(home / "state.db")
+    shapes.append_turn(home / "state.db", shapes.S_ROOT, SAID, REPLY, 2e9)
+    path = archive_home(home, tmp_path / "archive.db")
+    assert MeaningBuilder(path).build().ready
+    shapes.append_turn(home / "state.db", shapes.S_ROOT, "one more question", "an answer", 2.2e9)
+    archive_home(home, path)  # synced; not embedded yet
+    reader = StateReader(HermesHome(home), path=path)
+    with reader.snapshot() as snap:
+        status = reader.meaning.status(snap.conn)
+    assert not status.ready and status.built
+    found = reader.search(SearchRequest(query=ASKED, sources=EVERY_SOURCE, mode="hybrid"))
+    assert "meaning" in found.to_json()["routes"]
+    assert not any("being built" in n for n in found.notes)
