@@ -69,6 +69,7 @@ class Said:
     at: float | None
     text: str  # clipped
     words: tuple[str, ...]  # the entry's words it holds
+    shown: bool = True  # the message shows in the transcript without ``all=1``
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ def _entry_json(entry: EntryProvenance) -> dict[str, Any]:
                     "at": e.said.at,
                     "text": e.said.text,
                     "words": list(e.said.words),
+                    "rewound": not e.said.shown,
                 },
             }
             for e in entry.events
@@ -122,7 +123,12 @@ def memory_provenance(
             key = (call.session_id, call.message_id, call.op.content)
             if key not in said:
                 said[key] = where_said(
-                    conn, state, call.session_id, call.message_id, call.op.content
+                    conn,
+                    state,
+                    call.session_id,
+                    call.message_id,
+                    call.op.content,
+                    rewound=not call.shown,
                 )
             found[call.message_id] = said[key]
         shown[entry.number] = with_said(entry, found)

@@ -474,18 +474,24 @@ def rank_window(request: SearchRequest, route: Route) -> int:
 
 
 def session_matches(
-    conn: sqlite3.Connection, state: StoreState, session_id: str, parsed: ParsedQuery
+    conn: sqlite3.Connection,
+    state: StoreState,
+    session_id: str,
+    parsed: ParsedQuery,
+    *,
+    every_row: bool = False,
 ) -> list[int]:
     """Ids of the messages of one session that match ``parsed``, in id order.
 
     The same definition as a result card's hit count: the same router and index,
-    visible rows only, no other filter. The first route that finds anything in
-    this session answers (the word index, then trigram, then a scan).
+    visible rows only (``every_row``: rewound ones too), no other filter. The first
+    route that finds anything in this session answers (the word index, then trigram,
+    then a scan).
     """
     if parsed.empty:
         return []
     routes, _ = plan_routes(parsed, state.trigram_ready)
-    visible = visible_sql("m")
+    visible = "1" if every_row else visible_sql("m")
     low, high = conn.execute(
         "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
     ).fetchone()

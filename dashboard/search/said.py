@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from dashboard.errors import QuerySyntaxError
 from dashboard.hermes.content import decode_content
+from dashboard.hermes.conventions import visible_sql
 from dashboard.memory.provenance import Said
 from dashboard.search.query import parse_query
 from dashboard.search.routes import session_matches
@@ -79,11 +80,18 @@ def key_words(text: str) -> tuple[str, ...]:
 
 
 def where_said(
-    conn: sqlite3.Connection, state: StoreState, session_id: str, before_id: int, text: str
+    conn: sqlite3.Connection,
+    state: StoreState,
+    session_id: str,
+    before_id: int,
+    text: str,
+    *,
+    rewound: bool = False,
 ) -> Said | None:
     """The user message of ``session_id`` before message ``before_id`` that shares the
     most of ``text``'s words (:func:`key_words`), the nearest on a tie; None when no
-    earlier user message holds any.
+    earlier user message holds any. ``rewound``: the call was rewound out of the
+    conversation, so the user's words may have been too: rewound rows count.
 
     The session's matches come from the archive's word search (``session_matches``: the
     word index, then trigram, then a scan), with the entry's words joined by OR.
@@ -95,19 +103,20 @@ def where_said(
         parsed = parse_query(" OR ".join(words))
     except QuerySyntaxError:  # nothing FTS5 reads as a word: nowhere to find it
         return None
-    ids = [i for i in session_matches(conn, state, session_id, parsed) if i < before_id]
+    found = session_matches(conn, state, session_id, parsed, every_row=rewound)
+    ids = [i for i in found if i < before_id]
     if not ids:
         return None
     rows = conn.execute(
-        f"SELECT id, timestamp, content FROM messages WHERE role = 'user'"
-        f" AND id IN ({','.join('?' * len(ids))})",
+        f"SELECT m.id, m.timestamp, m.content, {visible_sql('m')} FROM messages m"
+        f" WHERE m.role = 'user' AND m.id IN ({','.join('?' * len(ids))})",
         ids,
     ).fetchall()
     best: tuple[int, int, Said] | None = None
-    for mid, at, content in rows:
+    for mid, at, content, shown in rows:
         said = decode_content(content)
         lowered = set(_WORD.findall(said.casefold()))
         shared = tuple(w for w in words if w in lowered)
         if shared and (best is None or (len(shared), mid) > best[:2]):
-            best = (len(shared), mid, Said(mid, at, clip(said, SAID_CHARS), shared))
+            best = (len(shared), mid, Said(mid, at, clip(said, SAID_CHARS), shared, bool(shown)))
     return best[2] if best else None

@@ -243,6 +243,13 @@ def test_a_rewound_call_still_wrote_and_its_link_shows_rewound_rows(tmp_path: Pa
     link = f"/sessions/{session_id}?at={message_id}&all=1&profile=default#m{message_id}"
     assert _calls_linked(block) == [link] and NO_CALL not in block
     assert f'id="m{message_id}"' in client.get(link).get_data(as_text=True)
+    # the user's words were rewound with the call: still found, linked with all=1
+    said_id = _user_message(app, session_id, "Note that I work night shifts.")
+    said = f"/sessions/{session_id}?at={said_id}&all=1&profile=default#m{said_id}"
+    assert f'the user said it <a href="{said}">' in block
+    api = client.get("/api/memory/user/provenance?profile=default").get_json()
+    event = next(e for e in api["entries"][5]["events"] if e["message_id"] == message_id)
+    assert event["said"]["message_id"] == said_id and event["said"]["rewound"] is True
 
 
 def test_the_api_answers_the_same_provenance_as_the_page(
