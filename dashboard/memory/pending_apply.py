@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.errors import ConflictError, NotFoundError, ValidationError
+from dashboard.errors import ConflictError, NotFoundError, RecallError, ValidationError
 from dashboard.hermes import installation
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.installation import Installation
@@ -249,6 +249,41 @@ def reject(home: HermesHome, record_id: str, digest: str) -> Decision:
     write.path.unlink()
     sync_folder(write.path.parent)
     return Decision(write.id, write.file_name, False, f"Rejected: {write.action}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One record of a decision taken on many: what was done, or why not."""
+
+    record_id: str
+    decision: Decision | None
+    problem: str | None = None
+
+
+def decide_all(
+    home: HermesHome,
+    shown: Sequence[tuple[str, str]],
+    verb: str,
+    data: RecallData | None = None,
+) -> list[Outcome]:
+    """Approve or reject every record of ``shown`` ((id, digest) as the page showed
+    them), one at a time as :func:`approve` / :func:`reject` do, oldest staged first (the
+    order they were made in, which Hermes's own "approve all" keeps); a record that fails
+    stays and says why, and the others go on."""
+    staged = {w.id: w.created_at or 0.0 for w in pending_of(home).memory}
+    ordered = sorted(shown, key=lambda pair: (staged.get(pair[0], float("inf")), pair[0]))
+    outcomes = []
+    for record_id, digest in ordered:
+        try:
+            if verb == "approve":
+                done = approve(home, record_id, digest, data)
+            else:
+                done = reject(home, record_id, digest)
+        except (RecallError, OSError) as exc:  # this record's refusal: the rest go on
+            outcomes.append(Outcome(record_id, None, str(exc)))
+            continue
+        outcomes.append(Outcome(record_id, done))
+    return outcomes
 
 
 def _by_hermes(

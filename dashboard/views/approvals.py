@@ -25,6 +25,7 @@ from dashboard.hermes.profiles import ALL, EVERY_PROFILE, Profile
 from dashboard.memory.pending_apply import (
     ApplyRefused,
     approve,
+    decide_all,
     decider,
     pending_of,
     preview,
@@ -111,14 +112,41 @@ def index():
     return _page()
 
 
+def _served(profile: str) -> Profile:
+    found = next((p for p in served_profiles() if p.name == profile), None)
+    if found is None:
+        raise NotFoundError(f"no profile {profile!r} is served here")
+    return found
+
+
+@bp.post("/memory/pending/<profile>/<decision>")
+def decide_many(profile: str, decision: str):
+    """Approve or reject every record the page listed (``record``: ``<id> <digest>``
+    each, as shown), oldest staged first; each alone as the single decision is."""
+    if decision not in DECISIONS:
+        abort(404)
+    found = _served(profile)
+    shown = [tuple(v.split(" ", 1)) for v in request.form.getlist("record") if " " in v]
+    if not shown:
+        return _page(400, error="No record was named: reload the page and try again.")
+    data = get_recall_data() if decision == "approve" else None
+    outcomes = decide_all(found.home, shown, decision, data)
+    done = sum(o.decision is not None for o in outcomes)
+    verb = "Approved" if decision == "approve" else "Rejected"
+    where = f" ({found.name})" if EVERY_PROFILE.spans(served_profiles()) else ""
+    summary = f"{verb} {done} of {len(outcomes)}{where}."
+    failed = [f"{o.record_id}: {o.problem}" for o in outcomes if o.problem]
+    if failed:
+        return _page(200 if done else 400, message=summary, error="Not done: " + "; ".join(failed))
+    return redirect(url_for("approvals.index", done=summary), code=303)
+
+
 @bp.post("/memory/pending/<profile>/<record_id>/<decision>")
 def decide(profile: str, record_id: str, decision: str):
     """Approve or reject one record (the one whose bytes the page showed)."""
     if decision not in DECISIONS:
         abort(404)
-    found = next((p for p in served_profiles() if p.name == profile), None)
-    if found is None:
-        raise NotFoundError(f"no profile {profile!r} is served here")
+    found = _served(profile)
     digest = request.form.get("digest", "")
     try:
         if decision == "approve":

@@ -13,7 +13,14 @@ from dashboard.errors import ConflictError, NotFoundError
 from dashboard.hermes import installation
 from dashboard.hermes.home import HermesHome
 from dashboard.hermes.pending import read_pending
-from dashboard.memory.pending_apply import ApplyRefused, approve, decider, reject, replay
+from dashboard.memory.pending_apply import (
+    ApplyRefused,
+    approve,
+    decide_all,
+    decider,
+    reject,
+    replay,
+)
 from dashboard.store.recalldb import RecallData
 from tests.support.pending_records import DELIMITER, USER, hermes_apply, stage, write_memory
 from tests.support.pending_records import USER_LIMIT as LIMIT
@@ -195,3 +202,22 @@ def test_recalls_writer_gives_the_bytes_hermess_own_store_gives(tmp_path: Path) 
         refused += ours is None
         assert ours == theirs, json.dumps([text, payload])
     assert 40 < refused < len(cases) - 40  # both kinds are exercised
+
+
+def test_many_decided_through_hermes_oldest_first(tmp_path: Path) -> None:
+    home = hermes_home(tmp_path)
+    before = home.user_md.read_text(encoding="utf-8")
+    payloads = [
+        {"action": "add", "target": "user", "content": "Has two cats"},
+        {"action": "replace", "target": "user", "old_text": "two cats", "content": "Has a dog"},
+        {"action": "remove", "target": "user", "old_text": "Tokyo"},  # matches nothing
+    ]
+    records = [hermes_stage(home.root, p) for p in payloads]
+    shown = [(r["id"], digest_of(home, r["id"])) for r in reversed(records)]  # as the page lists
+    outcomes = decide_all(home, shown, "approve")
+    assert [o.record_id for o in outcomes] == [r["id"] for r in records]  # oldest first
+    assert [o.decision is not None for o in outcomes] == [True, True, False]
+    assert f"Hermes {PINNED} did not apply it" in (outcomes[2].problem or "")
+    expected = hermes_apply(hermes_apply(before, payloads[0], LIMIT), payloads[1], LIMIT)
+    assert home.user_md.read_text(encoding="utf-8") == expected
+    assert [w.id for w in read_pending(home.root).memory] == [records[2]["id"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 import pytest
 from flask.testing import FlaskClient
@@ -161,8 +162,6 @@ def test_a_pending_folder_that_cannot_be_listed_breaks_no_page(
 def test_with_hermes_installed_the_page_decides_through_its_own_code(
     home: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from urllib.parse import unquote_plus
-
     from dashboard.hermes import installation
     from tests.support.real_hermes import PINNED, install_into
 
@@ -184,3 +183,53 @@ def test_with_hermes_installed_the_page_decides_through_its_own_code(
     refused = post(client, form(page, "add1", "reject"))
     assert refused.status_code == 303 and not (home / "pending" / "memory" / "add1.json").exists()
     installation.forget()
+
+
+def bulk_form(page: str, decision: str) -> dict:
+    """The "all at once" form of ``decision`` as the page shows it: its records."""
+    start = page.index('<details class="pending-bulk">')
+    part = page[start : page.index("</details>", start)]
+    action = re.search(rf'action="([^"]*/{decision})"', part)
+    assert action, decision
+    form = part[action.start() : part.index("</form>", action.start())]
+    return {
+        "url": html.unescape(action[1]),
+        "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', form)[1],
+        "record": re.findall(r'name="record" value="([^"]+)"', form),
+    }
+
+
+def test_approve_all_applies_each_oldest_first_and_leaves_what_it_cannot(
+    client: FlaskClient, home: Path
+) -> None:
+    page = client.get("/memory/pending").get_data(as_text=True)
+    f = bulk_form(page, "approve")
+    assert sorted(r.split()[0] for r in f["record"]) == ["add1", "rep1"]  # not the guarded one
+    before = (home / "memories" / "USER.md").read_text()
+    response = post(client, f)
+    assert response.status_code == 303
+    assert "Approved 2 of 2" in unquote_plus(response.headers["Location"])
+    add = {"action": "add", "target": "user", "content": "Has two cats"}
+    replace = {"action": "replace", "old_text": "Python", "content": "Mostly writes Go now"}
+    expected = hermes_apply(hermes_apply(before, add, 1375), replace, 1375)
+    assert (home / "memories" / "USER.md").read_text() == expected
+    assert sorted(p.name for p in (home / "pending" / "memory").glob("*.json")) == ["guarded.json"]
+
+
+def test_reject_all_drops_every_record_shown_and_keeps_one_staged_again(
+    client: FlaskClient, home: Path
+) -> None:
+    page = client.get("/memory/pending").get_data(as_text=True)
+    f = bulk_form(page, "reject")
+    assert len(f["record"]) == 3
+    stage(home, "add1", "add", content="Has three cats", created_at=T0)  # staged again
+    response = post(client, f)
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200 and "Rejected 2 of 3" in body
+    assert "add1: the record changed on disk" in body
+    assert sorted(p.name for p in (home / "pending" / "memory").glob("*.json")) == ["add1.json"]
+    assert (home / "pending" / "skills" / "skill.json").exists()  # skills are Hermes's
+    assert (home / "memories" / "USER.md").read_text() == DELIMITER.join(USER)
+    no_token = {k: v for k, v in f.items() if k != "csrf_token"}
+    assert post(client, no_token).status_code == 403
+    assert post(client, {**f, "record": []}).status_code == 400
