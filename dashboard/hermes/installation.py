@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.errors import ValidationError
+from dashboard.hermes.conventions import PROFILES_FOLDER
 from dashboard.text import clip_line
 
 ENV_PYTHON = "RECALL_HERMES_PYTHON"
@@ -117,7 +118,7 @@ class Answer:
 
 def root_of(home_root: Path) -> Path:
     """The Hermes home a profile folder belongs to (``<root>/profiles/<name>``)."""
-    return home_root.parent.parent if home_root.parent.name == "profiles" else home_root
+    return home_root.parent.parent if home_root.parent.name == PROFILES_FOLDER else home_root
 
 
 def candidates(home_root: Path, environ: dict[str, str] | None = None) -> list[tuple[Path, str]]:

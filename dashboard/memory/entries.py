@@ -3,6 +3,7 @@ at a time."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from dashboard.errors import (
@@ -10,6 +11,24 @@ from dashboard.errors import (
 )
 
 SEPARATOR = "\n§\n"
+# Words too common to say what an entry is about (and FTS5's operators).
+_COMMON = frozenset(
+    "the and for with that this from have has had are was were you your user users "
+    "not but all any can will would should about into also more most very their them "
+    "they when what which who how likes like prefers prefer uses use using".split()
+)
+WORD = re.compile(r"[^\W_]{3,}")  # a word: letters and digits ("___" is no word to FTS5)
+MAX_WORDS = 16  # an entry's first words: enough to find the message, a short query
+
+
+def key_words(text: str) -> tuple[str, ...]:
+    """An entry's words worth searching for (where it was said, what was said since):
+    three letters or more, not common, once each."""
+    words: dict[str, None] = {}
+    for word in WORD.findall(text.casefold()):
+        if word not in _COMMON and not word.isdigit():
+            words.setdefault(word, None)
+    return tuple(words)[:MAX_WORDS]
 
 
 def split_entries(text: str) -> list[str]:

@@ -45,10 +45,12 @@ from dashboard.hermes.home import HermesHome
 from dashboard.hermes.installation import Installation
 from dashboard.hermes.pending import (
     APPLYING_SUFFIX,
+    ID_PATTERN,
     PendingWrite,
     PendingWrites,
     pending_folder,
     read_pending,
+    read_record,
 )
 from dashboard.memory.checks import blocking, check
 from dashboard.memory.entries import SEPARATOR
@@ -299,9 +301,9 @@ def _by_hermes(
     with file_lock(folder / DECIDING, timeout_s=installation.DECIDE_TIMEOUT_S):
         write = _the_record(home, record_id, digest)
         path = memory_path(home, write.file_name) if write.file_name else None
-        before = _bytes_of(path)
+        before = read_file_bytes(path).data if path else None
         answer = installation.decide(hermes, home.root, verb, write.id)
-        after = _bytes_of(path)
+        after = read_file_bytes(path).data if path else None
         waiting = write.path.exists()
     changed = after != before
     if answer.missing:
@@ -323,15 +325,6 @@ def _by_hermes(
     told = "".join(f"; {n}" for n in notes)
     message = f"{done} by {hermes.label}: {write.action}{where}{quiet}{told}"
     return Decision(write.id, write.file_name, changed, message, by=hermes.label)
-
-
-def _bytes_of(path: Path | None) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
 
 
 def recover(home: HermesHome) -> list[str]:
@@ -376,7 +369,16 @@ def recover(home: HermesHome) -> list[str]:
 
 
 def _the_record(home: HermesHome, record_id: str, digest: str) -> PendingWrite:
-    write = pending_of(home).find(record_id)
+    """The record ``record_id`` as the page showed it (its bytes hash to ``digest``).
+    Its own file is read (a decision of many reads each once, not the whole folder each
+    time); an id that is not its file's name is looked for in the listing."""
+    recover(home)
+    write = None
+    if ID_PATTERN.match(record_id):  # never a path the URL made up
+        found = read_record(pending_folder(home.root, "memory") / f"{record_id}.json", "memory")
+        write = found if isinstance(found, PendingWrite) and found.id == record_id else None
+    if write is None:
+        write = read_pending(home.root).find(record_id)
     if write is None:
         raise NotFoundError(f"no pending memory write {record_id!r} (decided already?)")
     if write.digest != digest:

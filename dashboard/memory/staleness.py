@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dashboard.memory.entries import WORD
 from dashboard.text import clip
 
 # Kinds of things an entry names, each with the spellings of its members (lower case;
@@ -111,7 +112,6 @@ _ASCII_WORD = "[A-Za-z0-9_.+#-]"
 _SENTENCE_ENDS = ".!?:;。！？…\"'“(["
 _VERSION = re.compile(r"\s*v?\d")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
-_WORDS = re.compile(r"[^\W_]{3,}")
 _HABIT = (
     r"\b(?:no longer|not any ?more|stopped|quit|gave up)\s+(?:use|using|write|writing|work|"
     r"working|live|living|prefer|preferring|like|run|running|do|doing)\b(?:\s+[\w'-]+){0,3}?\s+"
@@ -186,7 +186,7 @@ def _as_name(written: str, text: str, start: int, end: int) -> bool:
 def read_message(entry: str, message: str, words: Iterable[str] = ()) -> Reading:
     """How ``message`` (the user's, later) stands against ``entry`` (see the module):
     the first sentence that may supersede it, else the whole message's reading.
-    ``words``: the entry's own words (search/said.key_words), retracted as its things are
+    ``words``: the entry's own words (entries.key_words), retracted as its things are
     when a habit verb stands between ("I no longer work night shifts")."""
     prose = _CODE.sub(" ", message)
     mine = things(entry)
@@ -227,7 +227,7 @@ def could_supersede(message: str) -> bool:
 
 def shared_words(words: Iterable[str], message: str) -> tuple[str, ...]:
     """Which of ``words`` (an entry's, lower case) ``message`` holds as words, outside code."""
-    held = set(_WORDS.findall(_CODE.sub(" ", message).casefold()))
+    held = set(WORD.findall(_CODE.sub(" ", message).casefold()))
     return tuple(w for w in words if w in held)
 
 

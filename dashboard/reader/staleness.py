@@ -6,7 +6,7 @@ else the revision before it appeared; an entry with no date is compared with eve
 conversation, and the page says so. The conversations come from the archive's own
 search, the user's messages only, in the page's profile, four questions an entry:
 
-* its words (``search/said.key_words``, joined by OR), and the same with a word of
+* its words (``memory/entries.key_words``, joined by OR), and the same with a word of
   change ("now", "no longer" …): a message that changes it is found among many that
   only mention it;
 * the other things of the kinds it names (the entry names *Python*: Go, Rust, Java …)
@@ -30,6 +30,7 @@ from dashboard.bounded import BoundedCache
 from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import is_summary
 from dashboard.meaning.reader import MeaningReader
+from dashboard.memory.entries import key_words
 from dashboard.memory.provenance import EntryProvenance
 from dashboard.memory.staleness import (
     CHANGE_WORDS,
@@ -41,7 +42,6 @@ from dashboard.memory.staleness import (
     things,
 )
 from dashboard.search.newer import UserMatch, nearest_user_messages, newest_user_matches
-from dashboard.search.said import key_words
 from dashboard.store.names import names_of
 from dashboard.store.state import StoreState
 from dashboard.text import clip

@@ -9,7 +9,6 @@ hits whose own text holds a term, with snippets cut from that text alone.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,6 +16,7 @@ from dataclasses import replace
 from dashboard.errors import QuerySyntaxError
 from dashboard.hermes.content import decode_content
 from dashboard.hermes.conventions import visible_sql
+from dashboard.memory.entries import WORD, key_words
 from dashboard.memory.provenance import Said
 from dashboard.search.query import parse_query
 from dashboard.search.routes import session_matches
@@ -59,24 +59,7 @@ def said_only(
     return kept
 
 
-# Words too common to say where something was said (and FTS5's operators).
-_COMMON = frozenset(
-    "the and for with that this from have has had are was were you your user users "
-    "not but all any can will would should about into also more most very their them "
-    "they when what which who how likes like prefers prefer uses use using".split()
-)
-_WORD = re.compile(r"[^\W_]{3,}")  # letters and digits: "___" is no word to FTS5
-MAX_WORDS = 16  # an entry's first words: enough to find the message, a short query
 SAID_CHARS = 200
-
-
-def key_words(text: str) -> tuple[str, ...]:
-    """An entry's words worth searching for: three letters or more, not common, once each."""
-    words: dict[str, None] = {}
-    for word in _WORD.findall(text.casefold()):
-        if word not in _COMMON and not word.isdigit():
-            words.setdefault(word, None)
-    return tuple(words)[:MAX_WORDS]
 
 
 def where_said(
@@ -115,7 +98,7 @@ def where_said(
     best: tuple[int, int, Said] | None = None
     for mid, at, content, shown in rows:
         said = decode_content(content)
-        lowered = set(_WORD.findall(said.casefold()))
+        lowered = set(WORD.findall(said.casefold()))
         shared = tuple(w for w in words if w in lowered)
         if shared and (best is None or (len(shared), mid) > best[:2]):
             best = (len(shared), mid, Said(mid, at, clip(said, SAID_CHARS), shared, bool(shown)))
